@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Install whatever h2lab needs and is missing; quick and silent the second time.
+#   Debian packages (apt-get), Rattan (cargo install --locked, pinned, cached), uv (pinned,
+#   cached), the Python environment (.venv from uv.lock).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CACHE="${H2LAB_CACHE:-$HOME/.cache/h2lab}"
+RATTAN_VERSION=0.1.1   # keep in sync with src/h2lab/net/rattan.py RATTAN_VERSION
+UV_VERSION=0.13.8
+DEB_PACKAGES=(nginx nghttp2-client iproute2 iputils-ping util-linux procps)
+
+t0=$(date +%s%N)
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+RATTAN="$CACHE/rattan-$RATTAN_VERSION/bin/rattan"
+if [ ! -x "$RATTAN" ]; then
+  CARGO="$(command -v cargo || echo "$HOME/.cargo/bin/cargo")"
+  say "building rattan $RATTAN_VERSION (cargo install --locked; a few minutes, once)"
+  "$CARGO" install rattan --version "$RATTAN_VERSION" --locked --root "$CACHE/rattan-$RATTAN_VERSION" \
+    >"$CACHE/rattan-build.log" 2>&1 || { tail -20 "$CACHE/rattan-build.log" >&2; exit 1; }
+fi
+
+UV="$CACHE/uv-$UV_VERSION/bin/uv"
+if [ ! -x "$UV" ]; then
+  say "installing uv $UV_VERSION"
+  python3 -m venv "$CACHE/uv-$UV_VERSION"
+  "$CACHE/uv-$UV_VERSION/bin/pip" install -q "uv==$UV_VERSION"
+fi
+UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python python3.11 --quiet
+
+t1=$(date +%s%N)
+say "ready in $(( (t1 - t0) / 1000000 )) ms (rattan $RATTAN_VERSION, $(nginx -v 2>&1 | cut -d/ -f2), h2load $(h2load --version | awk '{print $2}'))"

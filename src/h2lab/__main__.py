@@ -1,0 +1,3 @@
+from h2lab.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Pure statistics over stored trials."""

@@ -1,0 +1,61 @@
+"""Per-cell medians and paired h2/h1 ratios (per block, then the median over blocks)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from h2lab.store import TrialRecord
+
+# Which h1 variant each h2 variant is compared with: same transport security, and h2c
+# against pipelining as in seed 002.
+PAIRS = (("h2s", "h1s"), ("h2c", "h1c"), ("h2c", "h1p"))
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    cell: tuple[str, ...]
+    """page, network, server, client, congestion control, initcwnd"""
+    n_ok: dict[str, int]
+    n_failed: dict[str, int]
+    median_pdt_ms: dict[str, float]
+    ratios: dict[str, tuple[float, int]]
+    """"h2s/h1s" -> (median of per-block ratios, number of blocks)"""
+
+
+def _cell(t: TrialRecord) -> tuple[str, ...]:
+    return (t.page, t.network, t.server, t.client, t.congestion_control, f"iw{t.initcwnd_packets}")
+
+
+def summarize(trials: list[TrialRecord], metric: str = "pdt_ms") -> list[CellSummary]:
+    by_cell: dict[tuple[str, ...], list[TrialRecord]] = defaultdict(list)
+    for t in trials:
+        by_cell[_cell(t)].append(t)
+    out = []
+    for cell, rows in by_cell.items():
+        values: dict[str, list[float]] = defaultdict(list)
+        n_failed: dict[str, int] = defaultdict(int)
+        blocks: dict[str, dict[str, float]] = defaultdict(dict)
+        for t in rows:
+            v = getattr(t, metric)
+            if t.status == "ok" and v is not None:
+                values[t.protocol].append(float(v))
+                blocks[t.block][t.protocol] = float(v)
+            elif t.status != "ok":
+                n_failed[t.protocol] += 1
+        ratios = {}
+        for h2, h1 in PAIRS:
+            paired = [b[h2] / b[h1] for b in blocks.values() if h2 in b and h1 in b and b[h1] > 0]
+            if paired:
+                ratios[f"{h2}/{h1}"] = (statistics.median(paired), len(paired))
+        out.append(
+            CellSummary(
+                cell=cell,
+                n_ok={p: len(v) for p, v in values.items()},
+                n_failed=dict(n_failed),
+                median_pdt_ms={p: statistics.median(v) for p, v in values.items()},
+                ratios=ratios,
+            )
+        )
+    return sorted(out, key=lambda c: c.cell)

@@ -1,0 +1,328 @@
+"""Command wiring only: parse flags, call into the package, print. (typer + rich)"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from h2lab.errors import H2LabError, SpecError
+
+app = typer.Typer(
+    name="h2lab",
+    help="A web-performance lab in one command: h1 vs h2 on real servers, real clients and "
+    "an emulated network (Rattan).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+DEMO_EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "demo.toml"
+
+
+def _require_root() -> None:
+    import os
+
+    if os.geteuid() != 0:
+        raise H2LabError("h2lab needs root for network namespaces (run it with sudo)")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+    )
+
+
+def _run_experiment(exp_path: Path | None, exp: object, out: Path, quiet: bool = False) -> None:
+    from h2lab.runner.matrix import expand
+    from h2lab.runner.run import run_trials
+    from h2lab.spec.experiment import Experiment
+    from h2lab.store import Store
+
+    assert isinstance(exp, Experiment)
+    trials = expand(exp)
+    _require_root()
+    store = Store(out)
+    (out / "experiment.json").write_text(
+        json.dumps(
+            {
+                "name": exp.name,
+                "source": str(exp_path or exp.source),
+                "seed": exp.seed,
+                "trials": len(trials),
+            },
+            indent=1,
+        )
+    )
+    failed = 0
+    try:
+        with _progress() as progress:
+            task = progress.add_task(exp.name, total=len(trials), status="")
+
+            def on_progress(t: object, record: object) -> None:
+                nonlocal failed
+                from h2lab.store import TrialRecord
+
+                if isinstance(record, TrialRecord):
+                    if record.status != "ok":
+                        failed += 1
+                        err.print(f"[yellow]trial failed[/] {record.trial_key}: {record.error}")
+                    status = f"failed {failed}" if failed else ""
+                else:
+                    status = "resumed"
+                progress.update(task, advance=1, status=status)
+
+            run_trials(trials, store, timeout_s=exp.timeout_s, on_progress=on_progress)
+    finally:
+        store.close()
+
+
+def _summary_table(out: Path) -> Table:
+    from h2lab.analysis.summary import summarize
+    from h2lab.store import Store
+
+    store = Store(out)
+    try:
+        cells = summarize(store.trials())
+    finally:
+        store.close()
+    protocols = sorted({p for c in cells for p in c.median_pdt_ms})
+    pairs = sorted({r for c in cells for r in c.ratios})
+    table = Table(title=f"median pdt_ms per cell ({out})")
+    for col in ("page", "network", "server", "client"):
+        table.add_column(col)
+    for p in protocols:
+        table.add_column(f"{p} pdt_ms", justify="right")
+    for r in pairs:
+        table.add_column(f"{r} (paired)", justify="right")
+    table.add_column("n", justify="right")
+    for c in cells:
+        n = min(c.n_ok.values()) if c.n_ok else 0
+        fails = sum(c.n_failed.values())
+        table.add_row(
+            *c.cell[:4],
+            *(f"{c.median_pdt_ms[p]:.0f}" if p in c.median_pdt_ms else "-" for p in protocols),
+            *(f"{c.ratios[r][0]:.2f}" if r in c.ratios else "-" for r in pairs),
+            f"{n}" + (f" ({fails} failed)" if fails else ""),
+        )
+    return table
+
+
+@app.command()
+def run(
+    experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")],
+    out: Annotated[Path, typer.Option("--out", help="results folder (resumes if it exists)")],
+) -> None:
+    """Run an experiment: every trial is stored in OUT/results.sqlite as it ends; a rerun
+    into the same OUT skips trials already stored."""
+    from h2lab.spec.experiment import load_experiment
+
+    exp = load_experiment(experiment)
+    _run_experiment(experiment, exp, out)
+    console.print(_summary_table(out))
+
+
+@app.command()
+def validate(experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")]) -> None:
+    """Check an experiment file without running it; print how many trials it expands to."""
+    from h2lab.runner.matrix import expand
+    from h2lab.spec.experiment import load_experiment
+
+    exp = load_experiment(experiment)
+    console.print(f"{experiment}: ok, {len(expand(exp))} trials")
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="results folder")] = Path("h2lab-out/demo"),
+) -> None:
+    """Run the shipped demo experiment (experiments/demo.toml) and print its table."""
+    from h2lab.spec.experiment import load_experiment
+
+    exp = load_experiment(DEMO_EXPERIMENT)
+    _run_experiment(DEMO_EXPERIMENT, exp, out)
+    console.print(_summary_table(out))
+    console.print(
+        "pdt_ms: first request -> last byte of the page (seed 002). Paired ratio: median over "
+        "blocks of pdt(h2)/pdt(h1); below 1 means h2 was faster."
+    )
+
+
+_FLAG_FOR = {
+    "factors.protocol": "--protocol",
+    "factors.network": "--network",
+    "factors.page": "PAGE",
+    "factors.server": "--server",
+    "factors.client": "--client",
+    "factors.congestion_control": "--cc",
+    "factors.initcwnd": "--initcwnd",
+}
+
+
+@app.command()
+def load(
+    page: Annotated[str, typer.Argument(help="synthetic:n=64,size=10KB,origins=1")],
+    protocol: Annotated[str, typer.Option(help="h1c, h1p, h1s, h2c or h2s (comma list ok)")],
+    network: Annotated[str, typer.Option(help="profile name or rtt=..,down=..,up=..,loss=..")],
+    server: Annotated[str, typer.Option(help="server")] = "nginx",
+    client: Annotated[str, typer.Option(help="client")] = "h2load",
+    repeat: Annotated[int, typer.Option(help="trials per protocol", min=1, max=1000)] = 1,
+    cc: Annotated[str, typer.Option(help="TCP congestion control")] = "cubic",
+    initcwnd: Annotated[int, typer.Option(help="initial congestion window, packets")] = 10,
+    seed: Annotated[int, typer.Option(help="seed of loss pattern and order", min=0)] = 0,
+    out: Annotated[Path, typer.Option(help="results folder")] = Path("h2lab-out/load"),
+    as_json: Annotated[bool, typer.Option("--json", help="print trial records as JSON")] = False,
+) -> None:
+    """Run K trials of one cell without an experiment file and print the metrics."""
+    from h2lab.spec.experiment import Experiment, validate_factors
+    from h2lab.store import Store
+
+    raw = {
+        "protocol": [p.strip() for p in protocol.split(",") if p.strip()],
+        "network": [network],
+        "page": [page],
+        "server": [server],
+        "client": [client],
+        "congestion_control": [cc],
+        "initcwnd": [initcwnd],
+    }
+    try:
+        factors = validate_factors("command line", raw)
+    except SpecError as exc:
+        key = re.sub(r"\[\d+\]", "", exc.field)
+        base, _, rest = key.partition(".") if not key.startswith("factors.") else (key, "", "")
+        flag = _FLAG_FOR.get(".".join(key.split(".")[:2]), key)
+        del base, rest
+        raise SpecError("command line", flag, exc.reason) from exc
+    exp = Experiment(name="load", factors=factors, seed=seed, repetitions=repeat)
+    store_before = set()
+    if (out / "results.sqlite").exists():
+        s = Store(out)
+        store_before = {t.id for t in s.trials()}
+        s.close()
+    # each `load` is a fresh question: a new experiment name keeps earlier rows apart
+    import datetime as dt
+
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%f")
+    exp = Experiment(name=f"load-{stamp}", factors=factors, seed=seed, repetitions=repeat)
+    _run_experiment(None, exp, out, quiet=as_json)
+    s = Store(out)
+    rows = [t for t in s.trials() if t.id not in store_before]
+    s.close()
+    if as_json:
+        print(json.dumps([r.as_dict() for r in rows], indent=1))
+        return
+    table = Table(title=f"{page} over {network}")
+    cols = [
+        "protocol",
+        "repetition",
+        "status",
+        "pdt_ms",
+        "bytes_down",
+        "bytes_up",
+        "tcp_connections",
+        "retransmits",
+        "response_header_bytes",
+    ]
+    for c in cols:
+        table.add_column(c, justify="right")
+    for r in rows:
+        d = r.as_dict()
+        table.add_row(*(f"{d[c]:.1f}" if isinstance(d[c], float) else str(d[c]) for c in cols))
+    console.print(table)
+    for r in rows:
+        if r.error:
+            err.print(f"[yellow]{r.protocol} r{r.repetition}:[/] {r.error}")
+
+
+@app.command()
+def export(
+    out: Annotated[Path, typer.Argument(help="results folder")],
+    csv: Annotated[bool, typer.Option("--csv", help="write trials.csv and resources.csv")] = True,
+) -> None:
+    """Export the store of OUT as CSV files beside it."""
+    from h2lab.store import Store
+
+    if not (out / "results.sqlite").exists():
+        raise SpecError(str(out), "results.sqlite", "no results store in this folder")
+    store = Store(out)
+    try:
+        for path in store.export_csv(out):
+            console.print(str(path))
+    finally:
+        store.close()
+
+
+@app.command()
+def clean(
+    all_instances: Annotated[
+        bool, typer.Option("--all", help="also remove instances whose h2lab is still running")
+    ] = False,
+) -> None:
+    """Remove namespaces, processes and state left by killed h2lab instances."""
+    from h2lab.net.clean import clean_stale
+
+    _require_root()
+    removed = clean_stale(include_live=all_instances)
+    console.print(
+        f"removed {len(removed)} instance(s)" + (f": {' '.join(removed)}" if removed else "")
+    )
+
+
+@app.command()
+def doctor() -> None:
+    """Report what is installed and what is missing, with versions."""
+    from h2lab.doctor import checks
+
+    table = Table(title="h2lab doctor")
+    for col in ("component", "status", "version / detail"):
+        table.add_column(col)
+    missing = 0
+    for c in checks():
+        table.add_row(c.name, "[green]ok[/]" if c.ok else "[red]missing[/]", c.detail)
+        missing += not c.ok
+    console.print(table)
+    if missing:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except typer.TyperException as exc:  # usage errors: unknown flag, bad value, missing argument
+        err.print(f"h2lab: {exc.format_message()}", markup=False, highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("interrupted: stored trials are kept; rerun the same command to resume")
+        sys.exit(130)
+    except H2LabError as exc:
+        err.print(f"h2lab: {exc.line()}", markup=False, highlight=False)
+        sys.exit(exc.exit_code)

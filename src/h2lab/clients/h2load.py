@@ -1,0 +1,183 @@
+"""h2load (Debian ``nghttp2-client``) fetching every resource of a page, browser-like.
+
+Per origin, as browsers and seed 002 do:
+
+* ``h1c``/``h1s``: up to 6 connections (the browsers' per-host limit), one request at a time
+  on each; the origin's resources are dealt round-robin over the connections in page order;
+* ``h1p``: one connection, every request pipelined at once;
+* ``h2s``/``h2c``: one connection, every request as its own stream at once.
+
+h2load hands every connection (``-c``) the same URI list from the start, so each connection
+here is its own h2load process (``-c 1``) with its own share of the URIs. All processes of a
+trial start together; ``pdt_ms`` is from the earliest request start to the latest response end
+over all their request logs. h2load does not report request header bytes (NULL in the store);
+it does report response header bytes as received.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from h2lab import procs
+from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
+from h2lab.errors import TrialFailed
+from h2lab.metrics import h2load as parse
+from h2lab.net import netns
+from h2lab.pages import Page, Resource
+from h2lab.servers import PORTS
+
+BROWSER_CONNECTIONS_PER_HOST = 6  # Chrome/Firefox per-host limit for HTTP/1.1
+
+_FLAGS = {
+    "h1c": ["--h1"],
+    "h1p": ["--h1"],
+    "h1s": ["--h1"],  # ALPN http/1.1 only
+    "h2s": ["--npn-list=h2"],
+    "h2c": ["--no-tls-proto=h2c"],  # HTTP/2 with prior knowledge
+}
+_SCHEME = {"h1c": "http", "h1p": "http", "h1s": "https", "h2s": "https", "h2c": "http"}
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One h2load process: one TCP connection to one origin with its share of resources."""
+
+    origin: str
+    index: int
+    resources: tuple[Resource, ...]
+    in_flight: int
+    """requests outstanding at once: 1, or all of them (pipelining / h2 streams)"""
+
+    @property
+    def id(self) -> str:
+        return f"{self.origin}#{self.index}"
+
+
+def plan(page: Page, protocol: str) -> list[Connection]:
+    """Pure: which connections a page load opens and what each fetches."""
+    conns: list[Connection] = []
+    for origin in page.origins:
+        res = page.resources_of(origin)
+        if not res:
+            continue
+        if protocol in ("h1c", "h1s"):
+            k = min(BROWSER_CONNECTIONS_PER_HOST, len(res))
+            for i in range(k):
+                conns.append(Connection(origin, i, tuple(res[i::k]), 1))
+        else:
+            conns.append(Connection(origin, 0, tuple(res), len(res)))
+    return conns
+
+
+def url_for(res: Resource, protocol: str) -> str:
+    port = PORTS[protocol]
+    default = {"http": 80, "https": 443}[_SCHEME[protocol]]
+    return res.url(_SCHEME[protocol], None if port == default else port)
+
+
+def argv_for(conn: Connection, protocol: str, log_file: str) -> list[str]:
+    n = len(conn.resources)
+    return [
+        "h2load",
+        *_FLAGS[protocol],
+        "-c1",
+        "-t1",
+        f"-n{n}",
+        f"-m{conn.in_flight}",
+        f"--log-file={log_file}",
+        *(url_for(r, protocol) for r in conn.resources),
+    ]
+
+
+class H2load:
+    name = "h2load"
+    protocols = frozenset(_FLAGS)
+
+    def version(self) -> str:
+        m = re.search(r"nghttp2/(\S+)", procs.version_text(["h2load", "--version"]))
+        return m.group(1) if m else "unknown"
+
+    def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+        conns = plan(page, protocol)
+        ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        running = []
+        for i, conn in enumerate(conns):
+            log = ctx.artifacts_dir / f"h2load-{i}.log"
+            out = (ctx.artifacts_dir / f"h2load-{i}.out").open("wb")
+            argv = netns.exec_argv(ctx.netns, argv_for(conn, protocol, str(log)))
+            running.append(
+                (conn, log, out, procs.spawn(argv, stdout=out, stderr=subprocess.STDOUT))
+            )
+        deadline = time.monotonic() + ctx.timeout_s
+        try:
+            for _, _, out, proc in running:
+                try:
+                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired as exc:
+                    raise TrialFailed(f"h2load did not finish within {ctx.timeout_s:g} s") from exc
+                finally:
+                    out.close()
+        finally:
+            for _, _, _, proc in running:
+                procs.stop(proc, grace_s=1)
+        return self._collect(running, protocol, ctx)
+
+    def _collect(
+        self,
+        running: Sequence[tuple[Connection, object, object, subprocess.Popen[bytes]]],
+        protocol: str,
+        ctx: LoadContext,
+    ) -> LoadResult:
+        per_conn: list[tuple[Connection, list[parse.RequestLog]]] = []
+        header_bytes = body_bytes = 0
+        for i, (conn, _, _, proc) in enumerate(running):
+            text = (ctx.artifacts_dir / f"h2load-{i}.out").read_text(errors="replace")
+            try:
+                summary = parse.parse_summary(text)
+            except parse.H2loadParseError as exc:
+                raise TrialFailed(f"{conn.id}: h2load exited {proc.returncode}: {exc}") from exc
+            if summary.requests_succeeded != len(conn.resources):
+                tail = text.strip().splitlines()[-1:] or [""]
+                raise TrialFailed(
+                    f"{conn.id}: {summary.requests_succeeded}/{len(conn.resources)} requests "
+                    f"succeeded ({tail[0]})"
+                )
+            rows = parse.in_request_order(
+                parse.parse_log((ctx.artifacts_dir / f"h2load-{i}.log").read_text())
+            )
+            bad = [r.status for r in rows if not 200 <= r.status < 400]
+            if bad or len(rows) != len(conn.resources):
+                raise TrialFailed(f"{conn.id}: statuses {bad} in {len(rows)} logged requests")
+            header_bytes += summary.header_bytes
+            body_bytes += summary.data_bytes
+            per_conn.append((conn, rows))
+        t0 = min(r.start_us for _, rows in per_conn for r in rows)
+        t_end = max(r.end_us for _, rows in per_conn for r in rows)
+        resources = tuple(
+            ResourceTiming(
+                url=url_for(res, protocol),
+                origin=conn.origin,
+                start_ms=(row.start_us - t0) / 1000,
+                ttfb_ms=None,
+                end_ms=(row.end_us - t0) / 1000,
+                bytes=res.size_bytes,
+                protocol=protocol,
+                connection=conn.id,
+            )
+            for conn, rows in per_conn
+            for res, row in zip(conn.resources, rows, strict=True)
+        )
+        return LoadResult(
+            pdt_ms=(t_end - t0) / 1000,
+            body_bytes=body_bytes,
+            request_header_bytes=None,
+            response_header_bytes=header_bytes,
+            resources=tuple(sorted(resources, key=lambda r: r.start_ms)),
+        )
+
+
+register("h2load", H2load)

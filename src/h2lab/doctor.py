@@ -1,0 +1,54 @@
+"""What is installed, what is missing, with versions."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from h2lab import procs
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _version(argv: list[str], pattern: str) -> str | None:
+    if not shutil.which(argv[0]) and not Path(argv[0]).exists():
+        return None
+    m = re.search(pattern, procs.version_text(argv))
+    return m.group(1) if m else "unknown version"
+
+
+def checks() -> list[Check]:
+    from h2lab.errors import MissingTool
+    from h2lab.net.rattan import RATTAN_VERSION, rattan_binary
+
+    out = []
+    try:
+        rattan = rattan_binary()
+        v = _version([str(rattan), "--version"], r"rattan (\S+)")
+        out.append(Check("rattan", v is not None, f"{v} ({rattan}; pinned {RATTAN_VERSION})"))
+    except MissingTool as exc:
+        out.append(Check("rattan", False, exc.hint))
+    tools = [
+        ("nginx", ["nginx", "-v"], r"nginx/(\S+)", "apt-get install nginx"),
+        ("h2load", ["h2load", "--version"], r"nghttp2/(\S+)", "apt-get install nghttp2-client"),
+        ("ip (iproute2)", ["ip", "-V"], r"iproute2-(\S+)", "apt-get install iproute2"),
+        ("nsenter", ["nsenter", "--version"], r"util-linux (\S+)", "apt-get install util-linux"),
+        ("ping", ["ping", "-V"], r"iputils-(\S+)", "apt-get install iputils-ping"),
+    ]
+    for name, argv, pat, hint in tools:
+        v = _version(argv, pat)
+        out.append(Check(name, v is not None, v or hint))
+    cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    avail = cc.read_text().split() if cc.exists() else []
+    out.append(Check("tcp congestion control", "cubic" in avail, " ".join(avail) or "unknown"))
+    import os
+
+    out.append(Check("root", os.geteuid() == 0, "needed for network namespaces"))
+    return out

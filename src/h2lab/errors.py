@@ -1,0 +1,77 @@
+"""One error base for h2lab; subclasses carry the data needed to explain themselves.
+
+The CLI turns any :class:`H2LabError` into one line on stderr and an exit code:
+input errors (:class:`SpecError`) exit 2, everything else exits 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class H2LabError(Exception):
+    """Base of every error h2lab raises on purpose."""
+
+    exit_code = 1
+
+    def line(self) -> str:
+        """The one line the CLI prints."""
+        return str(self)
+
+
+class SpecError(H2LabError):
+    """Bad user input: a file, the field inside it, and what was wrong."""
+
+    exit_code = 2
+
+    def __init__(self, source: str | Path, field: str, reason: str) -> None:
+        self.source = str(source)
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{self.source}: {field}: {reason}")
+
+
+class UnitError(ValueError):
+    """A value with a unit could not be parsed; wrapped into :class:`SpecError` at the edge."""
+
+
+def telling_line(output: str) -> str:
+    """The line of a program's output most likely to say what went wrong."""
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    for ln in lines:
+        if any(w in ln.lower() for w in ("emerg", "error", "fatal", "failed to")):
+            return ln
+    return lines[-1] if lines else ""
+
+
+class ProcessFailed(H2LabError):
+    """An external program exited badly."""
+
+    def __init__(self, cmd: Sequence[str], returncode: int | None, stderr_tail: str) -> None:
+        self.cmd = list(cmd)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+        super().__init__(f"{self.cmd[0]} exited with {returncode}: {telling_line(stderr_tail)}")
+
+
+class WaitTimeout(H2LabError):
+    """A condition awaited with a deadline did not come true."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        self.what = what
+        self.seconds = seconds
+        super().__init__(f"timed out after {seconds:.1f} s waiting for {what}")
+
+
+class MissingTool(H2LabError):
+    """A required program is not installed."""
+
+    def __init__(self, tool: str, hint: str) -> None:
+        self.tool = tool
+        self.hint = hint
+        super().__init__(f"{tool} is not installed ({hint})")
+
+
+class TrialFailed(H2LabError):
+    """One trial could not produce a result; the runner records it and goes on."""

@@ -1,0 +1,1 @@
+"""Pure parsers: client outputs and kernel counters -> typed values. No I/O here."""

@@ -1,0 +1,1 @@
+"""Network: namespaces, the Rattan link between them, and per-namespace TCP settings."""

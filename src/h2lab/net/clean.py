@@ -1,0 +1,48 @@
+"""Remove what killed instances left behind: namespaces (ours and Rattan's), processes, state."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from h2lab import procs
+from h2lab.net import netns
+from h2lab.net.lab import PREFIX, teardown_lab
+from h2lab.paths import state_root
+
+
+def _owner_alive(lab_id: str) -> bool:
+    pid_file = state_root() / lab_id / "owner.pid"
+    try:
+        pid = int(pid_file.read_text())
+    except (OSError, ValueError):
+        return False
+    return pid != os.getpid() and procs.pid_alive(pid)
+
+
+def stale_instances(include_live: bool = False) -> list[str]:
+    """Instance ids with state or namespaces whose owning h2lab process is gone."""
+    ids: set[str] = set()
+    root = state_root()
+    if root.is_dir():
+        ids |= {p.name for p in root.iterdir() if p.name.startswith(PREFIX)}
+    for name in netns.list_netns():
+        if name.startswith(PREFIX):
+            ids.add(name.rsplit("-", 1)[0])
+    from h2lab.paths import netns_etc
+
+    etc_root = netns_etc("x").parent
+    if etc_root.is_dir():
+        ids |= {p.name.rsplit("-", 1)[0] for p in etc_root.iterdir() if p.name.startswith(PREFIX)}
+    return sorted(i for i in ids if include_live or not _owner_alive(i))
+
+
+def clean_stale(include_live: bool = False) -> list[str]:
+    """Tear down every stale instance; return their ids."""
+    removed = stale_instances(include_live)
+    for lab_id in removed:
+        teardown_lab(lab_id)
+    root = state_root()
+    if root.is_dir() and not any(root.iterdir()):
+        shutil.rmtree(root, ignore_errors=True)
+    return removed

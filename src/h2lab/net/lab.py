@@ -1,0 +1,281 @@
+"""A lab instance: the servers namespace with one IP per origin, and per-trial Rattan links
+that create the client namespace.
+
+Names: instance id ``h2lab-<6 hex>``; namespaces ``<id>-servers`` and ``<id>-client``; state
+folder ``/run/h2lab/<id>``. Rattan names its own namespaces ``ns-left-XXXXXX`` and
+``ns-rattan-XXXXXX``; the lab records them in its state folder so ``h2lab clean`` can find them.
+
+Lifecycle: the servers namespace lives for the whole lab (servers start once per block); each
+trial gets a fresh :class:`Link` — a fresh client namespace (no TCP metrics, no sockets, zeroed
+counters) and a fresh loss process seeded by the trial seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from h2lab import procs
+from h2lab.errors import H2LabError
+from h2lab.net import netns, rattan
+from h2lab.paths import netns_etc, state_root
+from h2lab.spec.network import NetworkProfile
+
+PREFIX = "h2lab-"
+# Origins live on the servers namespace's loopback at 10.2.0.k: Rattan numbers its veth pairs
+# 10.2.<pair>.x with pair >= 1, so pair 0 never collides with Rattan's own addresses.
+ORIGIN_NET = "10.2.0."
+MAX_ORIGINS = 250
+RATTAN_START_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class TcpSettings:
+    """Per-namespace TCP stack settings, a trial factor."""
+
+    congestion_control: str = "cubic"  # the seed papers' Linux default (host default here: bbr)
+    initcwnd_packets: int = 10  # RFC 6928
+
+
+class Link:
+    """One Rattan process: the emulated path and the client namespace behind it."""
+
+    def __init__(self, lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings) -> None:
+        self.lab = lab
+        self.profile = profile
+        self.seed = seed
+        self.tcp = tcp
+        self.client_ns = f"{lab.id}-client"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dir = lab.state_dir / "link"
+
+    def __enter__(self) -> Link:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        shutil.rmtree(self._dir, ignore_errors=True)
+        self._dir.mkdir(parents=True)
+        holder = self._dir / "holder.pid"
+        files = rattan.build_config(self.profile, self.seed, self._dir, holder)
+        for name, text in files.loss_traces.items():
+            (self._dir / name).write_text(text)
+        config = self._dir / "rattan.toml"
+        config.write_text(files.config_toml)
+        log = (self._dir / "rattan.log").open("wb")
+        argv = [
+            "nsenter",
+            f"--net={netns.netns_path(self.lab.servers_ns)}",
+            str(rattan.rattan_binary()),
+            "run",
+            "-c",
+            str(config),
+        ]
+        self._proc = procs.spawn(argv, stdout=log, stderr=log)
+        (self._dir / "rattan.pid").write_text(str(self._proc.pid))
+
+        def ready() -> bool:
+            if self._proc is not None and self._proc.poll() is not None:
+                tail = (self._dir / "rattan.log").read_text(errors="replace")[-600:]
+                raise H2LabError(f"rattan exited with {self._proc.returncode}: {tail.strip()}")
+            return holder.exists()
+
+        procs.wait_until("rattan link up", ready, timeout_s=RATTAN_START_TIMEOUT_S)
+        pid = int(holder.read_text())
+        procs.run(["ip", "netns", "attach", self.client_ns, str(pid)])
+        self._record_rattan_namespaces()
+        etc = netns_etc(self.client_ns)
+        etc.mkdir(parents=True, exist_ok=True)
+        (etc / "hosts").write_text(self.lab.hosts_file())
+        for ns in (self.client_ns, self.lab.servers_ns):
+            apply_tcp(ns, self.tcp)
+
+    def _record_rattan_namespaces(self) -> None:
+        ino = netns.inode(netns.netns_path(self.client_ns))
+        for name in netns.list_netns():
+            if name.startswith("ns-left-") and netns.inode(netns.netns_path(name)) == ino:
+                suffix = name.removeprefix("ns-left-")
+                names = [name, f"ns-rattan-{suffix}"]
+                (self._dir / "rattan-netns.json").write_text(json.dumps(names))
+
+    def close(self) -> None:
+        if self._proc is not None:
+            procs.stop(self._proc)
+            self._proc = None
+        teardown_link(self.lab.id, self._dir)
+
+
+def allow_congestion_control(algorithm: str) -> None:
+    """Let namespaces choose ``algorithm``.
+
+    Linux lets a non-initial namespace pick only algorithms in the host's
+    ``tcp_allowed_congestion_control`` list (Debian's list here: "reno bbr"). Adding one to
+    the list changes nothing else on the host: its default stays as it is.
+    """
+    allowed_path = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    allowed = allowed_path.read_text().split()
+    if algorithm in allowed:
+        return
+    if algorithm not in available:
+        procs.run(["modprobe", f"tcp_{algorithm}"], check=False)
+        available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+        if algorithm not in available:
+            raise H2LabError(
+                f"congestion control {algorithm!r} is not available "
+                f"(kernel has: {' '.join(available)})"
+            )
+    allowed_path.write_text(" ".join([*allowed, algorithm]))
+
+
+def apply_tcp(ns: str, tcp: TcpSettings) -> None:
+    allow_congestion_control(tcp.congestion_control)
+    netns.sysctl(ns, "net.ipv4.tcp_congestion_control", tcp.congestion_control)
+    # No cached ssthresh/RTT from earlier trials (tcp_metrics), so each trial starts cold.
+    netns.sysctl(ns, "net.ipv4.tcp_no_metrics_save", "1")
+    routes = json.loads(procs.run(netns.exec_argv(ns, ["ip", "-j", "route", "show"])) or "[]")
+    for r in routes:
+        argv = ["ip", "route", "change", r["dst"]]
+        if "gateway" in r:
+            argv += ["via", r["gateway"]]
+        argv += ["dev", r["dev"]]
+        if "gateway" in r and r.get("flags") and "onlink" in r["flags"]:
+            argv.append("onlink")
+        if r.get("scope") == "link":
+            argv += ["scope", "link"]
+        argv += ["initcwnd", str(tcp.initcwnd_packets)]
+        procs.run(netns.exec_argv(ns, argv))
+
+
+def teardown_link(lab_id: str, link_dir: Path) -> None:
+    """Remove a link's client namespace and whatever Rattan left (idempotent)."""
+    client_ns = f"{lab_id}-client"
+    pid_file = link_dir / "rattan.pid"
+    if pid_file.exists():
+        pid = int(pid_file.read_text())
+        if procs.pid_alive(pid):
+            _kill_group(pid)
+    leftovers: list[str] = []
+    names_file = link_dir / "rattan-netns.json"
+    if names_file.exists():
+        leftovers = json.loads(names_file.read_text())
+    for ns in [client_ns, *leftovers]:
+        if netns.netns_path(ns).exists():
+            for pid in netns.pids_in(ns):
+                _kill_group(pid)
+            netns.delete(ns)
+    shutil.rmtree(netns_etc(client_ns), ignore_errors=True)
+    shutil.rmtree(link_dir, ignore_errors=True)
+
+
+def _kill_group(pid: int) -> None:
+    import signal
+    import time
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            if not procs.pid_alive(pid) or _is_zombie(pid):
+                return
+            time.sleep(0.02)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+class Lab:
+    """Owns the servers namespace, origin addresses and state folder of one instance."""
+
+    def __init__(self, origins: tuple[str, ...] = (), lab_id: str | None = None) -> None:
+        if len(origins) > MAX_ORIGINS:
+            raise H2LabError(f"at most {MAX_ORIGINS} origins per lab, got {len(origins)}")
+        self.id = lab_id or PREFIX + secrets.token_hex(3)
+        self.servers_ns = f"{self.id}-servers"
+        self.state_dir = state_root() / self.id
+        self.origin_ips: dict[str, str] = {}
+        self._wanted = origins
+        self._started = False
+
+    def __enter__(self) -> Lab:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        from h2lab.net.clean import clean_stale
+
+        clean_stale()
+        self.state_dir.mkdir(parents=True, exist_ok=False)
+        (self.state_dir / "owner.pid").write_text(str(os.getpid()))
+        self._started = True
+        netns.add(self.servers_ns)
+        run = netns.exec_argv(self.servers_ns, ["ip", "link", "set", "lo", "up"])
+        procs.run(run)
+        self.set_origins(self._wanted)
+
+    def set_origins(self, origins: tuple[str, ...]) -> None:
+        """Give each origin hostname its own address on the servers side."""
+        for host in origins:
+            if host in self.origin_ips:
+                continue
+            ip = f"{ORIGIN_NET}{len(self.origin_ips) + 1}"
+            argv = ["ip", "addr", "add", f"{ip}/32", "dev", "lo"]
+            procs.run(netns.exec_argv(self.servers_ns, argv))
+            self.origin_ips[host] = ip
+
+    def hosts_file(self) -> str:
+        lines = ["127.0.0.1 localhost"]
+        lines += [f"{ip} {host}" for host, ip in self.origin_ips.items()]
+        return "\n".join(lines) + "\n"
+
+    def link(self, profile: NetworkProfile, seed: int, tcp: TcpSettings) -> Link:
+        return Link(self, profile, seed, tcp)
+
+    def close(self) -> None:
+        if self._started:
+            teardown_lab(self.id)
+            self._started = False
+
+
+def teardown_lab(lab_id: str) -> None:
+    """Remove everything of one instance (idempotent; used by close and by clean)."""
+    state = state_root() / lab_id
+    teardown_link(lab_id, state / "link")
+    servers_ns = f"{lab_id}-servers"
+    if netns.netns_path(servers_ns).exists():
+        for pid in netns.pids_in(servers_ns):
+            _kill_group(pid)
+        netns.delete(servers_ns)
+    shutil.rmtree(netns_etc(servers_ns), ignore_errors=True)
+    shutil.rmtree(state, ignore_errors=True)

@@ -1,0 +1,114 @@
+"""Child processes: started in their own session, killed with their group, never orphaned.
+
+Every child gets ``PR_SET_PDEATHSIG = SIGTERM`` so that even a ``kill -9`` of h2lab takes
+its servers, clients and Rattan down with it (Rattan then removes its own namespaces).
+Children are always spawned from the main thread: the death signal follows the thread
+that forked, not the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO
+
+from h2lab.errors import ProcessFailed, WaitTimeout
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _child_setup() -> None:
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    stdout: IO[bytes] | int | None = subprocess.DEVNULL,
+    stderr: IO[bytes] | int | None = subprocess.DEVNULL,
+    cwd: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a child in its own session (Ctrl-C reaches only h2lab, which tears down in order)."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        cwd=cwd,
+        start_new_session=True,
+        preexec_fn=_child_setup,
+    )
+
+
+def run(argv: Sequence[str], *, timeout_s: float = 30.0, check: bool = True) -> str:
+    """Run to completion; return stdout. Raise :class:`ProcessFailed` on a non-zero exit."""
+    try:
+        proc = subprocess.run(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout_s,
+            preexec_fn=_child_setup,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise WaitTimeout(f"{argv[0]} to finish", timeout_s) from exc
+    except FileNotFoundError as exc:
+        raise ProcessFailed(argv, None, f"{argv[0]}: not found") from exc
+    if check and proc.returncode != 0:
+        raise ProcessFailed(argv, proc.returncode, proc.stderr.decode(errors="replace")[-2000:])
+    return proc.stdout.decode(errors="replace")
+
+
+def stop(proc: subprocess.Popen[bytes], *, grace_s: float = 5.0) -> None:
+    """SIGTERM the child's process group, then SIGKILL after ``grace_s``."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=grace_s)
+
+
+def wait_until(
+    what: str, condition: Callable[[], bool], *, timeout_s: float, poll_s: float = 0.01
+) -> None:
+    """Poll ``condition`` until it holds; raise :class:`WaitTimeout` naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if condition():
+            return
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(what, timeout_s)
+        time.sleep(poll_s)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def version_text(argv: Sequence[str]) -> str:
+    """stdout + stderr of a ``--version``-like command ('' if the program is missing)."""
+    try:
+        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout + proc.stderr

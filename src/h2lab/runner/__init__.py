@@ -1,0 +1,1 @@
+"""Matrix expansion, ordering and seeds (pure), and the lifecycle of a run."""

@@ -1,0 +1,1 @@
+"""User input (TOML, CLI strings) -> frozen, validated models. Unknown keys are errors."""

@@ -1,0 +1,205 @@
+"""SQLite schema and access. One row per trial attempt, committed when the trial ends."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from h2lab.clients import ResourceTiming
+
+SCHEMA_VERSION = 1
+
+TRIAL_COLUMNS: dict[str, str] = {
+    "id": "INTEGER PRIMARY KEY",
+    "trial_key": "TEXT NOT NULL",
+    "experiment": "TEXT NOT NULL",
+    "block": "TEXT NOT NULL",
+    "page": "TEXT NOT NULL",
+    "page_digest": "TEXT",
+    "protocol": "TEXT NOT NULL",
+    "network": "TEXT NOT NULL",
+    "server": "TEXT NOT NULL",
+    "client": "TEXT NOT NULL",
+    "congestion_control": "TEXT NOT NULL",
+    "initcwnd_packets": "INTEGER NOT NULL",
+    "repetition": "INTEGER NOT NULL",
+    "seed": "INTEGER NOT NULL",
+    "attempt": "INTEGER NOT NULL",
+    "status": "TEXT NOT NULL CHECK (status IN ('ok', 'failed'))",
+    "error": "TEXT",
+    "started_at": "TEXT NOT NULL",
+    "duration_s": "REAL",
+    "pdt_ms": "REAL",
+    "plt_ms": "REAL",
+    "body_bytes": "INTEGER",
+    "bytes_up": "INTEGER",
+    "bytes_down": "INTEGER",
+    "tcp_connections": "INTEGER",
+    "retransmits": "INTEGER",
+    "request_header_bytes": "INTEGER",
+    "response_header_bytes": "INTEGER",
+    "config_json": "TEXT NOT NULL",
+    "versions_json": "TEXT NOT NULL",
+}
+
+RESOURCE_COLUMNS: dict[str, str] = {
+    "trial_id": "INTEGER NOT NULL REFERENCES trials(id)",
+    "url": "TEXT NOT NULL",
+    "origin": "TEXT NOT NULL",
+    "start_ms": "REAL",
+    "ttfb_ms": "REAL",
+    "end_ms": "REAL",
+    "bytes": "INTEGER",
+    "protocol": "TEXT",
+    "connection": "TEXT",
+}
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial's outcome with every metric in its unit; ``id`` is set by the store."""
+
+    trial_key: str
+    experiment: str
+    block: str
+    page: str
+    page_digest: str | None
+    protocol: str
+    network: str
+    server: str
+    client: str
+    congestion_control: str
+    initcwnd_packets: int
+    repetition: int
+    seed: int
+    attempt: int
+    status: str
+    error: str | None
+    started_at: str
+    duration_s: float | None
+    pdt_ms: float | None
+    plt_ms: float | None
+    body_bytes: int | None
+    bytes_up: int | None
+    bytes_down: int | None
+    tcp_connections: int | None
+    retransmits: int | None
+    request_header_bytes: int | None
+    response_header_bytes: int | None
+    config_json: str
+    versions_json: str
+    id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        return {k: d[k] for k in TRIAL_COLUMNS}
+
+
+def _ddl(table: str, columns: dict[str, str]) -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} ("
+        + ", ".join(f"{k} {v}" for k, v in columns.items())
+        + ")"
+    )
+
+
+class Store:
+    def __init__(self, out_dir: Path) -> None:
+        self.dir = out_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.path = out_dir / "results.sqlite"
+        self._db = sqlite3.connect(self.path)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        with self._db:
+            self._db.execute(_ddl("trials", TRIAL_COLUMNS))
+            self._db.execute(_ddl("resources", RESOURCE_COLUMNS))
+            self._db.execute("CREATE INDEX IF NOT EXISTS trials_key ON trials(trial_key)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS resources_trial ON resources(trial_id)")
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def artifacts_dir(self, trial_key: str, attempt: int) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in trial_key)
+        return self.dir / "artifacts" / f"{safe}.{attempt}"
+
+    def close(self) -> None:
+        self._db.close()
+
+    def add_trial(self, record: TrialRecord, resources: tuple[ResourceTiming, ...] = ()) -> int:
+        """Insert a trial and its resources in one transaction (committed on return)."""
+        row = record.as_dict()
+        del row["id"]
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self._db:
+            cur = self._db.execute(
+                f"INSERT INTO trials ({cols}) VALUES ({marks})", list(row.values())
+            )
+            trial_id = cur.lastrowid
+            assert trial_id is not None
+            self._db.executemany(
+                "INSERT INTO resources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        trial_id,
+                        r.url,
+                        r.origin,
+                        r.start_ms,
+                        r.ttfb_ms,
+                        r.end_ms,
+                        r.bytes,
+                        r.protocol,
+                        r.connection,
+                    )
+                    for r in resources
+                ],
+            )
+        return trial_id
+
+    def done_keys(self) -> set[str]:
+        """Trial keys that already have a successful row (skipped on resume)."""
+        rows = self._db.execute("SELECT DISTINCT trial_key FROM trials WHERE status = 'ok'")
+        return {r[0] for r in rows}
+
+    def attempts(self, trial_key: str) -> int:
+        row = self._db.execute("SELECT COUNT(*) FROM trials WHERE trial_key = ?", (trial_key,))
+        return int(row.fetchone()[0])
+
+    def trials(self, *, status: str | None = None) -> list[TrialRecord]:
+        q = f"SELECT {', '.join(TRIAL_COLUMNS)} FROM trials"
+        args: tuple[str, ...] = ()
+        if status:
+            q += " WHERE status = ?"
+            args = (status,)
+        q += " ORDER BY id"
+        return [
+            TrialRecord(**dict(zip(TRIAL_COLUMNS, r, strict=True)))
+            for r in self._db.execute(q, args)
+        ]
+
+    def resources(self, trial_id: int) -> list[dict[str, Any]]:
+        cur = self._db.execute(
+            f"SELECT {', '.join(RESOURCE_COLUMNS)} FROM resources WHERE trial_id = ?", (trial_id,)
+        )
+        return [dict(zip(RESOURCE_COLUMNS, r, strict=True)) for r in cur]
+
+    def export_csv(self, out_dir: Path) -> list[Path]:
+        import csv
+
+        written = []
+        for table, columns in (("trials", TRIAL_COLUMNS), ("resources", RESOURCE_COLUMNS)):
+            path = out_dir / f"{table}.csv"
+            with path.open("w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(columns)
+                w.writerows(self._db.execute(f"SELECT {', '.join(columns)} FROM {table}"))
+            written.append(path)
+        return written
+
+
+def config_json(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True)
