@@ -11,6 +11,7 @@ demo: setup
 
 lint: setup
 	$(VENV)/ruff check src tests
+	$(VENV)/ruff format --check src tests
 	$(VENV)/mypy
 
 test: setup lint

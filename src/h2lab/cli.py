@@ -152,7 +152,8 @@ def validate(experiment: Annotated[Path, typer.Argument(help="experiment file (T
     from h2lab.spec.experiment import load_experiment
 
     exp = load_experiment(experiment)
-    console.print(f"{experiment}: ok, {len(expand(exp))} trials")
+    # plain print: one line however long the path (rich would wrap it)
+    print(f"{experiment}: ok, {len(expand(exp))} trials")
 
 
 @app.command()
@@ -309,20 +310,35 @@ def doctor() -> None:
         raise typer.Exit(1)
 
 
+def _error_line(message: str) -> None:
+    """Exactly one line on stderr: rich would wrap it at the console width (80 columns when
+    stderr is not a terminal) and replace ``:name:`` emoji codes found in paths."""
+    print("h2lab: " + " ".join(message.splitlines()), file=sys.stderr, flush=True)
+
+
 def main() -> None:
+    import signal
+
+    # A shell starts background jobs with SIGINT ignored, and Python keeps an inherited
+    # SIG_IGN; h2lab always wants Ctrl-C/SIGINT to mean "tear down and stop".
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        app(standalone_mode=False)
+        # non-standalone typer returns an exit code instead of exiting (130 for Ctrl-C)
+        rc = app(standalone_mode=False)
+        if rc == 130:
+            err.print("interrupted: stored trials are kept; rerun the same command to resume")
+        sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
         err.print("aborted")
         sys.exit(130)
     except typer.TyperException as exc:  # usage errors: unknown flag, bad value, missing argument
-        err.print(f"h2lab: {exc.format_message()}", markup=False, highlight=False)
+        _error_line(exc.format_message())
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted: stored trials are kept; rerun the same command to resume")
         sys.exit(130)
     except H2LabError as exc:
-        err.print(f"h2lab: {exc.line()}", markup=False, highlight=False)
+        _error_line(exc.line())
         sys.exit(exc.exit_code)

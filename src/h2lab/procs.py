@@ -16,7 +16,6 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
 
 from h2lab.errors import ProcessFailed, WaitTimeout
 
@@ -24,27 +23,30 @@ _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _child_setup() -> None:
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+def _child_setup(death_signal: int = signal.SIGTERM) -> None:
+    _libc.prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
 
 
 def spawn(
     argv: Sequence[str],
     *,
-    stdout: IO[bytes] | int | None = subprocess.DEVNULL,
-    stderr: IO[bytes] | int | None = subprocess.DEVNULL,
-    cwd: Path | None = None,
+    log: Path | None = None,
+    death_signal: signal.Signals = signal.SIGTERM,
 ) -> subprocess.Popen[bytes]:
-    """Start a child in its own session (Ctrl-C reaches only h2lab, which tears down in order)."""
-    return subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=stderr,
-        cwd=cwd,
-        start_new_session=True,
-        preexec_fn=_child_setup,
-    )
+    """Start a child in its own session (Ctrl-C reaches only h2lab, which tears down in order).
+
+    stdout and stderr go to ``log`` (or nowhere). ``death_signal`` reaches the child if h2lab
+    dies without cleaning up.
+    """
+    with open(log or os.devnull, "wb") as out:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: _child_setup(death_signal),
+        )
 
 
 def run(argv: Sequence[str], *, timeout_s: float = 30.0, check: bool = True) -> str:
@@ -66,12 +68,22 @@ def run(argv: Sequence[str], *, timeout_s: float = 30.0, check: bool = True) -> 
     return proc.stdout.decode(errors="replace")
 
 
-def stop(proc: subprocess.Popen[bytes], *, grace_s: float = 5.0) -> None:
-    """SIGTERM the child's process group, then SIGKILL after ``grace_s``."""
+def stop(
+    proc: subprocess.Popen[bytes],
+    *,
+    grace_s: float = 5.0,
+    sig: signal.Signals = signal.SIGTERM,
+    group: bool = True,
+) -> None:
+    """Send ``sig`` to the child (its whole process group if ``group``), then SIGKILL the
+    group after ``grace_s``."""
     if proc.poll() is not None:
         return
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
     except ProcessLookupError:
         return
     try:

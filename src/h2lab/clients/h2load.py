@@ -107,34 +107,29 @@ class H2load:
         running = []
         for i, conn in enumerate(conns):
             log = ctx.artifacts_dir / f"h2load-{i}.log"
-            out = (ctx.artifacts_dir / f"h2load-{i}.out").open("wb")
             argv = netns.exec_argv(ctx.netns, argv_for(conn, protocol, str(log)))
-            running.append(
-                (conn, log, out, procs.spawn(argv, stdout=out, stderr=subprocess.STDOUT))
-            )
+            running.append((conn, procs.spawn(argv, log=ctx.artifacts_dir / f"h2load-{i}.out")))
         deadline = time.monotonic() + ctx.timeout_s
         try:
-            for _, _, out, proc in running:
+            for _, proc in running:
                 try:
                     proc.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired as exc:
                     raise TrialFailed(f"h2load did not finish within {ctx.timeout_s:g} s") from exc
-                finally:
-                    out.close()
         finally:
-            for _, _, _, proc in running:
+            for _, proc in running:
                 procs.stop(proc, grace_s=1)
         return self._collect(running, protocol, ctx)
 
     def _collect(
         self,
-        running: Sequence[tuple[Connection, object, object, subprocess.Popen[bytes]]],
+        running: Sequence[tuple[Connection, subprocess.Popen[bytes]]],
         protocol: str,
         ctx: LoadContext,
     ) -> LoadResult:
         per_conn: list[tuple[Connection, list[parse.RequestLog]]] = []
         header_bytes = body_bytes = 0
-        for i, (conn, _, _, proc) in enumerate(running):
+        for i, (conn, proc) in enumerate(running):
             text = (ctx.artifacts_dir / f"h2load-{i}.out").read_text(errors="replace")
             try:
                 summary = parse.parse_summary(text)

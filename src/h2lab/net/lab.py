@@ -16,7 +16,9 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -77,7 +79,8 @@ class Link:
             (self._dir / name).write_text(text)
         config = self._dir / "rattan.toml"
         config.write_text(files.config_toml)
-        log = (self._dir / "rattan.log").open("wb")
+        # If Rattan dies before we learn its namespace names, teardown finds them by this list.
+        (self._dir / "netns-before.json").write_text(json.dumps(netns.list_netns()))
         argv = [
             "nsenter",
             f"--net={netns.netns_path(self.lab.servers_ns)}",
@@ -86,7 +89,8 @@ class Link:
             "-c",
             str(config),
         ]
-        self._proc = procs.spawn(argv, stdout=log, stderr=log)
+        # Rattan removes its namespaces on SIGINT (its Ctrl-C handler); SIGTERM kills it bare.
+        self._proc = procs.spawn(argv, log=self._dir / "rattan.log", death_signal=signal.SIGINT)
         (self._dir / "rattan.pid").write_text(str(self._proc.pid))
 
         def ready() -> bool:
@@ -115,7 +119,7 @@ class Link:
 
     def close(self) -> None:
         if self._proc is not None:
-            procs.stop(self._proc)
+            procs.stop(self._proc, sig=signal.SIGINT, group=False)
             self._proc = None
         teardown_link(self.lab.id, self._dir)
 
@@ -169,25 +173,36 @@ def teardown_link(lab_id: str, link_dir: Path) -> None:
     if pid_file.exists():
         pid = int(pid_file.read_text())
         if procs.pid_alive(pid):
-            _kill_group(pid)
+            _kill(pid, first=signal.SIGINT)
     leftovers: list[str] = []
     names_file = link_dir / "rattan-netns.json"
+    before_file = link_dir / "netns-before.json"
     if names_file.exists():
         leftovers = json.loads(names_file.read_text())
+    elif before_file.exists():
+        leftovers = _new_rattan_netns(set(json.loads(before_file.read_text())))
     for ns in [client_ns, *leftovers]:
         if netns.netns_path(ns).exists():
             for pid in netns.pids_in(ns):
-                _kill_group(pid)
+                _kill(pid)
             netns.delete(ns)
     shutil.rmtree(netns_etc(client_ns), ignore_errors=True)
     shutil.rmtree(link_dir, ignore_errors=True)
 
 
-def _kill_group(pid: int) -> None:
-    import signal
-    import time
+def _new_rattan_netns(before: set[str]) -> list[str]:
+    """Rattan namespaces created since ``before`` whose left side holds no process (ours:
+    a running Rattan of someone else always has its left command inside)."""
+    names = []
+    for name in netns.list_netns():
+        if name.startswith("ns-left-") and name not in before and not netns.pids_in(name):
+            names += [name, "ns-rattan-" + name.removeprefix("ns-left-")]
+    return names
 
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+
+def _kill(pid: int, first: signal.Signals = signal.SIGTERM) -> None:
+    """``first``, then SIGKILL after 3 s; returns when the process is gone."""
+    for sig in (first, signal.SIGKILL):
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
@@ -238,6 +253,8 @@ class Lab:
         clean_stale()
         self.state_dir.mkdir(parents=True, exist_ok=False)
         (self.state_dir / "owner.pid").write_text(str(os.getpid()))
+        # Every Rattan namespace created after this and left empty is ours to remove.
+        (self.state_dir / "netns-at-start.json").write_text(json.dumps(netns.list_netns()))
         self._started = True
         netns.add(self.servers_ns)
         run = netns.exec_argv(self.servers_ns, ["ip", "link", "set", "lo", "up"])
@@ -275,7 +292,11 @@ def teardown_lab(lab_id: str) -> None:
     servers_ns = f"{lab_id}-servers"
     if netns.netns_path(servers_ns).exists():
         for pid in netns.pids_in(servers_ns):
-            _kill_group(pid)
+            _kill(pid)
         netns.delete(servers_ns)
+    at_start = state / "netns-at-start.json"
+    if at_start.exists():
+        for ns in _new_rattan_netns(set(json.loads(at_start.read_text()))):
+            netns.delete(ns)
     shutil.rmtree(netns_etc(servers_ns), ignore_errors=True)
     shutil.rmtree(state, ignore_errors=True)

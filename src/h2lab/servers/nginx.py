@@ -83,8 +83,8 @@ class Nginx:
         conf = ctx.state_dir / "nginx.conf"
         conf.write_text(render_config(page, ctx, LocalCA(ctx.tls_dir)))
         procs.run(netns.exec_argv(ctx.netns, ["nginx", "-t", "-q", "-c", str(conf)]))
-        log = (ctx.state_dir / "nginx.out").open("wb")
-        proc = procs.spawn(netns.exec_argv(ctx.netns, ["nginx", "-c", str(conf)]), stderr=log)
+        argv = netns.exec_argv(ctx.netns, ["nginx", "-c", str(conf)])
+        proc = procs.spawn(argv, log=ctx.state_dir / "nginx.out")
         try:
 
             def ready() -> bool:
@@ -103,7 +103,6 @@ class Nginx:
             yield
         finally:
             procs.stop(proc)
-            log.close()
 
 
 register("nginx", Nginx)

@@ -16,7 +16,9 @@ Free form: ``rtt=100ms,down=10Mbps,up=2Mbps,loss=1%,queue=1000``. Keys:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from h2lab.errors import SpecError, UnitError
 from h2lab.units import (
@@ -27,6 +29,8 @@ from h2lab.units import (
     parse_ratio,
     parse_size_bytes,
 )
+
+T = TypeVar("T")
 
 # Linux's default txqueuelen and netem's default limit, what the seed papers' tc set-ups had.
 DEFAULT_QUEUE_PACKETS = 1000
@@ -182,38 +186,35 @@ def parse_network(
         if key in fields:
             raise SpecError(source, f"{field}.{key}", "given twice")
         fields[key] = value.strip()
-    try:
-        if "rtt" in fields and "delay" in fields:
-            raise UnitError("give rtt or delay, not both")
-        one_way = 0.0
-        if "rtt" in fields:
-            one_way = parse_duration_ms(fields["rtt"]) / 2
-        elif "delay" in fields:
-            one_way = parse_duration_ms(fields["delay"])
-        values = {
-            "up_delay_ms": parse_duration_ms(fields["up_delay"])
-            if "up_delay" in fields
-            else one_way,
-            "down_delay_ms": (
-                parse_duration_ms(fields["down_delay"]) if "down_delay" in fields else one_way
-            ),
-        }
-        rate = parse_rate_bps(fields["rate"]) if "rate" in fields else None
-        up = parse_rate_bps(fields["up"]) if "up" in fields else rate
-        down = parse_rate_bps(fields["down"]) if "down" in fields else rate
-        loss = parse_ratio(fields["loss"]) if "loss" in fields else 0.0
-        up_loss = parse_ratio(fields["up_loss"]) if "up_loss" in fields else loss
-        down_loss = parse_ratio(fields["down_loss"]) if "down_loss" in fields else loss
-        queue = _parse_queue(fields["queue"]) if "queue" in fields else Queue(DEFAULT_QUEUE_PACKETS)
-    except UnitError as exc:
-        bad = next((k for k in fields if repr(fields[k]) in str(exc)), None)
-        raise SpecError(source, f"{field}.{bad}" if bad else field, str(exc)) from exc
+
+    def parsed(key: str, parse: Callable[[str], T], default: T) -> T:
+        """Parse one key; a bad value names exactly that key."""
+        if key not in fields:
+            return default
+        try:
+            return parse(fields[key])
+        except UnitError as exc:
+            raise SpecError(source, f"{field}.{key}", str(exc)) from exc
+
+    if "rtt" in fields and "delay" in fields:
+        raise SpecError(source, field, "give rtt or delay, not both")
+    one_way = parsed("rtt", lambda t: parse_duration_ms(t) / 2, 0.0)
+    one_way = parsed("delay", parse_duration_ms, one_way)
+    up_delay = parsed("up_delay", parse_duration_ms, one_way)
+    down_delay = parsed("down_delay", parse_duration_ms, one_way)
+    rate = parsed("rate", parse_rate_bps, None)
+    up = parsed("up", parse_rate_bps, rate)
+    down = parsed("down", parse_rate_bps, rate)
+    loss = parsed("loss", parse_ratio, 0.0)
+    up_loss = parsed("up_loss", parse_ratio, loss)
+    down_loss = parsed("down_loss", parse_ratio, loss)
+    queue = parsed("queue", _parse_queue, Queue(DEFAULT_QUEUE_PACKETS))
     return NetworkProfile(
         name=name or text,
         up_rate_bps=up,
         down_rate_bps=down,
-        up_delay_ms=values["up_delay_ms"],
-        down_delay_ms=values["down_delay_ms"],
+        up_delay_ms=up_delay,
+        down_delay_ms=down_delay,
         up_loss_ratio=up_loss,
         down_loss_ratio=down_loss,
         queue=queue,

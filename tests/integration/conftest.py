@@ -1,0 +1,43 @@
+"""Integration tests: real namespaces, Rattan, nginx, h2load. They need root; CI runs as root.
+
+A test that cannot get root fails (it is never skipped)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from h2lab.net import netns
+
+ROOT = Path(__file__).resolve().parents[2]
+H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _needs_root_and_leaves_nothing() -> Iterator[None]:
+    assert os.geteuid() == 0, "integration tests need root (network namespaces)"
+    yield
+    left = [n for n in netns.list_netns() if n.startswith("h2lab-")]
+    assert left == [], f"namespaces left behind: {left}"
+
+
+def lab_processes() -> list[str]:
+    """Processes of the kinds h2lab starts (nginx, h2load, rattan), as 'pid cmd' lines."""
+    out = subprocess.run(
+        ["pgrep", "-a", "-f", r"(^|/)(nginx|h2load|rattan)( |$)"], capture_output=True, text=True
+    ).stdout
+    return [ln for ln in out.splitlines() if ln.strip()]
+
+
+def h2lab_netns() -> list[str]:
+    return [n for n in netns.list_netns() if n.startswith(("h2lab-", "ns-left-", "ns-rattan-"))]

@@ -1,0 +1,109 @@
+"""Ctrl-C, SIGTERM and kill -9 of `h2lab run`: nothing is left behind and a rerun resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import H2LAB, h2lab_netns, lab_processes
+
+EXPERIMENT = """
+name = "interrupt"
+seed = 11
+repetitions = 3
+timeout_s = 60
+[factors]
+protocol = ["h1s", "h2s"]
+network = ["rtt=100ms,down=5Mbps,up=1Mbps"]
+page = ["synthetic:n=24,size=20KB,origins=2"]
+"""
+TOTAL_TRIALS = 6
+
+
+def _ok_keys(out: Path) -> list[str]:
+    db = sqlite3.connect(out / "results.sqlite")
+    try:
+        return [r[0] for r in db.execute("SELECT trial_key FROM trials WHERE status = 'ok'")]
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        db.close()
+
+
+def _start(exp: Path, out: Path) -> subprocess.Popen[bytes]:
+    # own session, like a shell job: the signal goes to h2lab only
+    return subprocess.Popen(
+        [H2LAB, "run", str(exp), "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _wait_for_trials(out: Path, n: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if (out / "results.sqlite").exists() and len(_ok_keys(out)) >= n:
+            return
+        assert proc.poll() is None, f"h2lab run exited early with {proc.returncode}"
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {n} trials stored within {timeout_s} s")
+
+
+def _assert_nothing_left() -> None:
+    assert h2lab_netns() == []
+    assert lab_processes() == []
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert "h2lab" not in links and "vL1" not in links and "vR1" not in links
+    state = Path("/run/h2lab")
+    assert not state.exists() or list(state.iterdir()) == []
+
+
+def _rerun_finishes(exp: Path, out: Path, stored_before: list[str]) -> None:
+    done = subprocess.run(
+        [H2LAB, "run", str(exp), "--out", str(out)], capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    keys = _ok_keys(out)
+    assert len(keys) == TOTAL_TRIALS and len(set(keys)) == TOTAL_TRIALS
+    assert set(stored_before) <= set(keys)
+    # stored trials were not repeated: one ok row per key
+    _assert_nothing_left()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_tears_down_and_resumes(tmp_path: Path, sig: signal.Signals) -> None:
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EXPERIMENT)
+    out = tmp_path / "out"
+    proc = _start(exp, out)
+    _wait_for_trials(out, 1, proc, timeout_s=60)
+    os.kill(proc.pid, sig)
+    assert proc.wait(timeout=30) == 130
+    _assert_nothing_left()
+    stored = _ok_keys(out)
+    assert 1 <= len(stored) < TOTAL_TRIALS
+    _rerun_finishes(exp, out, stored)
+
+
+def test_kill9_then_clean_then_resume(tmp_path: Path) -> None:
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EXPERIMENT)
+    out = tmp_path / "out"
+    proc = _start(exp, out)
+    _wait_for_trials(out, 1, proc, timeout_s=60)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    cleaned = subprocess.run([H2LAB, "clean"], capture_output=True, text=True, timeout=60)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "removed 1 instance" in cleaned.stdout
+    _assert_nothing_left()
+    stored = _ok_keys(out)
+    assert 1 <= len(stored) < TOTAL_TRIALS
+    _rerun_finishes(exp, out, stored)

@@ -1,0 +1,55 @@
+"""The Rattan link is what we asked for: RTT, goodput, loss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from h2lab.clients import LoadContext, get
+from h2lab.net.lab import Lab, TcpSettings
+from h2lab.net.probe import median_rtt_ms
+from h2lab.pages import resolve_page
+from h2lab.servers import ServeContext
+from h2lab.servers import get as get_server
+from h2lab.spec.network import parse_network
+
+
+def _serve(lab: Lab, page_spec: str):  # type: ignore[no-untyped-def]
+    page = resolve_page(page_spec)
+    lab.set_origins(page.origins)
+    ctx = ServeContext(lab.servers_ns, lab.origin_ips, lab.state_dir / "srv", lab.state_dir / "tls")
+    return page, get_server("nginx").serve(page, ctx)
+
+
+def test_rtt_100ms_measures_100_plus_minus_1ms() -> None:
+    profile = parse_network("rtt=100ms")
+    with Lab(("o1.h2lab.test",)) as lab, lab.link(profile, 1, TcpSettings()) as link:
+        rtt = median_rtt_ms(link.client_ns, lab.origin_ips["o1.h2lab.test"], count=20)
+    print(f"asked rtt 100 ms, measured median {rtt:.2f} ms (TCP SYN round trips)")
+    assert 99.0 <= rtt <= 101.0
+
+
+def test_10mbps_gives_5mb_download_at_9_3_to_10_mbps(tmp_path: Path) -> None:
+    with Lab() as lab:
+        page, serving = _serve(lab, "synthetic:n=1,size=5MB,origins=1")
+        with serving, lab.link(parse_network("rtt=10ms,rate=10Mbps"), 1, TcpSettings()) as link:
+            result = get("h2load").load(page, "h1c", LoadContext(link.client_ns, tmp_path, 60))
+    obj = next(r for r in result.resources if r.bytes == 5_000_000)
+    goodput_mbps = obj.bytes * 8 / (obj.end_ms - obj.start_ms) / 1000
+    print(f"asked 10 Mbit/s, 5 MB download measured {goodput_mbps:.2f} Mbit/s goodput")
+    assert 9.3 <= goodput_mbps <= 10.0
+
+
+def test_2pct_loss_retransmits_and_completes(tmp_path: Path) -> None:
+    from h2lab.metrics.counters import parse_snmp
+    from h2lab.net.netns import read_proc_net
+
+    with Lab() as lab:
+        page, serving = _serve(lab, "synthetic:n=8,size=200KB,origins=1")
+        profile = parse_network("rtt=20ms,rate=20Mbps,loss=2%")
+        with serving, lab.link(profile, 3, TcpSettings()) as link:
+            before = parse_snmp(read_proc_net(lab.servers_ns, "snmp"))["RetransSegs"]
+            result = get("h2load").load(page, "h2c", LoadContext(link.client_ns, tmp_path, 60))
+            after = parse_snmp(read_proc_net(lab.servers_ns, "snmp"))["RetransSegs"]
+    print(f"2% loss: {after - before} retransmitted segments, {result.body_bytes} body bytes")
+    assert after - before > 0
+    assert result.body_bytes == page.total_body_bytes

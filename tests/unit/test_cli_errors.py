@@ -1,0 +1,307 @@
+"""The real ``h2lab`` CLI on bad input: exit 2, one stderr line naming file and field, and
+nothing created (no --out folder, no cache, no ``h2lab-`` network namespace).
+
+Each starting ``h2lab`` spends about a second of CPU importing typer, pydantic, rich and
+cryptography, which is too slow for a dozen runs in a unit suite. So a few commands run as the
+installed ``h2lab`` executable, and the rest run in a "zygote": one fresh Python process
+(not pytest's) imports the CLI once and forks one child per command; each child gets its own
+stdout/stderr files, cwd and argv and calls ``h2lab.cli:main`` exactly like the executable's
+script does, and its exit status is the command's exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from h2lab.paths import state_root
+
+PROJECT = Path(__file__).resolve().parents[2]
+H2LAB = Path(sys.executable).parent / "h2lab"
+
+GOOD_FACTORS = {
+    "protocol": '["h1s", "h2s"]',
+    "network": '["cable"]',
+    "page": '["synthetic:n=2,size=1KB"]',
+}
+
+
+def _experiment(extra: str = "", **factors: str) -> str:
+    values = {**GOOD_FACTORS, **factors}
+    body = "".join(f"{k} = {v}\n" for k, v in values.items())
+    return f'name = "bad"\nseed = 1\n\n[factors]\n{body}{extra}'
+
+
+# case -> (file text, the field the error must name, what the error must say)
+BAD_FILES = {
+    "malformed": ('name = "bad"\n[factors\nprotocol = ["h1s"]\n', "toml", "malformed TOML"),
+    "unknown-factor": (
+        _experiment(extra="bogus = [1]\n"),
+        "factors.bogus",
+        "unknown factor",
+    ),
+    "unknown-value": (
+        _experiment(protocol='["h1s", "h3"]'),
+        "factors.protocol[1]",
+        "unknown value 'h3'",
+    ),
+    "bad-unit": (
+        _experiment(network='["rtt=50ms,rate=10Mbs"]'),
+        "factors.network[0].rate",
+        "unknown rate unit in '10Mbs'",
+    ),
+    "negative-delay": (
+        _experiment(network='["cable", "delay=-5ms"]'),
+        "factors.network[1].delay",
+        "must not be negative",
+    ),
+    "loss-150": (
+        _experiment(network='["rtt=50ms,loss=150%"]'),
+        "factors.network[0].loss",
+        "cannot exceed 100%",
+    ),
+}
+
+# run as the installed executable; everything else runs in the zygote
+EXECUTABLE_JOBS = {"run:bad-unit", "bogus-flag", "demo"}
+
+ZYGOTE = r"""
+import contextlib, io, json, os, sys, traceback
+
+import h2lab.cli
+import h2lab.clients, h2lab.servers, h2lab.runner.matrix, h2lab.spec.experiment
+
+h2lab.clients.names(), h2lab.servers.names()  # import the adapters' modules
+# typer and pydantic import most of themselves lazily on the first command: warm them up
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    for command in ("validate", "run", "load"):
+        try:
+            h2lab.cli.app([command, "--help"], standalone_mode=False)
+        except BaseException:
+            pass
+jobs = json.load(sys.stdin)
+sys.stdout.flush(); sys.stderr.flush()
+pids = {}
+for job in jobs:
+    pid = os.fork()
+    if pid:
+        pids[pid] = job["name"]
+        continue
+    code = 1
+    try:
+        os.chdir(job["cwd"])
+        for fd, path in ((1, job["stdout"]), (2, job["stderr"])):
+            f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(f, fd)
+            os.close(f)
+        sys.argv = ["h2lab", *job["argv"]]
+        try:
+            h2lab.cli.main()
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+forked, codes = list(pids), {}
+while pids:
+    pid, status = os.wait()
+    codes[pids.pop(pid)] = os.waitstatus_to_exitcode(status)
+print(json.dumps({"pids": forked, "codes": codes}))
+"""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class Runs:
+    root: Path
+    files: dict[str, Path]
+    outs: dict[str, Path]
+    results: dict[str, Outcome]
+    netns_before: set[str]
+    leaked_netns: set[str]
+
+
+# every process that ran a command here: a lab one of them made records its pid as owner
+_our_pids: set[int] = set()
+
+
+def _ip_netns() -> set[str] | None:
+    """Names ``ip netns list`` shows; None if it cannot be run."""
+    try:
+        proc = subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except OSError:
+        return None
+    if proc.returncode != 0:
+        return None
+    return {line.split()[0] for line in proc.stdout.splitlines() if line.strip()}
+
+
+def _foreign(ns: str) -> bool:
+    """A namespace of another live h2lab instance (its state folder names an owner pid).
+
+    Other suites (tests/integration) may run h2lab at the same time; the commands here run
+    with the default state root, so a lab they made would record one of our pids.
+    """
+    instance = ns.rsplit("-", 1)[0]
+    try:
+        pid = int((state_root() / instance / "owner.pid").read_text())
+    except (OSError, ValueError):
+        return False
+    return pid not in _our_pids
+
+
+def _leaked(before: set[str]) -> set[str]:
+    after = _ip_netns()
+    if after is None:
+        return set()
+    new = {n for n in after - before if n.startswith("h2lab-") and not _foreign(n)}
+    if new:  # a foreign instance may have gone between listing and reading its state
+        new &= _ip_netns() or set()
+    return new
+
+
+def _run_executable(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> Outcome:
+    proc = subprocess.Popen(
+        [str(H2LAB), *argv],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _our_pids.add(proc.pid)
+    stdout, stderr = proc.communicate(timeout=120)
+    return Outcome(list(argv), proc.returncode, stdout, stderr)
+
+
+def _run_zygote(
+    jobs: dict[str, tuple[list[str], Path]], root: Path, env: dict[str, str]
+) -> dict[str, Outcome]:
+    spec = [
+        {
+            "name": name,
+            "argv": argv,
+            "cwd": str(cwd),
+            "stdout": str(root / f"{name}.stdout"),
+            "stderr": str(root / f"{name}.stderr"),
+        }
+        for name, (argv, cwd) in jobs.items()
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ZYGOTE],
+        cwd=root,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _our_pids.add(proc.pid)
+    stdout, stderr = proc.communicate(json.dumps(spec), timeout=120)
+    assert proc.returncode == 0, stderr
+    report = json.loads(stdout)
+    _our_pids.update(report["pids"])
+    codes = report["codes"]
+    return {
+        name: Outcome(
+            argv,
+            codes[name],
+            (root / f"{name}.stdout").read_text(),
+            (root / f"{name}.stderr").read_text(),
+        )
+        for name, (argv, _) in jobs.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    root = tmp_path_factory.mktemp("cli")
+    env = {**os.environ, "H2LAB_CACHE": str(root / "cache"), "COLUMNS": "80"}
+    env.pop("H2LAB_STATE", None)
+    files: dict[str, Path] = {}
+    outs: dict[str, Path] = {}
+    jobs: dict[str, tuple[list[str], Path]] = {}
+    for case, (text, _, _) in BAD_FILES.items():
+        # a long path: the one error line is well over 80 columns
+        path = root / f"{case}-an-experiment-file-with-a-rather-long-name.toml"
+        path.write_text(text)
+        files[case] = path
+        outs[case] = root / f"out-{case}"
+        jobs[f"validate:{case}"] = (["validate", str(path)], root)
+        jobs[f"run:{case}"] = (["run", str(path), "--out", str(outs[case])], root)
+    jobs["bogus-flag"] = (["load", "x", "--bogus"], root)
+    jobs["demo"] = (["validate", "experiments/demo.toml"], PROJECT)
+
+    before = _ip_netns() or set()
+    forked = {k: v for k, v in jobs.items() if k not in EXECUTABLE_JOBS}
+    with ThreadPoolExecutor(max_workers=len(EXECUTABLE_JOBS) + 1) as pool:
+        zygote = pool.submit(_run_zygote, forked, root, env)
+        direct = {k: pool.submit(_run_executable, *jobs[k], env) for k in EXECUTABLE_JOBS}
+        results = {**zygote.result(), **{k: f.result() for k, f in direct.items()}}
+    return Runs(root, files, outs, results, before, _leaked(before))
+
+
+def _one_line(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, f"expected one stderr line, got {lines!r}"
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_file(runs: Runs, command: str, case: str) -> None:
+    result = runs.results[f"{command}:{case}"]
+    _, field, reason = BAD_FILES[case]
+    assert result.returncode == 2, result
+    line = _one_line(result.stderr)
+    assert line.startswith(f"h2lab: {runs.files[case]}: {field}: "), line
+    assert len(line) > 80  # would have been wrapped by a console of 80 columns
+    assert reason in line
+    assert result.stdout == ""
+    assert not runs.outs[case].exists()
+
+
+def test_nothing_made_on_disk_or_in_the_kernel(runs: Runs) -> None:
+    assert not (runs.root / "cache").exists()
+    assert sorted(p.name for p in runs.root.iterdir() if p.name.startswith("out-")) == []
+    assert runs.leaked_netns == set()
+
+
+def test_unknown_flag(runs: Runs) -> None:
+    result = runs.results["bogus-flag"]
+    assert result.returncode == 2
+    line = _one_line(result.stderr)
+    assert line.startswith("h2lab: ")
+    assert "No such option: --bogus" in line
+    assert result.stdout == ""
+
+
+def test_validate_demo(runs: Runs) -> None:
+    result = runs.results["demo"]
+    assert result.returncode == 0, result
+    assert result.stdout == "experiments/demo.toml: ok, 12 trials\n"
+    assert result.stderr == ""

@@ -1,0 +1,135 @@
+"""h2lab.clients.h2load: the pure parts — connection plan, URLs and h2load argv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from h2lab.clients import h2load as h2load_client
+from h2lab.clients.h2load import (
+    BROWSER_CONNECTIONS_PER_HOST,
+    Connection,
+    argv_for,
+    plan,
+    url_for,
+)
+from h2lab.pages import Page, Resource
+from h2lab.pages.synthetic import layout, parse
+
+
+def page(spec: str) -> Page:
+    origins, resources, _ = layout(parse(spec))
+    return Page(
+        name=spec, origins=origins, resources=resources, docroot=Path("/nowhere"), digest="d"
+    )
+
+
+def paths(conn: Connection) -> list[str]:
+    return [r.path for r in conn.resources]
+
+
+@pytest.mark.parametrize("protocol", ["h1c", "h1s"])
+def test_plan_h1_six_connections_round_robin(protocol: str) -> None:
+    p = page("synthetic:n=9,size=1KB,origins=1")  # index + 9 objects = 10 resources
+    conns = plan(p, protocol)
+    assert len(conns) == BROWSER_CONNECTIONS_PER_HOST == 6
+    assert [c.id for c in conns] == [f"o1.h2lab.test#{i}" for i in range(6)]
+    assert all(c.in_flight == 1 for c in conns)
+    assert paths(conns[0]) == ["/index.html", "/obj/00005.bin"]
+    assert paths(conns[1]) == ["/obj/00000.bin", "/obj/00006.bin"]
+    assert paths(conns[3]) == ["/obj/00002.bin", "/obj/00008.bin"]
+    assert paths(conns[4]) == ["/obj/00003.bin"]
+    assert paths(conns[5]) == ["/obj/00004.bin"]
+    fetched = sorted(r.path for c in conns for r in c.resources)
+    assert fetched == sorted(r.path for r in p.resources)
+
+
+def test_plan_h1_fewer_resources_than_connections() -> None:
+    p = page("synthetic:n=2,size=1KB,origins=1")
+    conns = plan(p, "h1s")
+    assert [paths(c) for c in conns] == [["/index.html"], ["/obj/00000.bin"], ["/obj/00001.bin"]]
+
+
+@pytest.mark.parametrize("protocol", ["h1p", "h2c", "h2s"])
+def test_plan_one_connection_per_origin_all_in_flight(protocol: str) -> None:
+    p = page("synthetic:n=5,size=1KB,origins=2")
+    conns = plan(p, protocol)
+    assert [c.id for c in conns] == ["o1.h2lab.test#0", "o2.h2lab.test#0"]
+    assert paths(conns[0]) == ["/index.html", "/obj/00000.bin", "/obj/00002.bin", "/obj/00004.bin"]
+    assert conns[0].in_flight == 4
+    assert paths(conns[1]) == ["/obj/00001.bin", "/obj/00003.bin"]
+    assert conns[1].in_flight == 2
+
+
+def test_plan_skips_origins_without_resources() -> None:
+    p = page("synthetic:n=2,size=1KB,origins=3")  # o3 serves nothing
+    assert p.resources_of("o3.h2lab.test") == []
+    assert [c.origin for c in plan(p, "h2s")] == ["o1.h2lab.test", "o2.h2lab.test"]
+    assert [c.origin for c in plan(p, "h1s")] == ["o1.h2lab.test", "o1.h2lab.test", "o2.h2lab.test"]
+
+
+RES = Resource("o2.h2lab.test", "/obj/00001.bin", 1000, "application/octet-stream")
+
+
+@pytest.mark.parametrize(
+    ("protocol", "url"),
+    [
+        ("h1c", "http://o2.h2lab.test/obj/00001.bin"),
+        ("h1p", "http://o2.h2lab.test/obj/00001.bin"),
+        ("h1s", "https://o2.h2lab.test/obj/00001.bin"),
+        ("h2s", "https://o2.h2lab.test/obj/00001.bin"),
+        ("h2c", "http://o2.h2lab.test:8080/obj/00001.bin"),
+    ],
+)
+def test_url_for(protocol: str, url: str) -> None:
+    assert url_for(RES, protocol) == url
+
+
+def test_argv_for_h2s() -> None:
+    p = page("synthetic:n=2,size=1KB,origins=1")
+    (conn,) = plan(p, "h2s")
+    assert argv_for(conn, "h2s", "/tmp/a/h2load-0.log") == [
+        "h2load",
+        "--npn-list=h2",
+        "-c1",
+        "-t1",
+        "-n3",
+        "-m3",
+        "--log-file=/tmp/a/h2load-0.log",
+        "https://o1.h2lab.test/index.html",
+        "https://o1.h2lab.test/obj/00000.bin",
+        "https://o1.h2lab.test/obj/00001.bin",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("protocol", "flags", "m", "scheme_host"),
+    [
+        ("h1c", ["--h1"], 1, "http://o1.h2lab.test"),
+        ("h1s", ["--h1"], 1, "https://o1.h2lab.test"),
+        ("h1p", ["--h1"], 3, "http://o1.h2lab.test"),
+        ("h2c", ["--no-tls-proto=h2c"], 3, "http://o1.h2lab.test:8080"),
+    ],
+)
+def test_argv_for_other_protocols(
+    protocol: str, flags: list[str], m: int, scheme_host: str
+) -> None:
+    p = page("synthetic:n=2,size=1KB,origins=1")
+    conn = plan(p, protocol)[0]
+    argv = argv_for(conn, protocol, "log")
+    n = len(conn.resources)
+    assert argv[: 1 + len(flags)] == ["h2load", *flags]
+    assert argv[1 + len(flags) : 6 + len(flags)] == [
+        "-c1",
+        "-t1",
+        f"-n{n}",
+        f"-m{m}",
+        "--log-file=log",
+    ]
+    assert argv[6 + len(flags) :] == [f"{scheme_host}{r.path}" for r in conn.resources]
+
+
+def test_adapter_declares_every_protocol() -> None:
+    assert h2load_client.H2load.protocols == frozenset({"h1c", "h1p", "h1s", "h2c", "h2s"})
+    assert h2load_client.H2load.name == "h2load"

@@ -1,0 +1,236 @@
+"""h2lab.store.sqlite: one committed row per trial attempt, resume keys, CSV export."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from h2lab.clients import ResourceTiming
+from h2lab.store import Store, TrialRecord
+from h2lab.store.sqlite import RESOURCE_COLUMNS, SCHEMA_VERSION, TRIAL_COLUMNS, config_json
+
+
+def record(key: str = "b|h2s", status: str = "ok", attempt: int = 1, **kw: object) -> TrialRecord:
+    base = TrialRecord(
+        trial_key=key,
+        experiment="e",
+        block=key.rsplit("|", 1)[0],
+        page="synthetic:n=2",
+        page_digest="0123456789abcdef",
+        protocol=key.rsplit("|", 1)[1],
+        network="cable",
+        server="nginx",
+        client="h2load",
+        congestion_control="cubic",
+        initcwnd_packets=10,
+        repetition=0,
+        seed=99,
+        attempt=attempt,
+        status=status,
+        error=None if status == "ok" else "boom",
+        started_at="2026-01-01T00:00:00.000+00:00",
+        duration_s=1.5,
+        pdt_ms=123.5 if status == "ok" else None,
+        plt_ms=None,
+        body_bytes=20_000,
+        bytes_up=1_000,
+        bytes_down=25_000,
+        tcp_connections=1,
+        retransmits=0,
+        request_header_bytes=None,
+        response_header_bytes=310,
+        config_json=config_json({"protocol": "h2s", "a": 1}),
+        versions_json=json.dumps({"h2lab": "0.1.0"}),
+    )
+    return dataclasses.replace(base, **kw)  # type: ignore[arg-type]
+
+
+RES = (
+    ResourceTiming(
+        url="https://o1.h2lab.test/index.html",
+        origin="o1.h2lab.test",
+        start_ms=0.0,
+        ttfb_ms=None,
+        end_ms=10.5,
+        bytes=500,
+        protocol="h2s",
+        connection="o1.h2lab.test#0",
+    ),
+    ResourceTiming(
+        url="https://o1.h2lab.test/obj/00000.bin",
+        origin="o1.h2lab.test",
+        start_ms=0.2,
+        ttfb_ms=3.0,
+        end_ms=20.0,
+        bytes=10_000,
+        protocol="h2s",
+        connection="o1.h2lab.test#0",
+    ),
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "out")
+    yield s
+    s.close()
+
+
+def test_creates_folder_and_schema(tmp_path: Path) -> None:
+    out = tmp_path / "a" / "b"
+    s = Store(out)
+    s.close()
+    db = sqlite3.connect(out / "results.sqlite")
+    try:
+        cols = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
+        assert cols == list(TRIAL_COLUMNS)
+        rcols = [r[1] for r in db.execute("PRAGMA table_info(resources)")]
+        assert rcols == list(RESOURCE_COLUMNS)
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        db.close()
+
+
+def test_add_trial_is_committed(store: Store) -> None:
+    trial_id = store.add_trial(record(), RES)
+    other = sqlite3.connect(store.path)
+    try:
+        rows = other.execute(
+            "SELECT id, trial_key, status, pdt_ms, seed, response_header_bytes FROM trials"
+        ).fetchall()
+        assert rows == [(trial_id, "b|h2s", "ok", 123.5, 99, 310)]
+        res = other.execute(
+            "SELECT trial_id, url, end_ms, bytes FROM resources ORDER BY start_ms"
+        ).fetchall()
+        assert res == [
+            (trial_id, "https://o1.h2lab.test/index.html", 10.5, 500),
+            (trial_id, "https://o1.h2lab.test/obj/00000.bin", 20.0, 10_000),
+        ]
+    finally:
+        other.close()
+
+
+def test_trials_round_trip(store: Store) -> None:
+    first = record()
+    second = record("b|h1s", status="failed")
+    id1 = store.add_trial(first)
+    id2 = store.add_trial(second)
+    assert id2 == id1 + 1
+    assert store.trials() == [
+        dataclasses.replace(first, id=id1),
+        dataclasses.replace(second, id=id2),
+    ]
+    assert [t.trial_key for t in store.trials(status="failed")] == ["b|h1s"]
+    assert [t.trial_key for t in store.trials(status="ok")] == ["b|h2s"]
+
+
+def test_resources_of_a_trial(store: Store) -> None:
+    trial_id = store.add_trial(record(), RES)
+    other_id = store.add_trial(record("b|h1s"))
+    rows = store.resources(trial_id)
+    assert rows[1] == {
+        "trial_id": trial_id,
+        "url": "https://o1.h2lab.test/obj/00000.bin",
+        "origin": "o1.h2lab.test",
+        "start_ms": 0.2,
+        "ttfb_ms": 3.0,
+        "end_ms": 20.0,
+        "bytes": 10_000,
+        "protocol": "h2s",
+        "connection": "o1.h2lab.test#0",
+    }
+    assert rows[0]["ttfb_ms"] is None
+    assert store.resources(other_id) == []
+
+
+def test_done_keys_only_counts_ok_rows(store: Store) -> None:
+    store.add_trial(record("b|h1s", status="failed"))
+    store.add_trial(record("b|h2s", status="failed"))
+    store.add_trial(record("b|h2s", status="ok", attempt=2))
+    store.add_trial(record("c|h2s", status="ok"))
+    assert store.done_keys() == {"b|h2s", "c|h2s"}
+
+
+def test_attempts_counts_every_row_of_a_key(store: Store) -> None:
+    assert store.attempts("b|h2s") == 0
+    store.add_trial(record("b|h2s", status="failed"))
+    assert store.attempts("b|h2s") == 1
+    store.add_trial(record("b|h2s", status="ok", attempt=2))
+    store.add_trial(record("b|h1s"))
+    assert store.attempts("b|h2s") == 2
+    assert store.attempts("b|h1s") == 1
+
+
+def test_status_is_checked(store: Store) -> None:
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_trial(record(status="maybe"))
+    assert store.trials() == []
+
+
+def test_failed_insert_leaves_no_partial_rows(store: Store) -> None:
+    bad = (dataclasses.replace(RES[0], url=None),)  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_trial(record(), bad)
+    assert store.trials() == []
+    assert store.attempts("b|h2s") == 0
+
+
+def test_reopen_keeps_rows(tmp_path: Path) -> None:
+    s = Store(tmp_path)
+    s.add_trial(record())
+    s.close()
+    s = Store(tmp_path)
+    try:
+        assert [t.trial_key for t in s.trials()] == ["b|h2s"]
+        assert s.done_keys() == {"b|h2s"}
+    finally:
+        s.close()
+
+
+def test_export_csv(store: Store, tmp_path: Path) -> None:
+    trial_id = store.add_trial(record(), RES)
+    store.add_trial(record("b|h1s", status="failed"))
+    paths = store.export_csv(tmp_path)
+    assert paths == [tmp_path / "trials.csv", tmp_path / "resources.csv"]
+    with paths[0].open(newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == list(TRIAL_COLUMNS)
+    assert len(rows) == 3
+    trial = dict(zip(rows[0], rows[1], strict=True))
+    assert trial["id"] == str(trial_id)
+    assert trial["trial_key"] == "b|h2s"
+    assert trial["pdt_ms"] == "123.5"
+    assert trial["request_header_bytes"] == ""
+    assert json.loads(trial["config_json"]) == {"a": 1, "protocol": "h2s"}
+    failed = dict(zip(rows[0], rows[2], strict=True))
+    assert (failed["status"], failed["error"], failed["pdt_ms"]) == ("failed", "boom", "")
+    with paths[1].open(newline="") as f:
+        res = list(csv.reader(f))
+    assert res[0] == list(RESOURCE_COLUMNS)
+    assert [r[1] for r in res[1:]] == [
+        "https://o1.h2lab.test/index.html",
+        "https://o1.h2lab.test/obj/00000.bin",
+    ]
+
+
+def test_artifacts_dir_is_a_safe_name(store: Store) -> None:
+    path = store.artifacts_dir("synthetic:n=2|cable|r0|h2s", 3)
+    assert path == store.dir / "artifacts" / "synthetic_n_2_cable_r0_h2s.3"
+
+
+def test_config_json_is_sorted() -> None:
+    assert config_json({"b": 1, "a": [1, 2]}) == '{"a": [1, 2], "b": 1}'
+
+
+def test_as_dict_has_every_column_in_order() -> None:
+    d = record().as_dict()
+    assert list(d) == list(TRIAL_COLUMNS)
+    assert d["id"] is None
+    assert d["trial_key"] == "b|h2s"
