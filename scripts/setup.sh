@@ -10,6 +10,7 @@ RATTAN_VERSION=0.1.1   # keep in sync with src/h2lab/net/rattan.py RATTAN_VERSIO
 UV_VERSION=0.13.8
 DEB_PACKAGES=(nginx nghttp2-client iproute2 iputils-ping util-linux procps)
 
+mkdir -p "$CACHE"
 t0=$(date +%s%N)
 say() { printf 'setup: %s\n' "$*" >&2; }
 
