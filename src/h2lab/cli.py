@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import sys
@@ -56,7 +57,7 @@ def _progress() -> Progress:
     )
 
 
-def _run_experiment(exp_path: Path | None, exp: object, out: Path, quiet: bool = False) -> None:
+def _run_experiment(exp_path: Path | None, exp: object, out: Path) -> None:
     from h2lab.runner.matrix import expand
     from h2lab.runner.run import run_trials
     from h2lab.spec.experiment import Experiment
@@ -213,26 +214,18 @@ def load(
     try:
         factors = validate_factors("command line", raw)
     except SpecError as exc:
-        key = re.sub(r"\[\d+\]", "", exc.field)
-        base, _, rest = key.partition(".") if not key.startswith("factors.") else (key, "", "")
-        flag = _FLAG_FOR.get(".".join(key.split(".")[:2]), key)
-        del base, rest
-        raise SpecError("command line", flag, exc.reason) from exc
-    exp = Experiment(name="load", factors=factors, seed=seed, repetitions=repeat)
-    store_before = set()
-    if (out / "results.sqlite").exists():
-        s = Store(out)
-        store_before = {t.id for t in s.trials()}
-        s.close()
-    # each `load` is a fresh question: a new experiment name keeps earlier rows apart
-    import datetime as dt
-
+        # name the flag, not the factor: "factors.network[0].rate" -> "--network"
+        factor = ".".join(re.sub(r"\[\d+\]", "", exc.field).split(".")[:2])
+        raise SpecError("command line", _FLAG_FOR.get(factor, exc.field), exc.reason) from exc
+    # each `load` is a fresh question: its own experiment name keeps earlier rows apart
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%f")
     exp = Experiment(name=f"load-{stamp}", factors=factors, seed=seed, repetitions=repeat)
-    _run_experiment(None, exp, out, quiet=as_json)
-    s = Store(out)
-    rows = [t for t in s.trials() if t.id not in store_before]
-    s.close()
+    _run_experiment(None, exp, out)
+    store = Store(out)
+    try:
+        rows = store.trials(experiment=exp.name)
+    finally:
+        store.close()
     if as_json:
         print(json.dumps([r.as_dict() for r in rows], indent=1))
         return

@@ -53,3 +53,36 @@ def test_2pct_loss_retransmits_and_completes(tmp_path: Path) -> None:
     print(f"2% loss: {after - before} retransmitted segments, {result.body_bytes} body bytes")
     assert after - before > 0
     assert result.body_bytes == page.total_body_bytes
+
+
+def test_tcp_settings_apply_to_both_namespaces() -> None:
+    import json
+    import subprocess
+
+    from h2lab.net.netns import exec_argv
+
+    host_cc = Path("/proc/sys/net/ipv4/tcp_congestion_control")
+    host_default = host_cc.read_text()
+    with Lab(("o1.h2lab.test",)) as lab:
+        tcp = TcpSettings(congestion_control="reno", initcwnd_packets=4)
+        with lab.link(parse_network("rtt=10ms"), 1, tcp) as link:
+            for ns in (link.client_ns, lab.servers_ns):
+                cc = subprocess.run(
+                    exec_argv(ns, ["sysctl", "-n", "net.ipv4.tcp_congestion_control"]),
+                    capture_output=True, text=True, check=True,
+                ).stdout.strip()  # fmt: skip
+                routes = json.loads(
+                    subprocess.run(
+                        exec_argv(ns, ["ip", "-j", "route"]), capture_output=True, check=True
+                    ).stdout
+                )
+                assert cc == "reno", ns
+                assert routes and all({"initcwnd": 4} in r.get("metrics", []) for r in routes), (
+                    routes
+                )
+            hosts = subprocess.run(
+                exec_argv(link.client_ns, ["getent", "hosts", "o1.h2lab.test"]),
+                capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            assert hosts.split()[0] == lab.origin_ips["o1.h2lab.test"]
+    assert host_cc.read_text() == host_default  # the host default is untouched

@@ -155,17 +155,19 @@ def test_done_keys_only_counts_ok_rows(store: Store) -> None:
     store.add_trial(record("b|h2s", status="failed"))
     store.add_trial(record("b|h2s", status="ok", attempt=2))
     store.add_trial(record("c|h2s", status="ok"))
-    assert store.done_keys() == {"b|h2s", "c|h2s"}
+    assert store.done_keys("e") == {"b|h2s", "c|h2s"}
+    assert store.done_keys("other") == set()
 
 
 def test_attempts_counts_every_row_of_a_key(store: Store) -> None:
-    assert store.attempts("b|h2s") == 0
+    assert store.attempts("e", "b|h2s") == 0
     store.add_trial(record("b|h2s", status="failed"))
-    assert store.attempts("b|h2s") == 1
+    assert store.attempts("e", "b|h2s") == 1
     store.add_trial(record("b|h2s", status="ok", attempt=2))
     store.add_trial(record("b|h1s"))
-    assert store.attempts("b|h2s") == 2
-    assert store.attempts("b|h1s") == 1
+    assert store.attempts("e", "b|h2s") == 2
+    assert store.attempts("e", "b|h1s") == 1
+    assert store.attempts("other", "b|h2s") == 0
 
 
 def test_status_is_checked(store: Store) -> None:
@@ -179,7 +181,7 @@ def test_failed_insert_leaves_no_partial_rows(store: Store) -> None:
     with pytest.raises(sqlite3.IntegrityError):
         store.add_trial(record(), bad)
     assert store.trials() == []
-    assert store.attempts("b|h2s") == 0
+    assert store.attempts("e", "b|h2s") == 0
 
 
 def test_reopen_keeps_rows(tmp_path: Path) -> None:
@@ -189,7 +191,7 @@ def test_reopen_keeps_rows(tmp_path: Path) -> None:
     s = Store(tmp_path)
     try:
         assert [t.trial_key for t in s.trials()] == ["b|h2s"]
-        assert s.done_keys() == {"b|h2s"}
+        assert s.done_keys("e") == {"b|h2s"}
     finally:
         s.close()
 

@@ -3,6 +3,7 @@ Rattan link per trial, and every trial committed to the store as it ends."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import signal
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from h2lab import clients, servers
-from h2lab.clients import LoadContext, LoadResult
+from h2lab.clients import LoadContext, LoadResult, ResourceTiming
 from h2lab.errors import H2LabError
 from h2lab.metrics.counters import parse_dev, parse_snmp
 from h2lab.net import netns
@@ -92,7 +93,7 @@ def run_trials(
     on_progress: ProgressFn | None = None,
 ) -> list[TrialRecord]:
     """Run ``trials`` not yet stored ok; return the records written now."""
-    done = store.done_keys()
+    done = store.done_keys(trials[0].experiment) if trials else set()
     todo = [t for t in trials if t.key not in done]
     for t in trials:
         if t.key in done and on_progress:
@@ -130,15 +131,46 @@ def run_trials(
     return written
 
 
+def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str, object]:
+    """The metric columns of a successful trial."""
+    return {
+        "pdt_ms": result.pdt_ms,
+        "plt_ms": result.plt_ms,
+        "body_bytes": result.body_bytes,
+        "bytes_up": after.bytes_up - before.bytes_up,
+        "bytes_down": after.bytes_down - before.bytes_down,
+        "tcp_connections": after.active_opens - before.active_opens,
+        "retransmits": after.retransmits - before.retransmits,
+        "request_header_bytes": result.request_header_bytes,
+        "response_header_bytes": result.response_header_bytes,
+    }
+
+
+_NOT_MEASURED = dict.fromkeys(
+    [
+        "pdt_ms",
+        "plt_ms",
+        "body_bytes",
+        "bytes_up",
+        "bytes_down",
+        "tcp_connections",
+        "retransmits",
+        "request_header_bytes",
+        "response_header_bytes",
+    ]
+)
+
+
 def run_one(
     lab: Lab, page: Page, t: TrialSpec, store: Store, timeout_s: float, versions: dict[str, str]
 ) -> TrialRecord:
-    attempt = store.attempts(t.key) + 1
+    """One trial on a fresh link; its row (ok or failed) is committed before this returns."""
+    attempt = store.attempts(t.experiment, t.key) + 1
     artifacts = store.artifacts_dir(t.key, attempt)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
     t0 = time.monotonic()
-    result: LoadResult | None = None
-    before = after = None
+    metrics: dict[str, object] = _NOT_MEASURED
+    resources: tuple[ResourceTiming, ...] = ()
     error = None
     try:
         with lab.link(t.network, t.seed, t.tcp) as link:
@@ -146,13 +178,14 @@ def run_one(
             ctx = LoadContext(netns=link.client_ns, artifacts_dir=artifacts, timeout_s=timeout_s)
             result = clients.get(t.client).load(page, t.protocol, ctx)
             after = read_counters(link.client_ns, lab.servers_ns)
+        metrics = _measured(result, before, after)
+        resources = result.resources
     except H2LabError as exc:
         error = exc.line()
     except (OSError, ValueError) as exc:
         error = f"{type(exc).__name__}: {exc}"
         artifacts.mkdir(parents=True, exist_ok=True)
         (artifacts / "traceback.txt").write_text(traceback.format_exc())
-    ok = result is not None and before is not None and after is not None and error is None
     record = TrialRecord(
         trial_key=t.key,
         experiment=t.experiment,
@@ -168,23 +201,13 @@ def run_one(
         repetition=t.repetition,
         seed=t.seed,
         attempt=attempt,
-        status="ok" if ok else "failed",
+        status="ok" if error is None else "failed",
         error=error,
         started_at=started,
         duration_s=round(time.monotonic() - t0, 3),
-        pdt_ms=result.pdt_ms if ok and result else None,
-        plt_ms=result.plt_ms if ok and result else None,
-        body_bytes=result.body_bytes if ok and result else None,
-        bytes_up=after.bytes_up - before.bytes_up if ok and after and before else None,
-        bytes_down=after.bytes_down - before.bytes_down if ok and after and before else None,
-        tcp_connections=after.active_opens - before.active_opens
-        if ok and after and before
-        else None,
-        retransmits=after.retransmits - before.retransmits if ok and after and before else None,
-        request_header_bytes=result.request_header_bytes if ok and result else None,
-        response_header_bytes=result.response_header_bytes if ok and result else None,
         config_json=json.dumps(t.config(), sort_keys=True),
         versions_json=json.dumps(versions, sort_keys=True),
+        **metrics,  # type: ignore[arg-type]
     )
-    trial_id = store.add_trial(record, result.resources if ok and result else ())
-    return TrialRecord(**{**record.as_dict(), "id": trial_id})
+    trial_id = store.add_trial(record, resources)
+    return dataclasses.replace(record, id=trial_id)

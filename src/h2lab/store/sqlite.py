@@ -160,21 +160,32 @@ class Store:
             )
         return trial_id
 
-    def done_keys(self) -> set[str]:
-        """Trial keys that already have a successful row (skipped on resume)."""
-        rows = self._db.execute("SELECT DISTINCT trial_key FROM trials WHERE status = 'ok'")
+    def done_keys(self, experiment: str) -> set[str]:
+        """Trial keys of ``experiment`` that already have a successful row (skipped on resume)."""
+        rows = self._db.execute(
+            "SELECT DISTINCT trial_key FROM trials WHERE status = 'ok' AND experiment = ?",
+            (experiment,),
+        )
         return {r[0] for r in rows}
 
-    def attempts(self, trial_key: str) -> int:
-        row = self._db.execute("SELECT COUNT(*) FROM trials WHERE trial_key = ?", (trial_key,))
+    def attempts(self, experiment: str, trial_key: str) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM trials WHERE experiment = ? AND trial_key = ?",
+            (experiment, trial_key),
+        )
         return int(row.fetchone()[0])
 
-    def trials(self, *, status: str | None = None) -> list[TrialRecord]:
-        q = f"SELECT {', '.join(TRIAL_COLUMNS)} FROM trials"
-        args: tuple[str, ...] = ()
+    def trials(
+        self, *, status: str | None = None, experiment: str | None = None
+    ) -> list[TrialRecord]:
+        q = f"SELECT {', '.join(TRIAL_COLUMNS)} FROM trials WHERE 1=1"
+        args: list[str] = []
         if status:
-            q += " WHERE status = ?"
-            args = (status,)
+            q += " AND status = ?"
+            args.append(status)
+        if experiment:
+            q += " AND experiment = ?"
+            args.append(experiment)
         q += " ORDER BY id"
         return [
             TrialRecord(**dict(zip(TRIAL_COLUMNS, r, strict=True)))

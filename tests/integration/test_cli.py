@@ -1,0 +1,66 @@
+"""The CLI end to end: doctor, load --json, demo, export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from h2lab.store.sqlite import TRIAL_COLUMNS
+from tests.integration.conftest import H2LAB, ROOT
+
+
+def test_doctor_reports_versions() -> None:
+    done = subprocess.run([H2LAB, "doctor"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "rattan" in out and "0.1.1" in out
+    assert "nginx" in out and "1.22" in out
+    assert "h2load" in out and "1.52" in out
+    assert "missing" not in out
+
+
+def test_load_json_prints_trial_rows(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [H2LAB, "load", "synthetic:n=4,size=1KB,origins=1", "--protocol", "h1c,h2c",
+         "--network", "rtt=20ms,rate=20Mbps", "--repeat", "2", "--json", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert len(rows) == 4
+    assert all(list(r) == list(TRIAL_COLUMNS) for r in rows)
+    assert sorted(r["protocol"] for r in rows) == ["h1c", "h1c", "h2c", "h2c"]
+    assert all(r["status"] == "ok" and r["pdt_ms"] > 20 for r in rows)
+    # a second identical question is run again, not skipped as "already stored"
+    again = subprocess.run(
+        [H2LAB, "load", "synthetic:n=4,size=1KB,origins=1", "--protocol", "h2c",
+         "--network", "rtt=20ms,rate=20Mbps", "--json", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert len(json.loads(again.stdout)) == 1
+
+
+def test_demo_runs_the_shipped_experiment_and_exports(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    done = subprocess.run(
+        [H2LAB, "demo", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert "h2s/h1s" in done.stdout
+    db = sqlite3.connect(out / "results.sqlite")
+    rows = db.execute("SELECT protocol, status, tcp_connections FROM trials").fetchall()
+    db.close()
+    assert len(rows) == 12
+    assert all(status == "ok" for _, status, _ in rows)
+    assert {c for p, _, c in rows if p == "h2s"} == {2}  # one per origin, 2 origins
+    exported = subprocess.run([H2LAB, "export", str(out), "--csv"], capture_output=True, text=True)
+    assert exported.returncode == 0, exported.stderr
+    with (out / "trials.csv").open() as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 12 and list(table[0]) == list(TRIAL_COLUMNS)
+    with (out / "resources.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 12 * 33  # index + 32 objects per trial
