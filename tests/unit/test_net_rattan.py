@@ -69,8 +69,8 @@ def test_full_profile_cells() -> None:
         "trace": str(STATE / "loss-down.json"),
         "seed": direction_seed(42, "down"),
     }
-    assert set(files.loss_traces) == {"loss-up.json", "loss-down.json"}
-    assert json.loads(files.loss_traces["loss-up.json"]) == {
+    assert set(files.files) == {"loss-up.json", "loss-down.json"}
+    assert json.loads(files.files["loss-up.json"]) == {
         "RepeatedLossPatternConfig": {
             "pattern": [{"StaticLossConfig": {"loss": [0.01], "duration": "86400s"}}],
             "count": 0,
@@ -95,7 +95,7 @@ def test_links_chain_left_to_right_and_back() -> None:
 def test_no_loss_cell_when_loss_is_zero() -> None:
     cfg, files = _build("rtt=40ms,rate=5Mbps")
     assert set(cfg["cells"]) == {"up_bw", "up_delay", "down_bw", "down_delay"}
-    assert files.loss_traces == {}
+    assert files.files == {}
     assert _chain(cfg["links"], "left", "right") == ["left", "up_bw", "up_delay", "right"]
     assert _chain(cfg["links"], "right", "left") == ["right", "down_bw", "down_delay", "left"]
 
@@ -104,8 +104,8 @@ def test_loss_only_in_one_direction() -> None:
     cfg, files = _build("rtt=40ms,down_loss=2%")
     assert "down_loss" in cfg["cells"]
     assert "up_loss" not in cfg["cells"]
-    assert set(files.loss_traces) == {"loss-down.json"}
-    loss = json.loads(files.loss_traces["loss-down.json"])
+    assert set(files.files) == {"loss-down.json"}
+    loss = json.loads(files.files["loss-down.json"])
     assert loss["RepeatedLossPatternConfig"]["pattern"][0]["StaticLossConfig"]["loss"] == [0.02]
 
 

@@ -54,7 +54,8 @@ def test_preset_cable_and_lan() -> None:
 def test_every_preset_is_its_free_form_spec_with_its_name(name: str) -> None:
     p = parse_network(f"  {name} ")
     assert p == dataclasses.replace(parse_network(PRESETS[name]), name=name)
-    assert p.describe().startswith(f"rtt={p.rtt_ms:g}ms")
+    expected = f"cellular={p.cellular}," if p.cellular else f"rtt={p.rtt_ms:g}ms"
+    assert p.describe().startswith(expected)
 
 
 def test_free_form_all_keys() -> None:
@@ -141,7 +142,13 @@ def test_describe_and_as_dict() -> None:
         "down_delay_ms": 50.0,
         "up_loss_ratio": 0.01,
         "down_loss_ratio": 0.01,
+        "up_loss_burst": 1.0,
+        "down_loss_burst": 1.0,
+        "up_trace": None,
+        "down_trace": None,
         "queue": "1bdp",
+        "aqm": "droptail",
+        "cellular": None,
     }
     asym = parse_network("up_loss=1%,down_loss=2%")
     assert asym.describe() == "rtt=0ms,up_loss=1%,down_loss=2%,queue=1000p"

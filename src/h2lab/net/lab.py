@@ -75,7 +75,7 @@ class Link:
         self._dir.mkdir(parents=True)
         holder = self._dir / "holder.pid"
         files = rattan.build_config(self.profile, self.seed, self._dir, holder)
-        for name, text in files.loss_traces.items():
+        for name, text in files.files.items():
             (self._dir / name).write_text(text)
         config = self._dir / "rattan.toml"
         config.write_text(files.config_toml)

@@ -74,8 +74,8 @@ def _q(s: str) -> str:
 @dataclass(frozen=True)
 class LinkFiles:
     config_toml: str
-    loss_traces: dict[str, str]
-    """file name -> JSON text of a netem-trace loss config"""
+    files: dict[str, str]
+    """file name (in the state folder) -> text: netem-trace JSON the cells read"""
 
 
 def direction_seed(seed: int, direction: str) -> int:
@@ -83,53 +83,125 @@ def direction_seed(seed: int, direction: str) -> int:
     return (seed * 2 + (1 if direction == "down" else 0)) % (2**63)
 
 
+# How long a cellular profile's loss schedule runs; longer than any trial's timeout. After
+# it the link is loss-free.
+CELLULAR_SCHEDULE_S = 900.0
+
+
+def _queue_lines(profile: NetworkProfile, rate_bps: int | None) -> list[str]:
+    """``queue`` and ``queue_config`` of a Bw/BwReplay cell."""
+    limit_bytes = profile.queue.limit_bytes(rate_bps, profile.rtt_ms)
+    limit = (
+        f"byte_limit = {limit_bytes}"
+        if limit_bytes is not None
+        else f"packet_limit = {profile.queue.packets}"
+    )
+    if profile.aqm == "codel":
+        return [
+            'queue = "CoDel"',
+            f"queue_config = {{ {limit}, target = "
+            f'"{profile.codel_target_ms * 1000:.0f}us", interval = '
+            f'"{profile.codel_interval_ms * 1000:.0f}us", mtu = 1500 }}',
+        ]
+    return ['queue = "DropTail"', f"queue_config = {{ {limit} }}"]
+
+
+def _loss_json(pattern: list[float]) -> str:
+    return json.dumps(
+        {
+            "RepeatedLossPatternConfig": {
+                "pattern": [{"StaticLossConfig": {"loss": pattern, "duration": _LOSS_SEGMENT}}],
+                "count": 0,
+            }
+        }
+    )
+
+
 def build_config(
     profile: NetworkProfile, seed: int, state_dir: Path, holder_pid_file: Path
 ) -> LinkFiles:
-    """Pure: the ``rattan run`` TOML and loss trace files for this profile and seed."""
+    """Pure (but for reading a cellular profile): the ``rattan run`` TOML and the trace files
+    its cells read, for this profile and seed."""
     lines = ["[env]", 'mode = "Compatible"', "left_veth_count = 1", "", "[cells]"]
-    traces: dict[str, str] = {}
+    files: dict[str, str] = {}
     chains: dict[str, list[str]] = {}
+    cellular = None
+    if profile.cellular:
+        from h2lab.net import traces
+
+        cell_profile = traces.cellular_profiles()[profile.cellular]
+        rates = [round(kbps * 1000) for kbps in cell_profile.rate_kbps]
+        files["cellular-bw.json"] = traces.bw_trace_json(rates, traces.STEP_MS)
+        delays = [calibrated_delay_ms(rtt / 2) for rtt in cell_profile.rtt_ms]
+        files["cellular-delay.json"] = traces.delay_trace_json(delays, traces.STEP_MS)
+        # The script's episode timing (gaps counted from the start of the previous episode's
+        # step, in whole steps), closed-loop: it reproduces the loss averages seed 000 and
+        # data/README.md report; the README's literal wording gives up to twice as much loss.
+        schedule = traces.loss_schedule(cell_profile, CELLULAR_SCHEDULE_S, timing="script")
+        files["cellular-loss.json"] = traces.loss_trace_json(schedule)
+        cellular = cell_profile
+
+    def path(name: str) -> str:
+        return _q(str(state_dir / name))
+
     for direction in ("up", "down"):
         rate = profile.up_rate_bps if direction == "up" else profile.down_rate_bps
+        trace = profile.up_trace if direction == "up" else profile.down_trace
         delay = profile.up_delay_ms if direction == "up" else profile.down_delay_ms
-        loss = profile.up_loss_ratio if direction == "up" else profile.down_loss_ratio
+        loss = profile.up_loss if direction == "up" else profile.down_loss
         chain: list[str] = []
-        if rate is not None:
-            cell = f"{direction}_bw"
-            lines += ["", f"[cells.{cell}]", 'type = "Bw"', f"bandwidth = {_q(_bandwidth(rate))}"]
-            lines.append('queue = "DropTail"')
-            limit_bytes = profile.queue.limit_bytes(rate, profile.rtt_ms)
-            if limit_bytes is not None:
-                lines.append(f"queue_config = {{ byte_limit = {limit_bytes} }}")
-            else:
-                lines.append(f"queue_config = {{ packet_limit = {profile.queue.packets} }}")
-            chain.append(cell)
-        cell = f"{direction}_delay"
-        delay_us = calibrated_delay_ms(delay) * 1000
-        lines += ["", f"[cells.{cell}]", 'type = "Delay"', f'delay = "{delay_us:.0f}us"']
-        chain.append(cell)
-        if loss > 0:
-            cell = f"{direction}_loss"
-            trace_name = f"loss-{direction}.json"
-            traces[trace_name] = json.dumps(
-                {
-                    "RepeatedLossPatternConfig": {
-                        "pattern": [
-                            {"StaticLossConfig": {"loss": [loss], "duration": _LOSS_SEGMENT}}
-                        ],
-                        "count": 0,
-                    }
-                }
-            )
+        bw, delay_cell, loss_cell = (f"{direction}_bw", f"{direction}_delay", f"{direction}_loss")
+        if cellular is not None:
             lines += [
                 "",
-                f"[cells.{cell}]",
+                f"[cells.{bw}]",
+                'type = "BwReplay"',
+                f"trace = {path('cellular-bw.json')}",
+            ]
+            lines += _queue_lines(profile, None)
+            lines += [
+                "",
+                f"[cells.{delay_cell}]",
+                'type = "DelayReplay"',
+                f"trace = {path('cellular-delay.json')}",
+            ]
+            lines += [
+                "",
+                f"[cells.{loss_cell}]",
                 'type = "LossReplay"',
-                f"trace = {_q(str(state_dir / trace_name))}",
+                f"trace = {path('cellular-loss.json')}",
                 f"seed = {direction_seed(seed, direction)}",
             ]
-            chain.append(cell)
+            chains[direction] = [bw, delay_cell, loss_cell]
+            continue
+        if trace is not None:
+            # Rattan reads a BwReplay trace as Mahimahi unless it ends in .json/.toml.
+            lines += [
+                "",
+                f"[cells.{bw}]",
+                'type = "BwReplay"',
+                f"trace = {_q(str(Path(trace).resolve()))}",
+            ]
+            lines += _queue_lines(profile, None)
+            chain.append(bw)
+        elif rate is not None:
+            lines += ["", f"[cells.{bw}]", 'type = "Bw"', f"bandwidth = {_q(_bandwidth(rate))}"]
+            lines += _queue_lines(profile, rate)
+            chain.append(bw)
+        delay_us = calibrated_delay_ms(delay) * 1000
+        lines += ["", f"[cells.{delay_cell}]", 'type = "Delay"', f'delay = "{delay_us:.0f}us"']
+        chain.append(delay_cell)
+        if loss.ratio > 0:
+            name = f"loss-{direction}.json"
+            files[name] = _loss_json(loss.pattern())
+            lines += [
+                "",
+                f"[cells.{loss_cell}]",
+                'type = "LossReplay"',
+                f"trace = {path(name)}",
+                f"seed = {direction_seed(seed, direction)}",
+            ]
+            chain.append(loss_cell)
         chains[direction] = chain
     lines += ["", "[links]"]
     up = ["left", *chains["up"], "right"]
@@ -139,4 +211,4 @@ def build_config(
     tmp = f"{holder_pid_file}.tmp"
     holder = f"echo $$ > {tmp} && mv {tmp} {holder_pid_file} && exec sleep infinity"
     lines += ["", "[commands]", f"left = {json.dumps(['/bin/sh', '-c', holder])}", ""]
-    return LinkFiles(config_toml="\n".join(lines), loss_traces=traces)
+    return LinkFiles(config_toml="\n".join(lines), files=files)

@@ -1,16 +1,26 @@
 """Network profiles: named presets and free-form specs, parsed once into :class:`NetworkProfile`.
 
-Free form: ``rtt=100ms,down=10Mbps,up=2Mbps,loss=1%,queue=1000``. Keys:
+Free form: ``rtt=100ms,down=10Mbps,up=2Mbps,loss=1%,queue=1000``; a preset name may come first
+and the keys after it override it: ``cable,loss=1%``. Keys:
 
-=============  ==========================================================
-``rtt``        round-trip time; half is applied in each direction
-``delay``      one-way delay applied in each direction (alternative to rtt)
-``up_delay``   one-way delay client -> servers; ``down_delay`` likewise
-``rate``       bandwidth in both directions; ``up`` / ``down`` per direction
-``loss``       random (Bernoulli) loss in both directions; ``up_loss`` / ``down_loss``
-``queue``      droptail limit of each bandwidth queue: packets (``1000``),
-               bytes (``64KB``) or bandwidth-delay products (``1bdp``)
-=============  ==========================================================
+====================  ===================================================================
+``rtt``               round-trip time; half is applied in each direction
+``delay``             one-way delay applied in each direction (alternative to rtt)
+``up_delay``          one-way delay client -> servers; ``down_delay`` likewise
+``rate``              bandwidth in both directions; ``up`` / ``down`` per direction
+``trace``             Mahimahi bandwidth trace file, both directions; ``up_trace`` /
+                      ``down_trace`` per direction (instead of a fixed rate)
+``loss``              random loss in both directions; ``up_loss`` / ``down_loss``
+``loss_burst``        mean length of a loss burst in packets (default 1 = independent,
+                      Bernoulli); > 1 gives the Gilbert model (see :class:`LossModel`);
+                      ``up_loss_burst`` / ``down_loss_burst``
+``queue``             limit of each bandwidth queue: packets (``1000``), bytes (``64KB``)
+                      or bandwidth-delay products (``1bdp``)
+``aqm``               ``droptail`` (default) or ``codel``; ``codel_target`` (5ms) and
+                      ``codel_interval`` (100ms), RFC 8289's defaults
+``cellular``          one of Akamai's dynamic cellular profiles (``good``, ``poor``, ...);
+                      it sets rate, delay and loss itself
+====================  ===================================================================
 """
 
 from __future__ import annotations
@@ -18,9 +28,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
-from h2lab.errors import SpecError, UnitError
+from h2lab.errors import H2LabError, SpecError, UnitError
+from h2lab.net.profiles import CELLULAR
+from h2lab.net.profiles import PRESETS as _PRESET_RECORDS
 from h2lab.units import (
     format_rate,
     format_size,
@@ -34,13 +47,20 @@ T = TypeVar("T")
 
 # Linux's default txqueuelen and netem's default limit, what the seed papers' tc set-ups had.
 DEFAULT_QUEUE_PACKETS = 1000
+# Akamai's script shaped with a token bucket whose queue limit was 128 KB (data/README.md).
+CELLULAR_QUEUE_BYTES = 128_000
 # Ethernet MTU; used to turn byte queues and BDPs into packet counts.
 MTU_BYTES = 1500
+# RFC 8289 section 4.2 / 4.3 defaults.
+CODEL_TARGET_MS = 5.0
+CODEL_INTERVAL_MS = 100.0
+
+PRESETS: dict[str, str] = {name: p.spec for name, p in _PRESET_RECORDS.items()}
 
 
 @dataclass(frozen=True)
 class Queue:
-    """Droptail limit of a bandwidth queue: exactly one of the three is set."""
+    """Limit of a bandwidth queue: exactly one of the three is set."""
 
     packets: int | None = None
     bytes: int | None = None
@@ -64,6 +84,30 @@ class Queue:
 
 
 @dataclass(frozen=True)
+class LossModel:
+    """Random loss with mean ``ratio`` in bursts of mean ``burst_packets``.
+
+    ``burst_packets == 1``: independent (Bernoulli) drops. Above 1: the Gilbert model, i.e.
+    Gilbert-Elliott with no loss in the good state and certain loss in the bad state. With
+    p = P(good -> bad) and r = P(bad -> good), the mean loss is p / (p + r) and the mean burst
+    1 / r, so r = 1 / burst and p = ratio * r / (1 - ratio). Rattan's loss pattern gives the
+    drop probability of a packet after k consecutive drops: ``[p, 1 - r]`` is this chain.
+    """
+
+    ratio: float
+    burst_packets: float = 1.0
+
+    def pattern(self) -> list[float]:
+        if self.ratio <= 0:
+            return [0.0]
+        if self.burst_packets <= 1 or self.ratio >= 1:
+            return [self.ratio]
+        r = 1 / self.burst_packets
+        p = self.ratio * r / (1 - self.ratio)
+        return [min(1.0, p), 1 - r]
+
+
+@dataclass(frozen=True)
 class NetworkProfile:
     """One emulated path. ``None`` rate means unlimited."""
 
@@ -75,10 +119,28 @@ class NetworkProfile:
     up_loss_ratio: float
     down_loss_ratio: float
     queue: Queue
+    up_loss_burst: float = 1.0
+    down_loss_burst: float = 1.0
+    up_trace: str | None = None
+    """Mahimahi bandwidth trace file (replaces ``up_rate_bps``)"""
+    down_trace: str | None = None
+    aqm: str = "droptail"
+    codel_target_ms: float = CODEL_TARGET_MS
+    codel_interval_ms: float = CODEL_INTERVAL_MS
+    cellular: str | None = None
+    """name of an Akamai cellular profile driving rate, delay and loss"""
 
     @property
     def rtt_ms(self) -> float:
         return self.up_delay_ms + self.down_delay_ms
+
+    @property
+    def up_loss(self) -> LossModel:
+        return LossModel(self.up_loss_ratio, self.up_loss_burst)
+
+    @property
+    def down_loss(self) -> LossModel:
+        return LossModel(self.down_loss_ratio, self.down_loss_burst)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -89,40 +151,40 @@ class NetworkProfile:
             "down_delay_ms": self.down_delay_ms,
             "up_loss_ratio": self.up_loss_ratio,
             "down_loss_ratio": self.down_loss_ratio,
+            "up_loss_burst": self.up_loss_burst,
+            "down_loss_burst": self.down_loss_burst,
+            "up_trace": self.up_trace,
+            "down_trace": self.down_trace,
             "queue": self.queue.describe(),
+            "aqm": self.aqm,
+            "cellular": self.cellular,
         }
 
     def describe(self) -> str:
+        if self.cellular:
+            return f"cellular={self.cellular},queue={self.queue.describe()}"
         parts = [f"rtt={self.rtt_ms:g}ms"]
-        if self.down_rate_bps:
-            parts.append(f"down={format_rate(self.down_rate_bps)}")
-        if self.up_rate_bps:
-            parts.append(f"up={format_rate(self.up_rate_bps)}")
+        for key, rate, trace in (
+            ("down", self.down_rate_bps, self.down_trace),
+            ("up", self.up_rate_bps, self.up_trace),
+        ):
+            if trace:
+                parts.append(f"{key}_trace={trace}")
+            elif rate:
+                parts.append(f"{key}={format_rate(rate)}")
         if self.up_loss_ratio or self.down_loss_ratio:
-            if self.up_loss_ratio == self.down_loss_ratio:
+            if self.up_loss == self.down_loss:
                 parts.append(f"loss={self.up_loss_ratio * 100:g}%")
+                if self.up_loss_burst != 1:
+                    parts.append(f"loss_burst={self.up_loss_burst:g}")
             else:
                 parts.append(f"up_loss={self.up_loss_ratio * 100:g}%")
                 parts.append(f"down_loss={self.down_loss_ratio * 100:g}%")
         parts.append(f"queue={self.queue.describe()}")
+        if self.aqm != "droptail":
+            parts.append(f"aqm={self.aqm}")
         return ",".join(parts)
 
-
-# Named presets. Source: WebPageTest's connectivity profiles (connectivity.ini.sample in
-# WPO-Foundation/webpagetest), which are also Chrome DevTools' throttling presets' ancestors.
-# `lan` is an unshaped path for smoke tests.
-PRESETS: dict[str, str] = {
-    "lan": "rtt=0ms",
-    "fios": "rtt=4ms,down=20Mbps,up=5Mbps",
-    "cable": "rtt=28ms,down=5Mbps,up=1Mbps",
-    "dsl": "rtt=50ms,down=1500kbps,up=384kbps",
-    "lte": "rtt=70ms,down=12Mbps,up=12Mbps",
-    "4g": "rtt=170ms,down=9Mbps,up=9Mbps",
-    "3g-fast": "rtt=150ms,down=1600kbps,up=768kbps",
-    "3g": "rtt=300ms,down=1600kbps,up=768kbps",
-    "3g-slow": "rtt=400ms,down=400kbps,up=400kbps",
-    "2g": "rtt=800ms,down=280kbps,up=256kbps",
-}
 
 _KEYS = {
     "rtt",
@@ -132,11 +194,32 @@ _KEYS = {
     "rate",
     "up",
     "down",
+    "trace",
+    "up_trace",
+    "down_trace",
     "loss",
     "up_loss",
     "down_loss",
+    "loss_burst",
+    "up_loss_burst",
+    "down_loss_burst",
     "queue",
+    "aqm",
+    "codel_target",
+    "codel_interval",
+    "cellular",
 }
+# An override of the general key replaces the specific keys of the base preset too.
+_FAMILIES = {
+    "rtt": ("rtt", "delay", "up_delay", "down_delay"),
+    "delay": ("rtt", "delay", "up_delay", "down_delay"),
+    "rate": ("rate", "up", "down", "trace", "up_trace", "down_trace"),
+    "trace": ("rate", "up", "down", "trace", "up_trace", "down_trace"),
+    "loss": ("loss", "up_loss", "down_loss"),
+    "loss_burst": ("loss_burst", "up_loss_burst", "down_loss_burst"),
+}
+_CELLULAR_SETS = {"rtt", "delay", "up_delay", "down_delay", "rate", "up", "down", "trace"}
+_CELLULAR_SETS |= {"up_trace", "down_trace", "loss", "up_loss", "down_loss"}
 
 
 def _parse_queue(text: str) -> Queue:
@@ -161,18 +244,45 @@ def _parse_queue(text: str) -> Queue:
     return Queue(bytes=size)
 
 
-def parse_network(
-    text: str, source: str = "network", *, field: str = "network", name: str | None = None
-) -> NetworkProfile:
-    """Parse a preset name or a free-form spec. Errors name ``source`` and the key."""
-    text = text.strip()
-    if text in PRESETS:
-        return parse_network(PRESETS[text], source, field=field, name=text)
-    if "=" not in text:
-        known = ", ".join(sorted(PRESETS))
-        raise SpecError(
-            source, field, f"unknown profile {text!r} (known: {known}; or key=value,...)"
-        )
+def _parse_burst(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise UnitError(f"a burst length is a number of packets: {text!r}") from exc
+    if value < 1:
+        raise UnitError(f"a mean burst is at least 1 packet: {text!r}")
+    return value
+
+
+def _parse_aqm(text: str) -> str:
+    if text not in ("droptail", "codel"):
+        raise UnitError(f"unknown queue discipline {text!r} (use droptail or codel)")
+    return text
+
+
+def _parse_cellular(text: str) -> str:
+    if text not in CELLULAR:
+        raise UnitError(f"unknown cellular profile {text!r} (known: {', '.join(CELLULAR)})")
+    return text
+
+
+def _check_trace(text: str) -> str:
+    """A readable, well-formed Mahimahi trace; its path is kept as given."""
+    from h2lab.net.traces import read_mahimahi
+
+    try:
+        read_mahimahi(Path(text).expanduser())
+    except H2LabError as exc:
+        raise UnitError(exc.line()) from exc
+    return text
+
+
+def _known_names() -> str:
+    common = [n for n in PRESETS if not n.startswith(("s001-", "s002-"))]
+    return ", ".join([*common, "s001-<rtt>ms-<rate>mbps-<loss>pct", "s002-<delay>ms-<loss>pct"])
+
+
+def _split(text: str, source: str, field: str) -> dict[str, str]:
     fields: dict[str, str] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
@@ -186,6 +296,36 @@ def parse_network(
         if key in fields:
             raise SpecError(source, f"{field}.{key}", "given twice")
         fields[key] = value.strip()
+    return fields
+
+
+def parse_network(
+    text: str, source: str = "network", *, field: str = "network", name: str | None = None
+) -> NetworkProfile:
+    """Parse a preset name, a free-form spec, or a preset followed by overriding keys.
+
+    Errors name ``source`` and the key (``<field>.<key>``).
+    """
+    text = text.strip()
+    head, _, rest = text.partition(",")
+    head = head.strip()
+    fields: dict[str, str] = {}
+    if "=" not in head:
+        if head not in PRESETS:
+            raise SpecError(
+                source,
+                field,
+                f"unknown profile {head!r} (known: {_known_names()}; or key=value,...)",
+            )
+        fields = _split(PRESETS[head], source, field)
+        if rest.strip():
+            overrides = _split(rest, source, field)
+            for key in overrides:
+                for dropped in _FAMILIES.get(key, (key,)):
+                    fields.pop(dropped, None)
+            fields.update(overrides)
+    else:
+        fields = _split(text, source, field)
 
     def parsed(key: str, parse: Callable[[str], T], default: T) -> T:
         """Parse one key; a bad value names exactly that key."""
@@ -196,8 +336,17 @@ def parse_network(
         except UnitError as exc:
             raise SpecError(source, f"{field}.{key}", str(exc)) from exc
 
+    cellular = parsed("cellular", _parse_cellular, None)
+    if cellular is not None:
+        clash = sorted(set(fields) & _CELLULAR_SETS)
+        if clash:
+            raise SpecError(
+                source, f"{field}.{clash[0]}", "a cellular profile sets rate, delay and loss itself"
+            )
     if "rtt" in fields and "delay" in fields:
         raise SpecError(source, field, "give rtt or delay, not both")
+    if "rate" in fields and "trace" in fields:
+        raise SpecError(source, field, "give rate or trace, not both")
     one_way = parsed("rtt", lambda t: parse_duration_ms(t) / 2, 0.0)
     one_way = parsed("delay", parse_duration_ms, one_way)
     up_delay = parsed("up_delay", parse_duration_ms, one_way)
@@ -205,17 +354,39 @@ def parse_network(
     rate = parsed("rate", parse_rate_bps, None)
     up = parsed("up", parse_rate_bps, rate)
     down = parsed("down", parse_rate_bps, rate)
+    trace = parsed("trace", _check_trace, None)
+    up_trace = parsed("up_trace", _check_trace, trace)
+    down_trace = parsed("down_trace", _check_trace, trace)
+    if up_trace and "up" in fields:
+        raise SpecError(source, f"{field}.up_trace", "give up or up_trace, not both")
+    if down_trace and "down" in fields:
+        raise SpecError(source, f"{field}.down_trace", "give down or down_trace, not both")
     loss = parsed("loss", parse_ratio, 0.0)
     up_loss = parsed("up_loss", parse_ratio, loss)
     down_loss = parsed("down_loss", parse_ratio, loss)
-    queue = parsed("queue", _parse_queue, Queue(DEFAULT_QUEUE_PACKETS))
+    burst = parsed("loss_burst", _parse_burst, 1.0)
+    up_burst = parsed("up_loss_burst", _parse_burst, burst)
+    down_burst = parsed("down_loss_burst", _parse_burst, burst)
+    default_queue = Queue(bytes=CELLULAR_QUEUE_BYTES) if cellular else Queue(DEFAULT_QUEUE_PACKETS)
+    queue = parsed("queue", _parse_queue, default_queue)
+    aqm = parsed("aqm", _parse_aqm, "droptail")
+    codel_target = parsed("codel_target", parse_duration_ms, CODEL_TARGET_MS)
+    codel_interval = parsed("codel_interval", parse_duration_ms, CODEL_INTERVAL_MS)
     return NetworkProfile(
         name=name or text,
-        up_rate_bps=up,
-        down_rate_bps=down,
+        up_rate_bps=None if up_trace else up,
+        down_rate_bps=None if down_trace else down,
         up_delay_ms=up_delay,
         down_delay_ms=down_delay,
         up_loss_ratio=up_loss,
         down_loss_ratio=down_loss,
         queue=queue,
+        up_loss_burst=up_burst,
+        down_loss_burst=down_burst,
+        up_trace=up_trace,
+        down_trace=down_trace,
+        aqm=aqm,
+        codel_target_ms=codel_target,
+        codel_interval_ms=codel_interval,
+        cellular=cellular,
     )
