@@ -56,6 +56,11 @@ class Link:
         self.client_ns = f"{lab.id}-client"
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir = lab.state_dir / "link"
+        self.started_at = 0.0
+        """monotonic time Rattan was started (its traces start then)"""
+        self.rattan_pid: int | None = None
+        self.client_ip = ""
+        """the client's address on the link (Rattan picks 10.1.1.x)"""
 
     def __enter__(self) -> Link:
         try:
@@ -91,6 +96,8 @@ class Link:
         ]
         # Rattan removes its namespaces on SIGINT (its Ctrl-C handler); SIGTERM kills it bare.
         self._proc = procs.spawn(argv, log=self._dir / "rattan.log", death_signal=signal.SIGINT)
+        self.started_at = time.monotonic()
+        self.rattan_pid = self._proc.pid
         (self._dir / "rattan.pid").write_text(str(self._proc.pid))
 
         def ready() -> bool:
@@ -106,6 +113,8 @@ class Link:
         etc = netns_etc(self.client_ns)
         etc.mkdir(parents=True, exist_ok=True)
         (etc / "hosts").write_text(self.lab.hosts_file())
+        quiet_ipv6(self.client_ns)
+        self.client_ip = _link_address(self.client_ns)
         for ns in (self.client_ns, self.lab.servers_ns):
             apply_tcp(ns, self.tcp)
 
@@ -122,6 +131,23 @@ class Link:
             procs.stop(self._proc, sig=signal.SIGINT, group=False)
             self._proc = None
         teardown_link(self.lab.id, self._dir)
+
+
+def _link_address(ns: str) -> str:
+    """IPv4 address of the namespace's Rattan veth (``vL1-L-*``)."""
+    ifaces = json.loads(procs.run(netns.exec_argv(ns, ["ip", "-j", "-4", "addr", "show"])))
+    for iface in ifaces:
+        if iface.get("ifname", "").startswith("vL1-L"):
+            for addr in iface.get("addr_info", []):
+                return str(addr["local"])
+    raise H2LabError(f"no Rattan veth address in namespace {ns}")
+
+
+def quiet_ipv6(ns: str) -> None:
+    """No IPv6 in the lab: router solicitations and DAD would add packets to the link at
+    random times and shift the per-packet loss decisions between trials of one block."""
+    netns.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
+    netns.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
 
 
 def allow_congestion_control(algorithm: str) -> None:
@@ -259,6 +285,7 @@ class Lab:
         netns.add(self.servers_ns)
         run = netns.exec_argv(self.servers_ns, ["ip", "link", "set", "lo", "up"])
         procs.run(run)
+        quiet_ipv6(self.servers_ns)
         self.set_origins(self._wanted)
 
     def set_origins(self, origins: tuple[str, ...]) -> None:

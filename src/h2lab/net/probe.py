@@ -31,6 +31,29 @@ def _syn_rst_rtt_ms(host: str, port: int, timeout_s: float) -> float:
     return (t1 - t0) * 1000
 
 
+def rtt_series(
+    client_ns: str, ip: str, count: int = 20, interval_s: float = 0.05, port: int = CLOSED_PORT
+) -> list[tuple[float, float]]:
+    """(send time s, RTT ms) of ``count`` TCP SYN round trips to ``ip``; send times count from
+    a warm-up probe sent first (not returned). Probes are ``interval_s`` apart (start to start)
+    unless a round trip takes longer."""
+
+    def probe() -> list[tuple[float, float]]:
+        samples = []
+        t0 = time.perf_counter()
+        for i in range(count + 1):
+            sent = time.perf_counter() - t0
+            rtt = _syn_rst_rtt_ms(ip, port, timeout_s=10)
+            if i:
+                samples.append((sent, rtt))
+            pause = (i + 1) * interval_s - (time.perf_counter() - t0)
+            if pause > 0:
+                time.sleep(pause)
+        return samples
+
+    return netns.run_in_netns(client_ns, probe)
+
+
 def rtt_samples_ms(
     client_ns: str, ip: str, count: int = 20, interval_s: float = 0.05, port: int = CLOSED_PORT
 ) -> list[float]:
@@ -38,17 +61,7 @@ def rtt_samples_ms(
 
     Microsecond resolution, unlike ``ping``, which prints 3 significant digits (101 ms).
     """
-
-    def probe() -> list[float]:
-        samples = []
-        for i in range(count + 1):
-            rtt = _syn_rst_rtt_ms(ip, port, timeout_s=10)
-            if i:
-                samples.append(rtt)
-            time.sleep(interval_s)
-        return samples
-
-    return netns.run_in_netns(client_ns, probe)
+    return [rtt for _, rtt in rtt_series(client_ns, ip, count, interval_s, port)]
 
 
 def median_rtt_ms(client_ns: str, ip: str, count: int = 20) -> float:

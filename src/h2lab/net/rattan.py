@@ -106,6 +106,12 @@ def _queue_lines(profile: NetworkProfile, rate_bps: int | None) -> list[str]:
     return ['queue = "DropTail"', f"queue_config = {{ {limit} }}"]
 
 
+def _passthrough(lines: list[str], cell: str) -> str:
+    """A zero delay cell, so that a direction always has a cell between left and right."""
+    lines += ["", f"[cells.{cell}]", 'type = "Delay"', 'delay = "0us"']
+    return cell
+
+
 def _loss_json(pattern: list[float]) -> str:
     return json.dumps(
         {
@@ -152,27 +158,21 @@ def build_config(
         chain: list[str] = []
         bw, delay_cell, loss_cell = (f"{direction}_bw", f"{direction}_delay", f"{direction}_loss")
         if cellular is not None:
-            lines += [
-                "",
-                f"[cells.{bw}]",
-                'type = "BwReplay"',
-                f"trace = {path('cellular-bw.json')}",
-            ]
-            lines += _queue_lines(profile, None)
-            lines += [
-                "",
-                f"[cells.{delay_cell}]",
-                'type = "DelayReplay"',
-                f"trace = {path('cellular-delay.json')}",
-            ]
-            lines += [
-                "",
-                f"[cells.{loss_cell}]",
-                'type = "LossReplay"',
-                f"trace = {path('cellular-loss.json')}",
-                f"seed = {direction_seed(seed, direction)}",
-            ]
-            chains[direction] = [bw, delay_cell, loss_cell]
+            parts = profile.cellular_parts
+            if "bw" in parts:
+                lines += ["", f"[cells.{bw}]", 'type = "BwReplay"']
+                lines += [f"trace = {path('cellular-bw.json')}", *_queue_lines(profile, None)]
+                chain.append(bw)
+            if "delay" in parts:
+                lines += ["", f"[cells.{delay_cell}]", 'type = "DelayReplay"']
+                lines.append(f"trace = {path('cellular-delay.json')}")
+                chain.append(delay_cell)
+            if "loss" in parts:
+                lines += ["", f"[cells.{loss_cell}]", 'type = "LossReplay"']
+                lines.append(f"trace = {path('cellular-loss.json')}")
+                lines.append(f"seed = {direction_seed(seed, direction)}")
+                chain.append(loss_cell)
+            chains[direction] = chain or [_passthrough(lines, delay_cell)]
             continue
         if trace is not None:
             # Rattan reads a BwReplay trace as Mahimahi unless it ends in .json/.toml.

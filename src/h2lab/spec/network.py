@@ -129,6 +129,8 @@ class NetworkProfile:
     codel_interval_ms: float = CODEL_INTERVAL_MS
     cellular: str | None = None
     """name of an Akamai cellular profile driving rate, delay and loss"""
+    cellular_parts: tuple[str, ...] = ("bw", "delay", "loss")
+    """which of the profile's traces the link replays (``net check`` checks them one by one)"""
 
     @property
     def rtt_ms(self) -> float:

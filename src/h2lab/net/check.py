@@ -1,0 +1,530 @@
+"""``h2lab net check``: measure the emulated link and compare it with what was asked.
+
+Every probe runs between the lab's own namespaces: sockets are created by threads that entered
+the client or servers namespace (:func:`h2lab.net.netns.run_in_netns`) and then used from
+ordinary threads. Rows are ``CheckRow(metric, direction, asked, measured, unit, tolerance,
+passed)``; ``passed`` is ``None`` for rows that are reported, not judged.
+
+What is measured, and how:
+
+* ``rtt``: TCP SYN -> RST round trips to a closed port, one warm-up, then N samples; judged on
+  the mean, tolerance max(0.5 ms, 1%).
+* ``goodput``: one TCP bulk flow per direction for a few seconds; goodput over the last 60% of
+  it, against rate x 1448/1500 (TCP payload per IP packet with timestamps); +-3%. Judged only
+  on a loss-free link (with loss, TCP's own reaction sets the goodput).
+* ``loss``: sequence-numbered UDP datagrams, paced well below the rate; the count lost must lie
+  in the 99% binomial interval of the asked ratio (exactly 0 when no loss is asked).
+* ``queueing_delay``: RTT probes while a downlink bulk flow fills the queue, minus the idle RTT;
+  a droptail queue cannot hold more than limit/rate, CoDel aims at its target.
+* dynamic (cellular) profiles: a downlink UDP flood above the trace's peak for one trace period;
+  delivered bytes per 70 ms step against the trace (Pearson correlation, median absolute
+  error), and loss episodes seen by an uplink probe against the schedule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import socket
+import statistics
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from h2lab.net import netns
+from h2lab.net.lab import Lab, Link, TcpSettings
+from h2lab.net.probe import rtt_samples_ms, rtt_series
+from h2lab.spec.network import NetworkProfile
+
+# TCP payload per full IP packet: MSS 1448 = 1500 - 20 (IP) - 20 (TCP) - 12 (timestamps).
+PAYLOAD_SHARE = 1448 / 1500
+TCP_PORT = 5201
+UDP_PORT = 5202
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    metric: str
+    direction: str
+    asked: float | None
+    measured: float | None
+    unit: str
+    tolerance: str
+    passed: bool | None
+
+    def as_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["pass"] = d.pop("passed")
+        return d
+
+
+# --- pure helpers ----------------------------------------------------------------------------
+
+
+def binomial_interval(n: int, p: float, confidence: float = 0.99) -> tuple[int, int]:
+    """Central interval of Binomial(n, p) holding ``confidence`` of its mass (counts)."""
+    if p <= 0:
+        return (0, 0)
+    if p >= 1:
+        return (n, n)
+    tail = (1 - confidence) / 2
+    log_pmf = [
+        math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+        + k * math.log(p) + (n - k) * math.log1p(-p)
+        for k in range(n + 1)
+    ]  # fmt: skip
+    pmf = [math.exp(v) for v in log_pmf]
+    acc, lo = 0.0, 0
+    for k, v in enumerate(pmf):
+        acc += v
+        if acc > tail:
+            lo = k
+            break
+    acc, hi = 0.0, n
+    for k in range(n, -1, -1):
+        acc += pmf[k]
+        if acc > tail:
+            hi = k
+            break
+    return (lo, hi)
+
+
+def goodput_bps(samples: list[tuple[float, int]], skip_share: float = 0.4) -> float:
+    """Bytes received per second over the part of a transfer after ``skip_share`` of its time.
+
+    ``samples`` are (seconds since start, total bytes so far), in time order.
+    """
+    if len(samples) < 2:
+        return 0.0
+    t_end, b_end = samples[-1]
+    t_from = t_end * skip_share
+    t0, b0 = next((t, b) for t, b in samples if t >= t_from)
+    if t_end <= t0:
+        return 0.0
+    return (b_end - b0) * 8 / (t_end - t0)
+
+
+def rtt_tolerance_ms(asked_ms: float) -> float:
+    """max(0.5 ms, 1%): the fidelity target of issue #3."""
+    return max(0.5, 0.01 * asked_ms)
+
+
+def pearson(xs: list[float], ys: list[float]) -> float:
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else 0.0
+
+
+# --- probes ----------------------------------------------------------------------------------
+
+
+def _socket_in(ns: str, kind: int) -> socket.socket:
+    return netns.run_in_netns(ns, lambda: socket.socket(socket.AF_INET, kind))
+
+
+def bulk_tcp(
+    sender_ns: str, receiver_ns: str, receiver_ip: str, seconds: float
+) -> list[tuple[float, int]]:
+    """Send as fast as TCP allows for ``seconds``; return the receiver's (time, bytes) samples."""
+    listener = _socket_in(receiver_ns, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((receiver_ip, TCP_PORT))
+    listener.listen(1)
+    sender = _socket_in(sender_ns, socket.SOCK_STREAM)
+    samples: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def receive() -> None:
+        conn, _ = listener.accept()
+        conn.settimeout(seconds + 30)
+        buf = bytearray(1 << 20)
+        total = 0
+        t0 = time.perf_counter()
+        with conn:
+            while True:
+                try:
+                    n = conn.recv_into(buf)
+                except OSError:
+                    break
+                if n == 0:
+                    break
+                total += n
+                samples.append((time.perf_counter() - t0, total))
+
+    rx = threading.Thread(target=receive)
+    rx.start()
+    try:
+        sender.settimeout(30)
+        sender.connect((receiver_ip, TCP_PORT))
+        chunk = b"\0" * (1 << 20)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not stop.is_set():
+            sender.sendall(chunk[: 1 << 16])
+    finally:
+        sender.close()
+        rx.join(timeout=seconds + 60)
+        listener.close()
+    return samples
+
+
+@dataclass(frozen=True)
+class UdpProbe:
+    sent: int
+    lost_seq: tuple[int, ...]
+    send_times_s: tuple[float, ...]
+    """send time of each sequence number, seconds since the probe started"""
+
+
+def udp_probe(
+    sender_ns: str,
+    receiver_ns: str,
+    receiver_ip: str,
+    count: int,
+    pps: float,
+    payload_bytes: int = 64,
+    settle_s: float = 1.5,
+) -> UdpProbe:
+    """``count`` numbered datagrams at ``pps``; which never arrived."""
+    rx = _socket_in(receiver_ns, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    rx.bind((receiver_ip, UDP_PORT))
+    rx.settimeout(0.2)
+    tx = _socket_in(sender_ns, socket.SOCK_DGRAM)
+    received: set[int] = set()
+    done = threading.Event()
+
+    def receive() -> None:
+        while not done.is_set():
+            try:
+                data = rx.recv(2048)
+            except TimeoutError:
+                continue
+            received.add(struct.unpack_from("!I", data)[0])
+
+    t = threading.Thread(target=receive)
+    t.start()
+    times: list[float] = []
+    try:
+        pad = b"\0" * max(0, payload_bytes - 4)
+        t0 = time.perf_counter()
+        for seq in range(count):
+            target = t0 + seq / pps
+            while (now := time.perf_counter()) < target:
+                time.sleep(min(0.002, target - now))
+            times.append(now - t0)
+            tx.sendto(struct.pack("!I", seq) + pad, (receiver_ip, UDP_PORT))
+        time.sleep(settle_s)
+    finally:
+        done.set()
+        t.join(timeout=5)
+        rx.close()
+        tx.close()
+    return UdpProbe(
+        sent=count,
+        lost_seq=tuple(s for s in range(count) if s not in received),
+        send_times_s=tuple(times),
+    )
+
+
+def udp_flood_receive(
+    sender_ns: str, receiver_ns: str, receiver_ip: str, rate_bps: float, seconds: float
+) -> tuple[float, list[tuple[float, int]]]:
+    """Send 1200-byte datagrams at ``rate_bps`` for ``seconds``.
+
+    Returns (monotonic start time, [(arrival s since start, IP bytes)]).
+    """
+    rx = _socket_in(receiver_ns, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    rx.bind((receiver_ip, UDP_PORT))
+    rx.settimeout(0.2)
+    tx = _socket_in(sender_ns, socket.SOCK_DGRAM)
+    arrivals: list[tuple[float, int]] = []
+    done = threading.Event()
+    start = time.perf_counter()
+    start_mono = time.monotonic()
+
+    def receive() -> None:
+        while not done.is_set():
+            try:
+                data = rx.recv(2048)
+            except TimeoutError:
+                continue
+            arrivals.append((time.perf_counter() - start, len(data) + 28))  # + IP/UDP headers
+
+    t = threading.Thread(target=receive)
+    t.start()
+    try:
+        payload = b"\0" * 1200
+        interval = (len(payload) + 28) * 8 / rate_bps
+        for i in range(int(seconds / interval)):
+            target = start + i * interval
+            while (now := time.perf_counter()) < target:
+                time.sleep(min(0.001, target - now))
+            tx.sendto(payload, (receiver_ip, UDP_PORT))
+        time.sleep(1.0)
+    finally:
+        done.set()
+        t.join(timeout=5)
+        rx.close()
+        tx.close()
+    return start_mono, arrivals
+
+
+def delivered_per_step_bps(
+    arrivals: list[tuple[float, int]],
+    trace_offset_s: float,
+    step_s: float,
+    delays_s: list[float],
+    first_step: int,
+    n_steps: int,
+) -> list[float]:
+    """Rate delivered by the bandwidth cell in each trace step, seen at the receiver.
+
+    Trace time = measurement time + ``trace_offset_s``. Rattan's delay cell follows the
+    bandwidth cell and keeps packets in order: a packet leaving the bandwidth cell at t arrives
+    at max(t + d(t), the previous packet's arrival). So the last packet of step k-1 arrives at
+    T_k + d_{k-1} and every packet of step k after it: step k's bytes are those that arrived in
+    [T_k + d_{k-1}, T_{k+1} + d_k), whether the delay rose or fell between the steps.
+    """
+    period = len(delays_s)
+    edges = []
+    for k in range(first_step, first_step + n_steps):
+        lo = k * step_s + delays_s[(k - 1) % period] - trace_offset_s
+        hi = (k + 1) * step_s + delays_s[k % period] - trace_offset_s
+        edges.append((lo, hi))
+    out = [0.0] * n_steps
+    times = [a for a, _ in arrivals]
+    import bisect
+
+    prefix = [0]
+    for _, b in arrivals:
+        prefix.append(prefix[-1] + b)
+    for i, (lo, hi) in enumerate(edges):
+        a, b = bisect.bisect_left(times, lo), bisect.bisect_left(times, hi)
+        out[i] = (prefix[b] - prefix[a]) * 8 / step_s
+    return out
+
+
+def _process_cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime + stime
+    return ticks / 100.0  # USER_HZ is 100 on Linux
+
+
+# --- the check -------------------------------------------------------------------------------
+
+
+def _row(
+    metric: str, direction: str, asked: float | None, measured: float | None, unit: str,
+    tolerance: str, passed: bool | None,
+) -> CheckRow:  # fmt: skip
+    return CheckRow(metric, direction, asked, measured, unit, tolerance, passed)
+
+
+def check_static(
+    lab: Lab, link: Link, profile: NetworkProfile, origin_ip: str, *, quick: bool = False
+) -> list[CheckRow]:
+    rows: list[CheckRow] = []
+    # RTT: one warm-up inside rtt_samples_ms
+    samples = rtt_samples_ms(link.client_ns, origin_ip, count=10 if quick else 30)
+    # A lost SYN or RST is retried after the 1 s initial RTO (RFC 6298): not a path RTT.
+    kept = [x for x in samples if x < profile.rtt_ms + 900] or samples
+    mean = statistics.fmean(kept)
+    tol = rtt_tolerance_ms(profile.rtt_ms)
+    rows.append(
+        _row("rtt", "both", profile.rtt_ms, round(mean, 3), "ms", f"±{tol:g} ms (mean)",
+             abs(mean - profile.rtt_ms) <= tol)
+    )  # fmt: skip
+    seconds = 3.0 if quick else 6.0
+    for direction, sender, receiver, ip, rate, loss in (
+        ("down", lab.servers_ns, link.client_ns, link.client_ip, profile.down_rate_bps,
+         profile.down_loss_ratio),
+        ("up", link.client_ns, lab.servers_ns, origin_ip, profile.up_rate_bps,
+         profile.up_loss_ratio),
+    ):  # fmt: skip
+        if rate is None:
+            continue
+        cpu0 = _process_cpu_s(link.rattan_pid) if link.rattan_pid else None
+        t0 = time.monotonic()
+        got = goodput_bps(bulk_tcp(sender, receiver, ip, seconds))
+        elapsed = time.monotonic() - t0
+        expected = rate * PAYLOAD_SHARE
+        judged = loss == 0
+        rows.append(
+            _row("goodput", direction, round(expected / 1e6, 4), round(got / 1e6, 4), "Mbit/s",
+                 "±3%" if judged else "info (TCP under loss)",
+                 abs(got - expected) <= 0.03 * expected if judged else None)
+        )  # fmt: skip
+        if cpu0 is not None and link.rattan_pid:
+            cpu = (_process_cpu_s(link.rattan_pid) - cpu0) / elapsed * 100
+            rows.append(
+                _row("emulator_cpu", direction, None, round(cpu, 1), "% of a core", "info", None)
+            )
+    for direction, sender, receiver, ip, rate, loss in (
+        ("up", link.client_ns, lab.servers_ns, origin_ip, profile.up_rate_bps,
+         profile.up_loss_ratio),
+        ("down", lab.servers_ns, link.client_ns, link.client_ip, profile.down_rate_bps,
+         profile.down_loss_ratio),
+    ):  # fmt: skip
+        count = 1000 if quick else 3000
+        # 64-byte payload = 92 IP bytes; stay under 30% of the link and at most 2000/s
+        pps = 2000.0 if rate is None else max(50.0, min(2000.0, 0.3 * rate / (92 * 8)))
+        probe = udp_probe(sender, receiver, ip, count, pps)
+        lo, hi = binomial_interval(count, loss)
+        lost = len(probe.lost_seq)
+        rows.append(
+            _row("loss", direction, loss * 100, round(lost / count * 100, 3), "%",
+                 f"99% binomial [{lo}, {hi}] of {count}", lo <= lost <= hi)
+        )  # fmt: skip
+    if profile.down_rate_bps is not None:
+        rows.append(_queueing_row(lab, link, profile, origin_ip, mean, quick))
+    return rows
+
+
+def _queueing_row(
+    lab: Lab, link: Link, profile: NetworkProfile, origin_ip: str, idle_rtt_ms: float, quick: bool
+) -> CheckRow:
+    rate = profile.down_rate_bps
+    assert rate is not None
+    limit_bytes = profile.queue.limit_bytes(rate, profile.rtt_ms)
+    if limit_bytes is None:
+        limit_bytes = (profile.queue.packets or 0) * 1500
+    if profile.aqm == "codel":
+        asked = profile.codel_target_ms
+        tolerance = "≤ 4 × target (CoDel keeps the standing queue near target)"
+        bound = 4 * asked
+    else:
+        asked = limit_bytes * 8 / rate * 1000
+        tolerance = "≤ limit/rate + 10%"
+        bound = asked * 1.1 + 1
+    seconds = 6.0 if quick else 12.0
+    loaded: list[float] = []
+    flow = threading.Thread(
+        target=bulk_tcp, args=(lab.servers_ns, link.client_ns, link.client_ip, seconds)
+    )
+    flow.start()
+    try:
+        time.sleep(seconds / 2)
+        loaded = rtt_samples_ms(link.client_ns, origin_ip, count=10, interval_s=0.1)
+    finally:
+        flow.join(timeout=seconds + 60)
+    measured = statistics.median(loaded) - idle_rtt_ms
+    return _row("queueing_delay", "down", round(asked, 2), round(measured, 2), "ms", tolerance,
+                measured <= bound)  # fmt: skip
+
+
+def _best_offset(
+    score: Callable[[float], float], nominal_s: float, span_s: float = 0.2, step_s: float = 0.005
+) -> tuple[float, float]:
+    """(best score, offset) over offsets nominal +- span."""
+    n = int(span_s / step_s)
+    return max((score(nominal_s + k * step_s), nominal_s + k * step_s) for k in range(-n, n + 1))
+
+
+def check_cellular(
+    lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings
+) -> list[CheckRow]:
+    """Each trace of a cellular profile on a link of its own, over one trace period (14 s).
+
+    Rattan (feature ``first-packet``) starts a trace's clock at the first packet through the
+    cell, which here is the first probe packet: the offset searched is only +-200 ms.
+    """
+    from h2lab.net import traces
+
+    assert profile.cellular is not None
+    cell = traces.cellular_profiles()[profile.cellular]
+    step_s = traces.STEP_MS / 1000
+    period_s = cell.steps * step_s
+    origin_ip = next(iter(lab.origin_ips.values()))
+    rows: list[CheckRow] = []
+
+    # 1. bandwidth: a downlink UDP flood above the peak; bytes per step against the trace
+    with lab.link(dataclasses.replace(profile, cellular_parts=("bw",)), seed, tcp) as link:
+        _, arrivals = udp_flood_receive(
+            lab.servers_ns, link.client_ns, link.client_ip, max(cell.rate_kbps) * 1300, period_s
+        )
+    trace_bps = [r * 1000 for r in cell.rate_kbps]
+    n_steps = cell.steps - 4
+    no_delay = [0.0] * cell.steps
+
+    def rate_series(offset: float) -> tuple[list[float], list[float]]:
+        first = max(0, int(offset / step_s)) + 1
+        measured = delivered_per_step_bps(arrivals, offset, step_s, no_delay, first, n_steps)
+        return [trace_bps[(first + i) % cell.steps] for i in range(n_steps)], measured
+
+    r, offset = _best_offset(lambda o: pearson(*rate_series(o)), 0.0)
+    asked, measured = rate_series(offset)
+    rel = statistics.median(abs(a - m) / a for a, m in zip(asked, measured, strict=True))
+    mae = statistics.median(abs(a - m) for a, m in zip(asked, measured, strict=True))
+    rows += [
+        _row("rate_per_step_correlation", "down", 1.0, round(r, 3), "pearson r",
+             f"≥ 0.9 over {n_steps} steps of 70 ms", r >= 0.9),
+        _row("rate_per_step_error", "down", 0.0, round(mae / 1e3, 1), "kbit/s (median abs)",
+             f"median relative error {rel * 100:.1f}% ≤ 10%", rel <= 0.10),
+    ]  # fmt: skip
+
+    # 2. delay: SYN round trips at 40 per second against twice the step's one-way delay
+    with lab.link(dataclasses.replace(profile, cellular_parts=("delay",)), seed, tcp) as link:
+        series = rtt_series(link.client_ns, origin_ip, count=int(period_s * 40), interval_s=0.025)
+    sent_at = [t for t, _ in series]
+    samples = [rtt for _, rtt in series]
+
+    def one_way_ms(t: float) -> float:
+        return cell.rtt_ms[int(t / step_s) % cell.steps] / 2
+
+    def rtt_pairs(offset: float) -> tuple[list[float], list[float]]:
+        # the SYN meets the delay of its step; the RST the delay of the step it comes back in
+        asked = []
+        for t in sent_at:
+            up = one_way_ms(t + offset)
+            asked.append(up + one_way_ms(t + offset + up / 1000))
+        return asked, samples
+
+    r_delay, d_offset = _best_offset(lambda o: pearson(*rtt_pairs(o)), 0.0)
+    asked_rtt, got_rtt = rtt_pairs(d_offset)
+    err = statistics.median(abs(a - m) for a, m in zip(asked_rtt, got_rtt, strict=True))
+    close = sum(abs(a - m) <= 2.0 for a, m in zip(asked_rtt, got_rtt, strict=True)) / len(samples)
+    rows += [
+        _row("rtt_per_step_within_2ms", "both", 100.0, round(close * 100, 1), "% of probes",
+             f"≥ 90% of {len(samples)} probes (pearson r {r_delay:.3f})", close >= 0.9),
+        _row("rtt_per_step_error", "both", 0.0, round(err, 2), "ms (median abs)",
+             "≤ 1 ms", err <= 1.0),
+    ]  # fmt: skip
+
+    # 3. loss: an uplink probe every 4 ms; lost probes must fall in scheduled episodes
+    with lab.link(profile, seed, tcp) as link:
+        probe = udp_probe(link.client_ns, lab.servers_ns, origin_ip, int(period_s * 250), 250.0)
+    delays_s = [rtt / 2 / 1000 for rtt in cell.rtt_ms]
+    schedule = traces.loss_schedule(cell, period_s + 5, timing="script")
+    episodes = [seg for seg in schedule if seg.loss_ratio > 0]
+
+    def in_episode(seq: int, offset: float) -> bool:
+        sent = offset + probe.send_times_s[seq]
+        at = sent + delays_s[int(sent / step_s) % cell.steps]
+        return any(e.start_s - 0.035 <= at <= e.end_s + 0.035 for e in episodes)
+
+    lost = len(probe.lost_seq)
+    share = sum(in_episode(q, offset) for q in probe.lost_seq) / lost if lost else 1.0
+    fired = sum(1 for e in episodes if e.end_s <= period_s)
+    rows.append(
+        _row("loss_in_episodes", "up", 100.0, round(share * 100, 1), "% of lost probes",
+             f"≥ 90% inside a scheduled episode ±35 ms ({lost} lost, {fired} episodes)",
+             share >= 0.9)
+    )  # fmt: skip
+    return rows
+
+
+def check(
+    lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings, *, quick: bool = False
+) -> list[CheckRow]:
+    """Bring up links for ``profile`` in ``lab`` and measure them."""
+    if profile.cellular:
+        return check_cellular(lab, profile, seed, tcp)
+    origin_ip = next(iter(lab.origin_ips.values()))
+    with lab.link(profile, seed, tcp) as link:
+        return check_static(lab, link, profile, origin_ip, quick=quick)
