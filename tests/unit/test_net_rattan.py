@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from h2lab.errors import MissingTool
+from h2lab.net import traces
 from h2lab.net.rattan import (
     DELAY_OVERHEAD_MS,
     RATTAN_VERSION,
@@ -216,3 +218,186 @@ def test_rattan_binary_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setenv("H2LAB_RATTAN", "/opt/rattan")
     assert rattan_binary() == Path("/opt/rattan")
+
+
+def _humantime(ms: float) -> str:
+    """A duration as the trace files write it: whole ms as "70ms", else microseconds."""
+    us = round(ms * 1000)
+    return f"{us // 1000}ms" if us % 1000 == 0 else f"{us}us"
+
+
+def test_burst_loss_writes_the_two_state_pattern() -> None:
+    profile = parse_network("rtt=20ms,loss=1%,loss_burst=4")
+    cfg, files = _build("rtt=20ms,loss=1%,loss_burst=4")
+    assert cfg["cells"]["up_loss"]["type"] == "LossReplay"
+    for direction in ("up", "down"):
+        trace = json.loads(files.files[f"loss-{direction}.json"])
+        pattern = trace["RepeatedLossPatternConfig"]["pattern"]
+        assert len(pattern) == 1
+        loss = pattern[0]["StaticLossConfig"]["loss"]
+        assert loss == profile.up_loss.pattern()
+        assert loss == pytest.approx([0.01 * 0.25 / 0.99, 0.75])
+
+
+def test_burst_loss_per_direction() -> None:
+    _, files = _build("rtt=20ms,loss=2%,down_loss_burst=3")
+    up = json.loads(files.files["loss-up.json"])["RepeatedLossPatternConfig"]["pattern"]
+    down = json.loads(files.files["loss-down.json"])["RepeatedLossPatternConfig"]["pattern"]
+    assert up[0]["StaticLossConfig"]["loss"] == [0.02]
+    assert down[0]["StaticLossConfig"]["loss"] == pytest.approx([0.02 / 3 / 0.98, 2 / 3])
+
+
+def test_codel_queue() -> None:
+    cfg, _ = _build("rtt=100ms,rate=10Mbps,aqm=codel")
+    for cell in ("up_bw", "down_bw"):
+        assert cfg["cells"][cell]["queue"] == "CoDel"
+        assert cfg["cells"][cell]["queue_config"] == {
+            "packet_limit": 1000,
+            "target": "5000us",
+            "interval": "100000us",
+            "mtu": 1500,
+        }
+
+
+def test_codel_queue_with_its_own_settings_and_a_byte_limit() -> None:
+    cfg, _ = _build(
+        "rtt=100ms,rate=10Mbps,aqm=codel,codel_target=10ms,codel_interval=0.2s,queue=1bdp"
+    )
+    assert cfg["cells"]["down_bw"]["queue_config"] == {
+        "byte_limit": 125_000,
+        "target": "10000us",
+        "interval": "200000us",
+        "mtu": 1500,
+    }
+
+
+def test_mahimahi_trace_is_a_bw_replay_cell_with_an_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "flat.trace").write_text("".join(f"{t}\n" for t in range(1, 101)))
+    monkeypatch.chdir(tmp_path)
+    cfg, files = _build("rtt=40ms,trace=flat.trace")
+    absolute = str((tmp_path / "flat.trace").resolve())
+    for direction in ("up", "down"):
+        assert cfg["cells"][f"{direction}_bw"] == {
+            "type": "BwReplay",
+            "trace": absolute,
+            "queue": "DropTail",
+            "queue_config": {"packet_limit": 1000},
+        }
+    assert _chain(cfg["links"], "left", "right") == ["left", "up_bw", "up_delay", "right"]
+    assert _chain(cfg["links"], "right", "left") == ["right", "down_bw", "down_delay", "left"]
+    assert files.files == {}
+
+
+def test_mahimahi_trace_one_way_with_a_fixed_rate_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "cache"))
+    trace = tmp_path / "flat.trace"
+    trace.write_text("".join(f"{t}\n" for t in range(1, 101)))
+    cfg, _ = _build(f"rtt=40ms,up=1Mbps,down_trace={trace},queue=64KB")
+    assert cfg["cells"]["up_bw"]["type"] == "Bw"
+    assert cfg["cells"]["up_bw"]["bandwidth"] == "1000000bps"
+    assert cfg["cells"]["down_bw"]["type"] == "BwReplay"
+    assert cfg["cells"]["down_bw"]["trace"] == str(trace.resolve())
+    assert cfg["cells"]["down_bw"]["queue_config"] == {"byte_limit": 64_000}
+
+
+def _cellular(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **changes: Any) -> LinkFiles:
+    monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "cache"))
+    profile = dataclasses.replace(parse_network("cell-good"), **changes)
+    return build_config(profile, 42, STATE, HOLDER)
+
+
+def test_cellular_profile_cells_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _cellular(monkeypatch, tmp_path)
+    cfg = tomllib.loads(files.config_toml)
+    cells = cfg["cells"]
+    assert set(cells) == {"up_bw", "up_delay", "up_loss", "down_bw", "down_delay", "down_loss"}
+    for direction in ("up", "down"):
+        assert cells[f"{direction}_bw"] == {
+            "type": "BwReplay",
+            "trace": str(STATE / "cellular-bw.json"),
+            "queue": "DropTail",
+            "queue_config": {"byte_limit": 128_000},
+        }
+        assert cells[f"{direction}_delay"] == {
+            "type": "DelayReplay",
+            "trace": str(STATE / "cellular-delay.json"),
+        }
+        assert cells[f"{direction}_loss"] == {
+            "type": "LossReplay",
+            "trace": str(STATE / "cellular-loss.json"),
+            "seed": direction_seed(42, direction),
+        }
+    assert _chain(cfg["links"], "left", "right") == [
+        "left",
+        "up_bw",
+        "up_delay",
+        "up_loss",
+        "right",
+    ]
+    assert _chain(cfg["links"], "right", "left") == [
+        "right",
+        "down_bw",
+        "down_delay",
+        "down_loss",
+        "left",
+    ]
+    assert set(files.files) == {"cellular-bw.json", "cellular-delay.json", "cellular-loss.json"}
+
+
+def test_cellular_trace_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _cellular(monkeypatch, tmp_path)
+    good = traces.cellular_profiles()["good"]
+
+    bw = json.loads(files.files["cellular-bw.json"])["RepeatedBwPatternConfig"]
+    assert bw["count"] == 0
+    assert len(bw["pattern"]) == good.steps
+    assert bw["pattern"][0]["StaticBwConfig"] == {
+        "bw": f"{round(good.rate_kbps[0] * 1000)}bps",
+        "duration": "70ms",
+    }
+
+    delay = json.loads(files.files["cellular-delay.json"])["RepeatedDelayPatternConfig"]
+    assert delay["count"] == 0
+    assert len(delay["pattern"]) == good.steps
+    first = delay["pattern"][0]["StaticDelayConfig"]
+    # one-way = RTT / 2, less Rattan's own latency, like a fixed Delay cell
+    assert first["delay"] == _humantime(calibrated_delay_ms(good.rtt_ms[0] / 2))
+    assert first["duration"] == "70ms"
+
+    loss = json.loads(files.files["cellular-loss.json"])["RepeatedLossPatternConfig"]
+    assert loss["count"] == 1
+    assert loss["pattern"][-1]["StaticLossConfig"]["loss"] == [0.0]
+    assert any(seg["StaticLossConfig"]["loss"][0] > 0 for seg in loss["pattern"])
+
+
+def test_cellular_bandwidth_part_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _cellular(monkeypatch, tmp_path, cellular_parts=("bw",))
+    cfg = tomllib.loads(files.config_toml)
+    assert set(cfg["cells"]) == {"up_bw", "down_bw"}
+    assert cfg["cells"]["up_bw"]["type"] == "BwReplay"
+    assert _chain(cfg["links"], "left", "right") == ["left", "up_bw", "right"]
+    assert _chain(cfg["links"], "right", "left") == ["right", "down_bw", "left"]
+    assert len(cfg["links"]) == 4
+
+
+def test_cellular_delay_part_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _cellular(monkeypatch, tmp_path, cellular_parts=("delay",))
+    cfg = tomllib.loads(files.config_toml)
+    assert set(cfg["cells"]) == {"up_delay", "down_delay"}
+    assert cfg["cells"]["down_delay"]["type"] == "DelayReplay"
+    assert _chain(cfg["links"], "left", "right") == ["left", "up_delay", "right"]
+
+
+def test_cellular_no_parts_passes_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _cellular(monkeypatch, tmp_path, cellular_parts=())
+    cfg = tomllib.loads(files.config_toml)
+    assert cfg["cells"] == {
+        "up_delay": {"type": "Delay", "delay": "0us"},
+        "down_delay": {"type": "Delay", "delay": "0us"},
+    }
+    assert _chain(cfg["links"], "left", "right") == ["left", "up_delay", "right"]

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from h2lab.errors import SpecError
 from h2lab.spec.network import (
+    CELLULAR_QUEUE_BYTES,
+    CODEL_INTERVAL_MS,
+    CODEL_TARGET_MS,
     DEFAULT_QUEUE_PACKETS,
     MTU_BYTES,
     PRESETS,
+    LossModel,
     NetworkProfile,
     Queue,
     parse_network,
@@ -207,3 +212,279 @@ def test_default_source_and_field() -> None:
     with pytest.raises(SpecError) as exc:
         parse_network("rate=fast")
     assert (exc.value.source, exc.value.field) == ("network", "network.rate")
+
+
+# --- a preset followed by overriding keys -----------------------------------------------------
+
+
+def test_preset_override_loss_keeps_rates_and_rtt() -> None:
+    p = parse_network("cable,loss=1%")
+    assert p.name == "cable,loss=1%"
+    assert (p.rtt_ms, p.down_rate_bps, p.up_rate_bps) == (28.0, 5_000_000, 1_000_000)
+    assert (p.up_loss_ratio, p.down_loss_ratio) == (0.01, 0.01)
+
+
+def test_preset_override_rate_replaces_both_directions() -> None:
+    p = parse_network("cable,rate=10Mbps")
+    assert (p.up_rate_bps, p.down_rate_bps) == (10_000_000, 10_000_000)
+    assert p.rtt_ms == 28.0
+
+
+def test_preset_override_one_direction_keeps_the_other() -> None:
+    p = parse_network("cable,down=50Mbps")
+    assert (p.up_rate_bps, p.down_rate_bps) == (1_000_000, 50_000_000)
+
+
+def test_preset_override_rtt_and_delay() -> None:
+    p = parse_network("cable,rtt=100ms")
+    assert p.rtt_ms == 100.0
+    assert (p.down_rate_bps, p.up_rate_bps) == (5_000_000, 1_000_000)
+    # delay belongs to the same family: it replaces the preset's rtt instead of clashing
+    q = parse_network("cable, delay=10ms")
+    assert (q.up_delay_ms, q.down_delay_ms) == (10.0, 10.0)
+
+
+def test_preset_override_given_twice_is_an_error() -> None:
+    e = _error("cable,loss=1%,loss=2%")
+    assert e.field == "factors.network[0].loss"
+    assert "given twice" in e.reason
+
+
+def test_preset_override_must_be_key_value() -> None:
+    e = _error("cable,fast")
+    assert e.field == "factors.network[0]"
+    assert "expected key=value" in e.reason
+
+
+def test_preset_override_bad_value_names_the_key() -> None:
+    e = _error("cable,loss=lots")
+    assert e.field == "factors.network[0].loss"
+
+
+# --- burst loss -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("ratio", "burst"), [(0.01, 4.0), (0.05, 2.5), (0.2, 1.5)])
+def test_loss_burst_pattern_is_the_gilbert_chain(ratio: float, burst: float) -> None:
+    pattern = LossModel(ratio, burst).pattern()
+    r = 1 / burst
+    p = ratio * r / (1 - ratio)
+    assert pattern == pytest.approx([p, 1 - r])
+    # stationary share of the loss state, and the mean burst 1 / (1 - P(drop | dropped))
+    assert pattern[0] / (pattern[0] + (1 - pattern[1])) == pytest.approx(ratio)
+    assert 1 / (1 - pattern[1]) == pytest.approx(burst)
+
+
+def test_loss_pattern_without_bursts_or_loss() -> None:
+    assert LossModel(0.02).pattern() == [0.02]
+    assert LossModel(0.02, 1.0).pattern() == [0.02]
+    assert LossModel(0.0, 4.0).pattern() == [0.0]
+    assert LossModel(1.0, 4.0).pattern() == [1.0]
+
+
+def test_loss_burst_is_parsed_per_direction() -> None:
+    p = parse_network("rtt=20ms,loss=1%,loss_burst=4")
+    assert (p.up_loss_burst, p.down_loss_burst) == (4.0, 4.0)
+    assert p.up_loss == LossModel(0.01, 4.0)
+    assert p.down_loss.pattern() == pytest.approx([0.01 * 0.25 / 0.99, 0.75])
+    assert "loss_burst=4" in p.describe()
+    q = parse_network("rtt=20ms,loss=1%,loss_burst=4,down_loss_burst=2")
+    assert (q.up_loss_burst, q.down_loss_burst) == (4.0, 2.0)
+    assert parse_network("rtt=20ms,loss=1%").up_loss_burst == 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "reason"),
+    [
+        ("loss=1%,loss_burst=0.5", "factors.network[0].loss_burst", "at least 1 packet"),
+        ("loss=1%,up_loss_burst=0", "factors.network[0].up_loss_burst", "at least 1 packet"),
+        ("loss=1%,loss_burst=long", "factors.network[0].loss_burst", "number of packets"),
+    ],
+)
+def test_bad_loss_burst(text: str, field: str, reason: str) -> None:
+    e = _error(text)
+    assert e.field == field
+    assert reason in e.reason
+
+
+# --- AQM --------------------------------------------------------------------------------------
+
+
+def test_aqm_codel_with_rfc_8289_defaults() -> None:
+    p = parse_network("rtt=50ms,rate=10Mbps,aqm=codel")
+    assert p.aqm == "codel"
+    assert (p.codel_target_ms, p.codel_interval_ms) == (5.0, 100.0)
+    assert (CODEL_TARGET_MS, CODEL_INTERVAL_MS) == (5.0, 100.0)
+    assert p.describe().endswith(",aqm=codel")
+    assert p.as_dict()["aqm"] == "codel"
+
+
+def test_aqm_codel_settings_and_default_droptail() -> None:
+    p = parse_network("rate=10Mbps,aqm=codel,codel_target=10ms,codel_interval=200ms")
+    assert (p.codel_target_ms, p.codel_interval_ms) == (10.0, 200.0)
+    q = parse_network("rate=10Mbps")
+    assert q.aqm == "droptail"
+    assert "aqm" not in q.describe()
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "reason"),
+    [
+        ("aqm=red", "factors.network[0].aqm", "unknown queue discipline 'red'"),
+        ("aqm=CoDel", "factors.network[0].aqm", "use droptail or codel"),
+        ("aqm=codel,codel_target=5", "factors.network[0].codel_target", "unknown time unit"),
+    ],
+)
+def test_bad_aqm(text: str, field: str, reason: str) -> None:
+    e = _error(text)
+    assert e.field == field
+    assert reason in e.reason
+
+
+# --- cellular profiles ------------------------------------------------------------------------
+
+
+def test_cellular_profile() -> None:
+    p = parse_network("cellular=good")
+    assert p.cellular == "good"
+    assert p.queue == Queue(bytes=CELLULAR_QUEUE_BYTES)
+    assert CELLULAR_QUEUE_BYTES == 128_000
+    assert (p.up_rate_bps, p.down_rate_bps, p.rtt_ms) == (None, None, 0.0)
+    assert (p.up_loss_ratio, p.down_loss_ratio) == (0.0, 0.0)
+    assert p.describe() == "cellular=good,queue=128KB"
+    assert p.as_dict()["cellular"] == "good"
+
+
+def test_cellular_preset_is_the_cellular_key() -> None:
+    p = parse_network("cell-good")
+    assert p == dataclasses.replace(parse_network("cellular=good"), name="cell-good")
+
+
+def test_cellular_profile_takes_a_queue_and_aqm() -> None:
+    p = parse_network("cell-poor,queue=64KB,aqm=codel")
+    assert (p.cellular, p.queue, p.aqm) == ("poor", Queue(bytes=64_000), "codel")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("cell-good,rate=10Mbps", "rate"),
+        ("cell-good,loss=1%", "loss"),
+        ("cell-good,rtt=100ms", "rtt"),
+        ("cellular=good,down=5Mbps", "down"),
+        ("cellular=fair,up_loss=1%", "up_loss"),
+        ("cellular=fair,delay=5ms", "delay"),
+    ],
+)
+def test_cellular_profile_clashes_with_rate_delay_and_loss(text: str, key: str) -> None:
+    e = _error(text)
+    assert e.field == f"factors.network[0].{key}"
+    assert "cellular profile sets rate, delay and loss itself" in e.reason
+
+
+def test_unknown_cellular_profile() -> None:
+    e = _error("cellular=great")
+    assert e.field == "factors.network[0].cellular"
+    assert "unknown cellular profile 'great'" in e.reason
+    assert "verypoor" in e.reason
+
+
+def test_cellular_profile_with_a_bdp_queue_is_an_error() -> None:
+    # a trace-driven rate has no single BDP; Rattan would get no queue limit
+    e = _error("cell-good,queue=1bdp")
+    assert e.field == "factors.network[0].queue"
+    assert "fixed rate" in e.reason
+
+
+# --- Mahimahi traces --------------------------------------------------------------------------
+
+
+def _trace(tmp_path: Path, name: str = "flat.trace") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(f"{t}\n" for t in range(1, 101)))
+    return path
+
+
+def test_trace_sets_both_directions_and_no_rate(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    p = parse_network(f"rtt=20ms,trace={trace}")
+    assert (p.up_trace, p.down_trace) == (str(trace), str(trace))
+    assert (p.up_rate_bps, p.down_rate_bps) == (None, None)
+    assert p.rtt_ms == 20.0
+    assert f"down_trace={trace}" in p.describe()
+    assert p.as_dict()["up_trace"] == str(trace)
+
+
+def test_trace_per_direction_with_a_fixed_rate_the_other_way(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    p = parse_network(f"rtt=20ms,up=1Mbps,down_trace={trace}")
+    assert (p.up_trace, p.down_trace) == (None, str(trace))
+    assert (p.up_rate_bps, p.down_rate_bps) == (1_000_000, None)
+
+
+def test_trace_replaces_a_presets_rates(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    p = parse_network(f"cable,trace={trace}")
+    assert (p.up_rate_bps, p.down_rate_bps) == (None, None)
+    assert p.down_trace == str(trace)
+    assert p.rtt_ms == 28.0
+
+
+def test_trace_path_kept_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _trace(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert parse_network("trace=./flat.trace").up_trace == "./flat.trace"
+
+
+def test_trace_home_is_expanded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # later readers (the Rattan config, net check) open the path as is: no "~" may reach them
+    trace = _trace(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    p = parse_network("trace=~/flat.trace")
+    assert (p.up_trace, p.down_trace) == (str(trace), str(trace))
+
+
+def test_unreadable_trace_names_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.trace"
+    e = _error(f"trace={missing}")
+    assert e.field == "factors.network[0].trace"
+    assert str(missing) in e.reason
+    assert "cannot read" in e.reason
+    e = _error(f"rtt=10ms,down_trace={missing}")
+    assert e.field == "factors.network[0].down_trace"
+
+
+def test_empty_trace_names_the_file(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.trace"
+    empty.write_text("")
+    e = _error(f"trace={empty}")
+    assert e.field == "factors.network[0].trace"
+    assert str(empty) in e.reason
+    assert "empty file" in e.reason
+
+
+def test_malformed_trace_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.trace"
+    bad.write_text("1\n2\nthree\n")
+    e = _error(f"trace={bad}")
+    assert e.field == "factors.network[0].trace"
+    assert f"{bad}:3:" in e.reason
+
+
+def test_rate_and_trace_together_is_an_error(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    e = _error(f"rate=10Mbps,trace={trace}")
+    assert e.field == "factors.network[0]"
+    assert "give rate or trace, not both" in e.reason
+    e = _error(f"up=1Mbps,up_trace={trace}")
+    assert e.field == "factors.network[0].up_trace"
+    assert "give up or up_trace, not both" in e.reason
+
+
+def test_trace_with_a_bdp_queue_is_an_error(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    e = _error(f"rtt=50ms,down_trace={trace},up=1Mbps,queue=1bdp")
+    assert e.field == "factors.network[0].queue"
+    assert "fixed rate" in e.reason
+    # packets and bytes are fine
+    assert parse_network(f"trace={trace},queue=64KB").queue == Queue(bytes=64_000)

@@ -79,6 +79,23 @@ def tcp_port_open(name: str, host: str, port: int, timeout_s: float = 0.2) -> bo
     return run_in_netns(name, probe)
 
 
+def listening_ports(proc_net_tcp: str) -> set[tuple[str, int]]:
+    """(address, port) pairs in LISTEN state from ``/proc/net/tcp`` text."""
+    out = set()
+    for line in proc_net_tcp.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == "0A":
+            addr_hex, port_hex = fields[1].split(":")
+            octets = bytes.fromhex(addr_hex)[::-1]
+            out.add((".".join(str(b) for b in octets), int(port_hex, 16)))
+    return out
+
+
+def is_listening(name: str, ip: str, port: int) -> bool:
+    """True if something in namespace ``name`` listens on ip:port (without connecting to it)."""
+    return (ip, port) in listening_ports(read_proc_net(name, "tcp"))
+
+
 def exec_argv(name: str, argv: list[str]) -> list[str]:
     """argv that runs in namespace ``name`` with its /etc/netns files (hosts) mounted."""
     return ["ip", "netns", "exec", name, *argv]

@@ -56,6 +56,7 @@ http {{
     types {{ application/octet-stream bin; }}
     access_log off;
     sendfile on;
+    tcp_nopush on;  # headers and body in full packets, as production configs do
     tcp_nodelay on;
     gzip off;
     etag off;
@@ -65,6 +66,7 @@ http {{
     ssl_protocols TLSv1.2 TLSv1.3;
     ssl_session_cache off;
     ssl_session_tickets off;
+    ssl_conf_command NumTickets 0;  # OpenSSL sends 2 TLS 1.3 tickets even with tickets off
 {"".join(servers)}
 }}
 """

@@ -222,6 +222,7 @@ _FAMILIES = {
 }
 _CELLULAR_SETS = {"rtt", "delay", "up_delay", "down_delay", "rate", "up", "down", "trace"}
 _CELLULAR_SETS |= {"up_trace", "down_trace", "loss", "up_loss", "down_loss"}
+_CELLULAR_SETS |= {"loss_burst", "up_loss_burst", "down_loss_burst"}
 
 
 def _parse_queue(text: str) -> Queue:
@@ -269,14 +270,16 @@ def _parse_cellular(text: str) -> str:
 
 
 def _check_trace(text: str) -> str:
-    """A readable, well-formed Mahimahi trace; its path is kept as given."""
+    """A readable, well-formed Mahimahi trace; its path is kept as given but for ``~``,
+    expanded here once (the code that later opens the file does not expand it)."""
     from h2lab.net.traces import read_mahimahi
 
+    path = Path(text).expanduser()
     try:
-        read_mahimahi(Path(text).expanduser())
+        read_mahimahi(path)
     except H2LabError as exc:
         raise UnitError(exc.line()) from exc
-    return text
+    return str(path) if text.startswith("~") else text
 
 
 def _known_names() -> str:
@@ -369,8 +372,19 @@ def parse_network(
     burst = parsed("loss_burst", _parse_burst, 1.0)
     up_burst = parsed("up_loss_burst", _parse_burst, burst)
     down_burst = parsed("down_loss_burst", _parse_burst, burst)
+    for key, ratio, b in (("up_loss", up_loss, up_burst), ("down_loss", down_loss, down_burst)):
+        # the Gilbert chain cannot lose more than burst / (burst + 1) of the packets
+        if b > 1 and ratio > b / (b + 1):
+            raise SpecError(
+                source, f"{field}.{key}", f"at most {b / (b + 1):.0%} loss with bursts of {b:g}"
+            )
     default_queue = Queue(bytes=CELLULAR_QUEUE_BYTES) if cellular else Queue(DEFAULT_QUEUE_PACKETS)
     queue = parsed("queue", _parse_queue, default_queue)
+    if queue.bdp is not None and (cellular or up_trace or down_trace):
+        # a replayed rate has no single BDP (Rattan would get no queue limit at all)
+        raise SpecError(
+            source, f"{field}.queue", "a queue in BDPs needs a fixed rate; give packets or bytes"
+        )
     aqm = parsed("aqm", _parse_aqm, "droptail")
     codel_target = parsed("codel_target", parse_duration_ms, CODEL_TARGET_MS)
     codel_interval = parsed("codel_interval", parse_duration_ms, CODEL_INTERVAL_MS)
