@@ -38,6 +38,7 @@ def checks() -> list[Check]:
     tools = [
         ("nginx", ["nginx", "-v"], r"nginx/(\S+)", "apt-get install nginx"),
         ("h2load", ["h2load", "--version"], r"nghttp2/(\S+)", "apt-get install nghttp2-client"),
+        ("iperf3", ["iperf3", "--version"], r"iperf (\S+)", "apt-get install iperf3"),
         ("ip (iproute2)", ["ip", "-V"], r"iproute2-(\S+)", "apt-get install iproute2"),
         ("nsenter", ["nsenter", "--version"], r"util-linux (\S+)", "apt-get install util-linux"),
         ("ping", ["ping", "-V"], r"iputils-(\S+)", "apt-get install iputils-ping"),

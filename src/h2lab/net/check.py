@@ -425,11 +425,16 @@ def check_static(
     *,
     quick: bool = False,
     queueing: bool = True,
+    flow_s: float | None = None,
+    rtt_count: int | None = None,
 ) -> list[CheckRow]:
-    """RTT, goodput and loss per direction, and queueing delay under load (``queueing``)."""
+    """RTT, goodput and loss per direction, and queueing delay under load (``queueing``).
+
+    ``flow_s`` and ``rtt_count`` override the bulk flow length and the number of RTT probes.
+    """
     rows: list[CheckRow] = []
     # RTT: one warm-up inside rtt_samples_ms
-    samples = rtt_samples_ms(link.client_ns, origin_ip, count=10 if quick else 30)
+    samples = rtt_samples_ms(link.client_ns, origin_ip, count=rtt_count or (10 if quick else 30))
     # A lost SYN or RST is retried after the 1 s initial RTO (RFC 6298): not a path RTT.
     kept = [x for x in samples if x < profile.rtt_ms + 900] or samples
     mean = trimmed_mean(kept)
@@ -441,7 +446,7 @@ def check_static(
              "asked includes the probe's serialisation)",
              abs(mean - asked) <= tol)
     )  # fmt: skip
-    seconds = 3.0 if quick else 6.0
+    seconds = flow_s or (3.0 if quick else 6.0)
     down_rate, up_rate = effective_rate_bps(profile, "down"), effective_rate_bps(profile, "up")
     for direction, rate, loss in (
         ("down", down_rate, profile.down_loss_ratio),
