@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from h2lab.net.traces import PROFILE_NAMES
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -36,17 +38,8 @@ _AKAMAI = (
     "Akamai cell-emulation-util cellular_emulation.sh (c) 2016 Akamai Technologies, Apache-2.0; "
     "seed 000 section 3"
 )
-CELLULAR = (
-    "noloss",
-    "good",
-    "fair",
-    "passable",
-    "poor",
-    "verypoor",
-    "loss-good",
-    "loss-median",
-    "loss-poor",
-)
+# the profile names of the packaged Akamai data (net/traces.py)
+CELLULAR = PROFILE_NAMES
 
 
 def _presets() -> dict[str, Preset]:
