@@ -87,6 +87,18 @@ def test_unpaired_and_failed_trials() -> None:
     assert cell.ratios == {"h2s/h1s": (0.8, 1)}
 
 
+def test_a_retried_trial_that_succeeded_is_not_a_failure() -> None:
+    import dataclasses
+
+    ok = trial("h2s", 0, 80.0)
+    failed_first = dataclasses.replace(ok, status="failed", pdt_ms=None, attempt=1)
+    failed_twice = dataclasses.replace(trial("h1s", 0, None, status="failed"), attempt=1)
+    failed_again = dataclasses.replace(failed_twice, attempt=2)
+    (cell,) = summarize([failed_first, ok, failed_twice, failed_again])
+    assert cell.n_failed == {"h1s": 1}
+    assert cell.n_ok == {"h2s": 1}
+
+
 def test_all_pairs_cleartext() -> None:
     rows = []
     for rep, (h1c, h1p, h2c) in enumerate([(100.0, 80.0, 40.0), (100.0, 50.0, 60.0)]):

@@ -19,6 +19,7 @@ class CellSummary:
     """page, network, server, client, congestion control, initcwnd"""
     n_ok: dict[str, int]
     n_failed: dict[str, int]
+    """trials with no successful attempt, per protocol"""
     median_pdt_ms: dict[str, float]
     ratios: dict[str, tuple[float, int]]
     """"h2s/h1s" -> (median of per-block ratios, number of blocks)"""
@@ -37,12 +38,16 @@ def summarize(trials: list[TrialRecord], metric: str = "pdt_ms") -> list[CellSum
         values: dict[str, list[float]] = defaultdict(list)
         n_failed: dict[str, int] = defaultdict(int)
         blocks: dict[str, dict[str, float]] = defaultdict(dict)
+        succeeded = {t.trial_key for t in rows if t.status == "ok"}
+        failed_keys: set[str] = set()
         for t in rows:
             v = getattr(t, metric)
             if t.status == "ok" and v is not None:
                 values[t.protocol].append(float(v))
                 blocks[t.block][t.protocol] = float(v)
-            elif t.status != "ok":
+            elif t.status != "ok" and t.trial_key not in succeeded | failed_keys:
+                # a trial that failed (every attempt), counted once
+                failed_keys.add(t.trial_key)
                 n_failed[t.protocol] += 1
         ratios = {}
         for h2, h1 in PAIRS:
