@@ -200,6 +200,13 @@ def teardown_link(lab_id: str, link_dir: Path) -> None:
         pid = int(pid_file.read_text())
         if procs.pid_alive(pid):
             _kill(pid, first=signal.SIGINT)
+    # If Rattan died without its own cleanup, its left command (our holder) outlives it and
+    # keeps the client namespace alive: stop it too.
+    holder_file = link_dir / "holder.pid"
+    if holder_file.exists():
+        holder = int(holder_file.read_text())
+        if procs.pid_alive(holder) and not _is_zombie(holder):
+            _kill(holder)
     leftovers: list[str] = []
     names_file = link_dir / "rattan-netns.json"
     before_file = link_dir / "netns-before.json"
