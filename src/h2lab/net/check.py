@@ -30,7 +30,8 @@ import statistics
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from h2lab.errors import H2LabError
@@ -270,6 +271,48 @@ class UdpProbe:
     """send time of each sequence number, seconds since the probe started"""
 
 
+@contextmanager
+def _udp_pair(
+    sender_ns: str,
+    receiver_ns: str,
+    receiver_ip: str,
+    on_datagram: Callable[[bytes], None],
+    rcvbuf_bytes: int,
+) -> Iterator[socket.socket]:
+    """A UDP receiver bound in ``receiver_ns`` (each datagram to ``on_datagram``, on its own
+    thread) and a sender socket in ``sender_ns``; both closed on exit."""
+    rx = _socket_in(receiver_ns, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
+    rx.bind((receiver_ip, UDP_PORT))
+    rx.settimeout(0.2)
+    tx = _socket_in(sender_ns, socket.SOCK_DGRAM)
+    done = threading.Event()
+
+    def receive() -> None:
+        while not done.is_set():
+            try:
+                on_datagram(rx.recv(2048))
+            except TimeoutError:
+                continue
+
+    t = threading.Thread(target=receive)
+    t.start()
+    try:
+        yield tx
+    finally:
+        done.set()
+        t.join(timeout=5)
+        rx.close()
+        tx.close()
+
+
+def _pace_until(target: float, slice_s: float) -> float:
+    """Sleep in slices until ``time.perf_counter()`` reaches ``target``; return the time."""
+    while (now := time.perf_counter()) < target:
+        time.sleep(min(slice_s, target - now))
+    return now
+
+
 def udp_probe(
     sender_ns: str,
     receiver_ns: str,
@@ -280,40 +323,19 @@ def udp_probe(
     settle_s: float = 1.5,
 ) -> UdpProbe:
     """``count`` numbered datagrams at ``pps``; which never arrived."""
-    rx = _socket_in(receiver_ns, socket.SOCK_DGRAM)
-    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    rx.bind((receiver_ip, UDP_PORT))
-    rx.settimeout(0.2)
-    tx = _socket_in(sender_ns, socket.SOCK_DGRAM)
     received: set[int] = set()
-    done = threading.Event()
-
-    def receive() -> None:
-        while not done.is_set():
-            try:
-                data = rx.recv(2048)
-            except TimeoutError:
-                continue
-            received.add(struct.unpack_from("!I", data)[0])
-
-    t = threading.Thread(target=receive)
-    t.start()
     times: list[float] = []
-    try:
+
+    def on_datagram(data: bytes) -> None:
+        received.add(struct.unpack_from("!I", data)[0])
+
+    with _udp_pair(sender_ns, receiver_ns, receiver_ip, on_datagram, 4 << 20) as tx:
         pad = b"\0" * max(0, payload_bytes - 4)
         t0 = time.perf_counter()
         for seq in range(count):
-            target = t0 + seq / pps
-            while (now := time.perf_counter()) < target:
-                time.sleep(min(0.002, target - now))
-            times.append(now - t0)
+            times.append(_pace_until(t0 + seq / pps, 0.002) - t0)
             tx.sendto(struct.pack("!I", seq) + pad, (receiver_ip, UDP_PORT))
         time.sleep(settle_s)
-    finally:
-        done.set()
-        t.join(timeout=5)
-        rx.close()
-        tx.close()
     return UdpProbe(
         sent=count,
         lost_seq=tuple(s for s in range(count) if s not in received),
@@ -328,40 +350,20 @@ def udp_flood_receive(
 
     Returns (monotonic start time, [(arrival s since start, IP bytes)]).
     """
-    rx = _socket_in(receiver_ns, socket.SOCK_DGRAM)
-    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    rx.bind((receiver_ip, UDP_PORT))
-    rx.settimeout(0.2)
-    tx = _socket_in(sender_ns, socket.SOCK_DGRAM)
     arrivals: list[tuple[float, int]] = []
-    done = threading.Event()
     start = time.perf_counter()
     start_mono = time.monotonic()
 
-    def receive() -> None:
-        while not done.is_set():
-            try:
-                data = rx.recv(2048)
-            except TimeoutError:
-                continue
-            arrivals.append((time.perf_counter() - start, len(data) + 28))  # + IP/UDP headers
+    def on_datagram(data: bytes) -> None:
+        arrivals.append((time.perf_counter() - start, len(data) + 28))  # + IP/UDP headers
 
-    t = threading.Thread(target=receive)
-    t.start()
-    try:
+    with _udp_pair(sender_ns, receiver_ns, receiver_ip, on_datagram, 8 << 20) as tx:
         payload = b"\0" * 1200
         interval = (len(payload) + 28) * 8 / rate_bps
         for i in range(int(seconds / interval)):
-            target = start + i * interval
-            while (now := time.perf_counter()) < target:
-                time.sleep(min(0.001, target - now))
+            _pace_until(start + i * interval, 0.001)
             tx.sendto(payload, (receiver_ip, UDP_PORT))
         time.sleep(1.0)
-    finally:
-        done.set()
-        t.join(timeout=5)
-        rx.close()
-        tx.close()
     return start_mono, arrivals
 
 
