@@ -1,6 +1,6 @@
 """Fidelity of the emulated link: asked vs measured over a grid (prints a table; not a test).
 
-    .venv/bin/python bench/fidelity.py [--quick]
+    .venv/bin/python bench/fidelity.py [--quick] [--rtts 20,200] [--rates 100] [--losses 0]
 
 Grid: RTT {0, 20, 100, 200} ms x rate {1, 10, 100} Mbit/s x loss {0, 1, 2}%.
 Targets (issue #3): mean RTT error <= max(0.5 ms, 1%); loss-free goodput within +-3% of
@@ -26,10 +26,18 @@ PROBES = 1000  # loss probes per direction and row (check_static quick mode)
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="RTT 20/100, rates 10/100, loss 0/1")
+
+    def ints(text: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in text.split(","))
+
+    ap.add_argument("--rtts", type=ints, help="only these RTTs, ms (e.g. 20,200)")
+    ap.add_argument("--rates", type=ints, help="only these rates, Mbit/s (e.g. 100)")
+    ap.add_argument("--losses", type=ints, help="only these losses, %% (e.g. 0)")
+    ap.add_argument("--cc", default="cubic", help="congestion control of the goodput flows")
     args = ap.parse_args()
-    rtts = (20, 100) if args.quick else (0, 20, 100, 200)
-    rates = (10, 100) if args.quick else (1, 10, 100)
-    losses = (0, 1) if args.quick else (0, 1, 2)
+    rtts = args.rtts or ((20, 100) if args.quick else (0, 20, 100, 200))
+    rates = args.rates or ((10, 100) if args.quick else (1, 10, 100))
+    losses = args.losses or ((0, 1) if args.quick else (0, 1, 2))
     header = (
         f"{'rtt_ms':>6} {'rate_mbps':>9} {'loss_pct':>8} | {'rtt_mean_ms':>11} {'ok':>3} | "
         f"{'down_goodput_mbps':>17} {'up_goodput_mbps':>15} {'ok':>3} | "
@@ -45,7 +53,9 @@ def main() -> int:
         origin_ip = lab.origin_ips["fidelity.h2lab.test"]
         for rtt, rate, loss in itertools.product(rtts, rates, losses):
             profile = parse_network(f"rtt={rtt}ms,rate={rate}Mbps,loss={loss}%")
-            with lab.link(profile, seed=rtt * 1000 + rate * 10 + loss, tcp=TcpSettings()) as link:
+            with lab.link(
+                profile, seed=rtt * 1000 + rate * 10 + loss, tcp=TcpSettings(args.cc)
+            ) as link:
                 # loss-free rows: a long flow (15 s, first 40% omitted) for steady-state goodput
                 rows = check_static(
                     lab, link, profile, origin_ip, quick=True, queueing=False,

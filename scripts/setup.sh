@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 CACHE="${H2LAB_CACHE:-$HOME/.cache/h2lab}"
 RATTAN_VERSION=0.1.1   # keep in sync with src/h2lab/net/rattan.py RATTAN_VERSION
 UV_VERSION=0.13.8
-DEB_PACKAGES=(nginx nghttp2-client iperf3 iproute2 iputils-ping util-linux procps)
+DEB_PACKAGES=(nginx nghttp2-client iperf3 iproute2 iputils-ping util-linux procps chromium)
 
 mkdir -p "$CACHE"
 t0=$(date +%s%N)

@@ -101,35 +101,46 @@ def _run_experiment(exp_path: Path | None, exp: object, out: Path) -> None:
         store.close()
 
 
-def _summary_table(out: Path) -> Table:
+SUMMARY_METRICS = ("pdt_ms", "plt_ms", "speed_index_ms")
+"""The table's metrics, each shown when some trial has it (plt/SpeedIndex: browsers only)."""
+
+
+def _summary_tables(out: Path) -> list[Table]:
+    """One table per metric that some trial has: median per protocol and the paired ratios."""
     from h2lab.analysis.summary import summarize
     from h2lab.store import Store
 
     store = Store(out)
     try:
-        cells = summarize(store.trials())
+        trials = store.trials()
     finally:
         store.close()
-    protocols = sorted({p for c in cells for p in c.median_pdt_ms})
-    pairs = sorted({r for c in cells for r in c.ratios})
-    table = Table(title=f"median pdt_ms per cell ({out})")
-    for col in ("page", "network", "server", "client"):
-        table.add_column(col)
-    for p in protocols:
-        table.add_column(f"{p} pdt_ms", justify="right")
-    for r in pairs:
-        table.add_column(f"{r} (paired)", justify="right")
-    table.add_column("n", justify="right")
-    for c in cells:
-        n = min(c.n_ok.values()) if c.n_ok else 0
-        fails = sum(c.n_failed.values())
-        table.add_row(
-            *c.cell[:4],
-            *(f"{c.median_pdt_ms[p]:.0f}" if p in c.median_pdt_ms else "-" for p in protocols),
-            *(f"{c.ratios[r][0]:.2f}" if r in c.ratios else "-" for r in pairs),
-            f"{n}" + (f" ({fails} failed)" if fails else ""),
-        )
-    return table
+    tables = []
+    for metric in SUMMARY_METRICS:
+        cells = [c for c in summarize(trials, metric) if c.medians]
+        if not cells:
+            continue
+        protocols = sorted({p for c in cells for p in c.medians})
+        pairs = sorted({r for c in cells for r in c.ratios})
+        table = Table(title=f"median {metric} per cell ({out})")
+        for col in ("page", "network", "server", "client"):
+            table.add_column(col)
+        for p in protocols:
+            table.add_column(f"{p} {metric}", justify="right")
+        for r in pairs:
+            table.add_column(f"{r} (paired)", justify="right")
+        table.add_column("n", justify="right")
+        for c in cells:
+            n = min(c.n_ok.values()) if c.n_ok else 0
+            fails = sum(c.n_failed.values())
+            table.add_row(
+                *c.cell[:4],
+                *(f"{c.medians[p]:.0f}" if p in c.medians else "-" for p in protocols),
+                *(f"{c.ratios[r][0]:.2f}" if r in c.ratios else "-" for r in pairs),
+                f"{n}" + (f" ({fails} failed)" if fails else ""),
+            )
+        tables.append(table)
+    return tables
 
 
 @app.command()
@@ -143,7 +154,8 @@ def run(
 
     exp = load_experiment(experiment)
     _run_experiment(experiment, exp, out)
-    console.print(_summary_table(out))
+    for table in _summary_tables(out):
+        console.print(table)
 
 
 @app.command()
@@ -166,10 +178,12 @@ def demo(
 
     exp = load_experiment(DEMO_EXPERIMENT)
     _run_experiment(DEMO_EXPERIMENT, exp, out)
-    console.print(_summary_table(out))
+    for table in _summary_tables(out):
+        console.print(table)
     console.print(
-        "pdt_ms: first request -> last byte of the page (seed 002). Paired ratio: median over "
-        "blocks of pdt(h2)/pdt(h1); below 1 means h2 was faster."
+        "pdt_ms: first request -> last byte of the page (seed 002); plt_ms: navigation start -> "
+        "loadEventEnd; speed_index_ms: WebPageTest's SpeedIndex (browsers only). Paired ratio: "
+        "median over blocks of metric(h2)/metric(h1); below 1 means h2 was faster."
     )
 
 
@@ -190,7 +204,9 @@ def load(
     protocol: Annotated[str, typer.Option(help="h1c, h1p, h1s, h2c or h2s (comma list ok)")],
     network: Annotated[str, typer.Option(help="profile name or rtt=..,down=..,up=..,loss=..")],
     server: Annotated[str, typer.Option(help="server")] = "nginx",
-    client: Annotated[str, typer.Option(help="client")] = "h2load",
+    client: Annotated[
+        str, typer.Option(help="h2load, or chromium[:device=mobile,cpu=4] (h1c, h1s, h2s)")
+    ] = "h2load",
     repeat: Annotated[int, typer.Option(help="trials per protocol", min=1, max=1000)] = 1,
     cc: Annotated[str, typer.Option(help="TCP congestion control")] = "cubic",
     initcwnd: Annotated[int, typer.Option(help="initial congestion window, packets")] = 10,
@@ -241,6 +257,9 @@ def load(
         "retransmits",
         "response_header_bytes",
     ]
+    # the page-level metrics only a browser measures, when some trial has them
+    cols[3:3] = [m for m in ("plt_ms", "speed_index_ms", "fcp_ms") if any(
+        getattr(r, m) is not None for r in rows)]  # fmt: skip
     for c in cols:
         table.add_column(c, justify="right")
     for r in rows:

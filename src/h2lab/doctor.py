@@ -42,10 +42,22 @@ def checks() -> list[Check]:
         ("ip (iproute2)", ["ip", "-V"], r"iproute2-(\S+)", "apt-get install iproute2"),
         ("nsenter", ["nsenter", "--version"], r"util-linux (\S+)", "apt-get install util-linux"),
         ("ping", ["ping", "-V"], r"iputils-(\S+)", "apt-get install iputils-ping"),
+        (
+            "chromium",
+            ["/usr/lib/chromium/chromium", "--version"],
+            r"Chromium (\S+)",
+            "apt-get install chromium",
+        ),
     ]
     for name, argv, pat, hint in tools:
         v = _version(argv, pat)
         out.append(Check(name, v is not None, v or hint))
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        out.append(Check("playwright (python)", True, version("playwright")))
+    except PackageNotFoundError:
+        out.append(Check("playwright (python)", False, "make setup (uv sync)"))
     cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
     avail = cc.read_text().split() if cc.exists() else []
     out.append(Check("tcp congestion control", "cubic" in avail, " ".join(avail) or "unknown"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -46,21 +47,31 @@ def test_load_json_prints_trial_rows(tmp_path: Path) -> None:
 
 def test_demo_runs_the_shipped_experiment_and_exports(tmp_path: Path) -> None:
     out = tmp_path / "demo"
+    env = {**os.environ, "COLUMNS": "200"}
     done = subprocess.run(
-        [H2LAB, "demo", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT
-    )
+        [H2LAB, "demo", "--out", str(out)],
+        capture_output=True, text=True, timeout=900, cwd=ROOT, env=env,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "h2s/h1s" in done.stdout
+    print(done.stdout)
+    for header in ("median pdt_ms", "median plt_ms", "median speed_index_ms", "h2s/h1s (paired)"):
+        assert header in done.stdout, header
     db = sqlite3.connect(out / "results.sqlite")
-    rows = db.execute("SELECT protocol, status, tcp_connections FROM trials").fetchall()
+    rows = db.execute(
+        "SELECT client, protocol, status, tcp_connections, plt_ms, speed_index_ms FROM trials"
+    ).fetchall()
     db.close()
-    assert len(rows) == 12
-    assert all(status == "ok" for _, status, _ in rows)
-    assert {c for p, _, c in rows if p == "h2s"} == {2}  # one per origin, 2 origins
+    assert len(rows) == 24
+    assert all(status == "ok" for _, _, status, *_ in rows)
+    h2load_h2s = {c for client, p, _, c, _, _ in rows if client == "h2load" and p == "h2s"}
+    assert h2load_h2s == {2}  # one per origin, 2 origins
+    browser = [r for r in rows if r[0] == "chromium"]
+    assert len(browser) == 12 and all(plt and si for *_, plt, si in browser)
+    assert all(plt is None for client, *_, plt, _ in rows if client == "h2load")
     exported = subprocess.run([H2LAB, "export", str(out), "--csv"], capture_output=True, text=True)
     assert exported.returncode == 0, exported.stderr
     with (out / "trials.csv").open() as f:
         table = list(csv.DictReader(f))
-    assert len(table) == 12 and list(table[0]) == list(TRIAL_COLUMNS)
+    assert len(table) == 24 and list(table[0]) == list(TRIAL_COLUMNS)
     with (out / "resources.csv").open() as f:
-        assert len(list(csv.DictReader(f))) == 12 * 33  # index + 32 objects per trial
+        assert len(list(csv.DictReader(f))) == 24 * 33  # index + 32 objects per trial

@@ -65,7 +65,7 @@ def test_medians_and_paired_ratio_per_block() -> None:
         cell=("p", "cable", "nginx", "h2load", "cubic", "iw10"),
         n_ok={"h1s": 3, "h2s": 3},
         n_failed={},
-        median_pdt_ms={"h1s": 200.0, "h2s": 50.0},
+        medians={"h1s": 200.0, "h2s": 50.0},
         ratios={"h2s/h1s": (0.5, 3)},
     )
     # the paired ratio is the median of per-block ratios, not the ratio of medians (0.25)
@@ -83,7 +83,7 @@ def test_unpaired_and_failed_trials() -> None:
     (cell,) = summarize(rows)
     assert cell.n_ok == {"h1s": 2, "h2s": 2}
     assert cell.n_failed == {"h1s": 1, "h2s": 1}
-    assert cell.median_pdt_ms == {"h1s": 110.0, "h2s": 70.0}
+    assert cell.medians == {"h1s": 110.0, "h2s": 70.0}
     assert cell.ratios == {"h2s/h1s": (0.8, 1)}
 
 
@@ -112,7 +112,7 @@ def test_all_pairs_cleartext() -> None:
 def test_zero_h1_value_is_not_divided_by() -> None:
     (cell,) = summarize([trial("h1s", 0, 0.0), trial("h2s", 0, 5.0)])
     assert cell.ratios == {}
-    assert cell.median_pdt_ms == {"h1s": 0.0, "h2s": 5.0}
+    assert cell.medians == {"h1s": 0.0, "h2s": 5.0}
 
 
 def test_cells_are_separate_and_sorted() -> None:
@@ -126,14 +126,14 @@ def test_cells_are_separate_and_sorted() -> None:
     assert [c.cell[1] for c in cells] == ["cable", "dsl"]
     assert cells[0].ratios == {"h2s/h1s": (1.0, 1)}
     assert cells[1].ratios == {"h2s/h1s": (0.5, 1)}
-    assert cells[1].median_pdt_ms == {"h1s": 300.0, "h2s": 150.0}
+    assert cells[1].medians == {"h1s": 300.0, "h2s": 150.0}
 
 
 def test_other_metric() -> None:
     rows = [trial("h1s", 0, 1.0, plt=400.0), trial("h2s", 0, 1.0, plt=100.0)]
     (cell,) = summarize(rows, metric="plt_ms")
     assert cell.ratios == {"h2s/h1s": (0.25, 1)}
-    assert cell.median_pdt_ms == {"h1s": 400.0, "h2s": 100.0}
+    assert cell.medians == {"h1s": 400.0, "h2s": 100.0}
 
 
 def test_ok_row_without_value_is_neither_ok_nor_failed() -> None:

@@ -303,5 +303,5 @@ def test_unknown_flag(runs: Runs) -> None:
 def test_validate_demo(runs: Runs) -> None:
     result = runs.results["demo"]
     assert result.returncode == 0, result
-    assert result.stdout == "experiments/demo.toml: ok, 12 trials\n"
+    assert result.stdout == "experiments/demo.toml: ok, 24 trials\n"
     assert result.stderr == ""

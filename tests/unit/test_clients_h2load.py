@@ -36,11 +36,11 @@ def test_plan_h1_six_connections_round_robin(protocol: str) -> None:
     assert len(conns) == BROWSER_CONNECTIONS_PER_HOST == 6
     assert [c.id for c in conns] == [f"o1.h2lab.test#{i}" for i in range(6)]
     assert all(c.in_flight == 1 for c in conns)
-    assert paths(conns[0]) == ["/index.html", "/obj/00005.bin"]
-    assert paths(conns[1]) == ["/obj/00000.bin", "/obj/00006.bin"]
-    assert paths(conns[3]) == ["/obj/00002.bin", "/obj/00008.bin"]
-    assert paths(conns[4]) == ["/obj/00003.bin"]
-    assert paths(conns[5]) == ["/obj/00004.bin"]
+    assert paths(conns[0]) == ["/index.html", "/obj/00005.png"]
+    assert paths(conns[1]) == ["/obj/00000.png", "/obj/00006.png"]
+    assert paths(conns[3]) == ["/obj/00002.png", "/obj/00008.png"]
+    assert paths(conns[4]) == ["/obj/00003.png"]
+    assert paths(conns[5]) == ["/obj/00004.png"]
     fetched = sorted(r.path for c in conns for r in c.resources)
     assert fetched == sorted(r.path for r in p.resources)
 
@@ -48,7 +48,7 @@ def test_plan_h1_six_connections_round_robin(protocol: str) -> None:
 def test_plan_h1_fewer_resources_than_connections() -> None:
     p = page("synthetic:n=2,size=1KB,origins=1")
     conns = plan(p, "h1s")
-    assert [paths(c) for c in conns] == [["/index.html"], ["/obj/00000.bin"], ["/obj/00001.bin"]]
+    assert [paths(c) for c in conns] == [["/index.html"], ["/obj/00000.png"], ["/obj/00001.png"]]
 
 
 @pytest.mark.parametrize("protocol", ["h1p", "h2c", "h2s"])
@@ -56,9 +56,9 @@ def test_plan_one_connection_per_origin_all_in_flight(protocol: str) -> None:
     p = page("synthetic:n=5,size=1KB,origins=2")
     conns = plan(p, protocol)
     assert [c.id for c in conns] == ["o1.h2lab.test#0", "o2.h2lab.test#0"]
-    assert paths(conns[0]) == ["/index.html", "/obj/00000.bin", "/obj/00002.bin", "/obj/00004.bin"]
+    assert paths(conns[0]) == ["/index.html", "/obj/00000.png", "/obj/00002.png", "/obj/00004.png"]
     assert conns[0].in_flight == 4
-    assert paths(conns[1]) == ["/obj/00001.bin", "/obj/00003.bin"]
+    assert paths(conns[1]) == ["/obj/00001.png", "/obj/00003.png"]
     assert conns[1].in_flight == 2
 
 
@@ -69,17 +69,17 @@ def test_plan_skips_origins_without_resources() -> None:
     assert [c.origin for c in plan(p, "h1s")] == ["o1.h2lab.test", "o1.h2lab.test", "o2.h2lab.test"]
 
 
-RES = Resource("o2.h2lab.test", "/obj/00001.bin", 1000, "application/octet-stream")
+RES = Resource("o2.h2lab.test", "/obj/00001.png", 1000, "application/octet-stream")
 
 
 @pytest.mark.parametrize(
     ("protocol", "url"),
     [
-        ("h1c", "http://o2.h2lab.test/obj/00001.bin"),
-        ("h1p", "http://o2.h2lab.test/obj/00001.bin"),
-        ("h1s", "https://o2.h2lab.test/obj/00001.bin"),
-        ("h2s", "https://o2.h2lab.test/obj/00001.bin"),
-        ("h2c", "http://o2.h2lab.test:8080/obj/00001.bin"),
+        ("h1c", "http://o2.h2lab.test/obj/00001.png"),
+        ("h1p", "http://o2.h2lab.test/obj/00001.png"),
+        ("h1s", "https://o2.h2lab.test/obj/00001.png"),
+        ("h2s", "https://o2.h2lab.test/obj/00001.png"),
+        ("h2c", "http://o2.h2lab.test:8080/obj/00001.png"),
     ],
 )
 def test_url_for(protocol: str, url: str) -> None:
@@ -98,8 +98,8 @@ def test_argv_for_h2s() -> None:
         "-m3",
         "--log-file=/tmp/a/h2load-0.log",
         "https://o1.h2lab.test/index.html",
-        "https://o1.h2lab.test/obj/00000.bin",
-        "https://o1.h2lab.test/obj/00001.bin",
+        "https://o1.h2lab.test/obj/00000.png",
+        "https://o1.h2lab.test/obj/00001.png",
     ]
 
 

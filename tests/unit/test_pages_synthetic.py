@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -10,7 +11,15 @@ import pytest
 from h2lab.errors import SpecError
 from h2lab.pages import resolve_page
 from h2lab.pages.manifest import content_digest
-from h2lab.pages.synthetic import SyntheticSpec, layout, materialize, origin_names, parse
+from h2lab.pages.synthetic import (
+    MIN_PNG_BYTES,
+    SyntheticSpec,
+    layout,
+    materialize,
+    origin_names,
+    parse,
+    tile_colour,
+)
 
 
 @pytest.fixture
@@ -78,17 +87,17 @@ def test_layout_is_deterministic_and_spreads_objects() -> None:
     assert len(objects) == 7
     for i, obj in enumerate(objects):
         assert obj.origin == origins[i % 3]
-        assert obj.path == f"/obj/{i:05d}.bin"
+        assert obj.path == f"/obj/{i:05d}.png"
         assert obj.size_bytes == 1000
-        assert obj.content_type == "application/octet-stream"
-        assert f'href="https://{origins[i % 3]}/obj/{i:05d}.bin"' in html
+        assert obj.content_type == "image/png"
+        assert f'src="//{origins[i % 3]}/obj/{i:05d}.png"' in html
     assert "<title>synthetic:n=7,size=1KB,origins=3</title>" in html
 
 
 def test_materialize_writes_page(cache: Path) -> None:
     spec = parse("synthetic:n=5,size=300B,origins=2")
     page = materialize(spec)
-    assert page.docroot == cache / "pages" / "synthetic-n-5-size-300b-origins-2"
+    assert page.docroot == cache / "pages" / "v2-synthetic-n-5-size-300b-origins-2"
     assert page.name == spec.name
     assert page.origins == ("o1.h2lab.test", "o2.h2lab.test")
     _, resources, html = layout(spec)
@@ -100,8 +109,8 @@ def test_materialize_writes_page(cache: Path) -> None:
         assert len(body) == r.size_bytes
     assert (page.docroot / "o1.h2lab.test" / "index.html").read_text() == html
     assert [r.path for r in page.resources_of("o2.h2lab.test")] == [
-        "/obj/00001.bin",
-        "/obj/00003.bin",
+        "/obj/00001.png",
+        "/obj/00003.png",
     ]
     assert (page.docroot / ".complete").read_text() == page.digest + "\n"
     assert page.digest == content_digest(page.docroot, page.resources)
@@ -130,7 +139,7 @@ def test_seed_changes_bytes_and_digest(cache: Path) -> None:
     b = materialize(parse("synthetic:n=2,size=1KB,seed=1"))
     assert a.docroot != b.docroot
     assert a.digest != b.digest
-    rel = Path("o1.h2lab.test") / "obj" / "00000.bin"
+    rel = Path("o1.h2lab.test") / "obj" / "00000.png"
     assert (a.docroot / rel).read_bytes() != (b.docroot / rel).read_bytes()
 
 
@@ -143,10 +152,10 @@ def test_resolve_page_and_manifest_json(cache: Path) -> None:
     assert doc["origins"] == ["o1.h2lab.test"]
     assert [r["path"] for r in doc["resources"]] == [
         "/index.html",
-        "/obj/00000.bin",
-        "/obj/00001.bin",
+        "/obj/00000.png",
+        "/obj/00001.png",
     ]
-    assert page.resources[1].url("http", 8080) == "http://o1.h2lab.test:8080/obj/00000.bin"
+    assert page.resources[1].url("http", 8080) == "http://o1.h2lab.test:8080/obj/00000.png"
 
 
 def test_resolve_page_unknown(cache: Path) -> None:
@@ -154,3 +163,24 @@ def test_resolve_page_unknown(cache: Path) -> None:
         resolve_page("alexa:google", "e.toml")
     assert (exc.value.source, exc.value.field) == ("e.toml", "page")
     assert not cache.exists()
+
+
+def test_objects_are_valid_pngs_of_the_exact_size(cache: Path) -> None:
+    from PIL import Image
+
+    page = materialize(parse("synthetic:n=3,size=5KB,origins=1"))
+    for i, res in enumerate(page.resources[1:]):
+        body = (page.docroot / res.origin / res.path.lstrip("/")).read_bytes()
+        assert len(body) == 5000
+        img = Image.open(io.BytesIO(body))
+        img.load()
+        assert img.size == (1, 1)
+        assert img.getpixel((0, 0)) == tile_colour(i)
+    html = (page.docroot / "o1.h2lab.test" / "index.html").read_text()
+    assert html.count("<img ") == 3
+
+
+def test_objects_below_the_png_minimum_stay_raw_bytes() -> None:
+    _, objects, html = layout(parse(f"synthetic:n=2,size={MIN_PNG_BYTES - 1}B,origins=1"))
+    assert all(o.path.endswith(".bin") for o in objects[1:])
+    assert "<img" not in html

@@ -157,3 +157,14 @@ def test_single_repetition_single_protocol() -> None:
     (t,) = expand(exp)
     assert (t.experiment, t.protocol, t.repetition, t.order) == ("one", "h2s", 0, 0)
     assert t.tcp == TcpSettings("cubic", 10)
+
+
+def test_only_links_without_state_are_reused() -> None:
+    from h2lab.runner.run import link_is_stateless
+    from h2lab.spec.network import parse_network
+
+    assert link_is_stateless(parse_network("cable"))
+    assert link_is_stateless(parse_network("rtt=100ms,rate=10Mbps,queue=1bdp"))
+    assert not link_is_stateless(parse_network("rtt=100ms,rate=10Mbps,loss=1%"))
+    assert not link_is_stateless(parse_network("rtt=100ms,rate=10Mbps,down_loss=0.5%"))
+    assert not link_is_stateless(parse_network("cell-good"))

@@ -217,7 +217,7 @@ def _factors(**overrides: object) -> dict[str, object]:
         (
             _factors(client=["curl"]),
             "factors.client[0]",
-            "unknown value 'curl' (allowed: h2load)",
+            "unknown client 'curl' (known: chromium, h2load)",
         ),
         (
             _factors(congestion_control=["vegas"]),

@@ -145,6 +145,7 @@ def test_resources_of_a_trial(store: Store) -> None:
         "bytes": 10_000,
         "protocol": "h2s",
         "connection": "o1.h2lab.test#0",
+        "priority": None,
     }
     assert rows[0]["ttfb_ms"] is None
     assert store.resources(other_id) == []
@@ -236,3 +237,25 @@ def test_as_dict_has_every_column_in_order() -> None:
     assert list(d) == list(TRIAL_COLUMNS)
     assert d["id"] is None
     assert d["trial_key"] == "b|h2s"
+
+
+def test_a_store_of_schema_1_gains_the_new_columns(tmp_path: Path) -> None:
+    old_trials = {k: v for k, v in TRIAL_COLUMNS.items() if not k.endswith(
+        ("ttfb_ms", "dcl_ms", "fp_ms", "fcp_ms", "lcp_ms", "speed_index_ms", "visual_complete_ms")
+    )}  # fmt: skip
+    old_resources = {k: v for k, v in RESOURCE_COLUMNS.items() if k != "priority"}
+    tmp_path.mkdir(exist_ok=True)
+    db = sqlite3.connect(tmp_path / "results.sqlite")
+    for table, cols in (("trials", old_trials), ("resources", old_resources)):
+        db.execute(f"CREATE TABLE {table} ({', '.join(f'{k} {v}' for k, v in cols.items())})")
+    db.execute("PRAGMA user_version=1")
+    db.commit()
+    db.close()
+    s = Store(tmp_path)
+    try:
+        trial_id = s.add_trial(record("b|h2s", speed_index_ms=812.5), RES)
+        (row,) = s.trials()
+        assert row.speed_index_ms == 812.5 and row.lcp_ms is None
+        assert [r["priority"] for r in s.resources(trial_id)] == [None, None]
+    finally:
+        s.close()

@@ -20,7 +20,8 @@ class CellSummary:
     n_ok: dict[str, int]
     n_failed: dict[str, int]
     """trials with no successful attempt, per protocol"""
-    median_pdt_ms: dict[str, float]
+    medians: dict[str, float]
+    """protocol -> median of the metric over its ok trials"""
     ratios: dict[str, tuple[float, int]]
     """"h2s/h1s" -> (median of per-block ratios, number of blocks)"""
 
@@ -59,7 +60,7 @@ def summarize(trials: list[TrialRecord], metric: str = "pdt_ms") -> list[CellSum
                 cell=cell,
                 n_ok={p: len(v) for p, v in values.items()},
                 n_failed=dict(n_failed),
-                median_pdt_ms={p: statistics.median(v) for p, v in values.items()},
+                medians={p: statistics.median(v) for p, v in values.items()},
                 ratios=ratios,
             )
         )

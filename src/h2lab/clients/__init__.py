@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -20,6 +20,13 @@ class LoadContext:
     artifacts_dir: Path
     """this trial's folder for logs"""
     timeout_s: float
+    hosts: Mapping[str, str] = field(default_factory=dict)
+    """origin hostname -> address (what the namespace's /etc/hosts says)"""
+    tls_dir: Path | None = None
+    """the lab CA's folder (clients that pin it by SPKI read it here)"""
+    link_generation: int = 0
+    """changes whenever the client namespace is a new one (a client keeping processes in the
+    namespace, like a browser, must start them again)"""
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class ResourceTiming:
     protocol: str
     connection: str
     """connection id, unique within the trial"""
+    priority: str | None = None
+    """the client's priority for the request, as it reports it (Chromium: VeryHigh..VeryLow)"""
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,27 @@ class LoadResult:
     response_header_bytes: int | None
     resources: tuple[ResourceTiming, ...]
     plt_ms: float | None = None
+    """loadEventEnd, from navigation start (browsers only)"""
+    ttfb_ms: float | None = None
+    dcl_ms: float | None = None
+    """domContentLoadedEventStart"""
+    fp_ms: float | None = None
+    fcp_ms: float | None = None
+    lcp_ms: float | None = None
+    speed_index_ms: float | None = None
+    visual_complete_ms: float | None = None
+
+
+PAGE_METRICS = (
+    "ttfb_ms",
+    "dcl_ms",
+    "fp_ms",
+    "fcp_ms",
+    "lcp_ms",
+    "speed_index_ms",
+    "visual_complete_ms",
+)
+"""The page-level metrics only a browser measures (NULL in the store for other clients)."""
 
 
 class ClientAdapter(Protocol):
@@ -56,11 +86,17 @@ class ClientAdapter(Protocol):
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult: ...
 
+    def close(self) -> None:
+        """Stop whatever the client kept running between trials (idempotent)."""
+        ...
 
-_REGISTRY: dict[str, Callable[[], ClientAdapter]] = {}
+
+_REGISTRY: dict[str, Callable[[Mapping[str, str]], ClientAdapter]] = {}
 
 
-def register(name: str, factory: Callable[[], ClientAdapter]) -> None:
+def register(name: str, factory: Callable[[Mapping[str, str]], ClientAdapter]) -> None:
+    """``factory(options)``: options from ``name:key=value,...``; it raises ValueError with
+    one line on an option it does not take."""
     _REGISTRY[name] = factory
 
 
@@ -69,12 +105,24 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get(name: str, source: str = "client") -> ClientAdapter:
+def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapter:
+    """The client named by ``spec``: a name, or ``name:key=value,...`` (e.g.
+    ``chromium:device=mobile,cpu=4``)."""
     _load()
+    name, _, rest = spec.partition(":")
     if name not in _REGISTRY:
-        raise SpecError(source, "client", f"unknown client {name!r} (known: {', '.join(names())})")
-    return _REGISTRY[name]()
+        raise SpecError(source, field, f"unknown client {name!r} (known: {', '.join(names())})")
+    options: dict[str, str] = {}
+    for part in filter(None, rest.split(",")):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise SpecError(source, field, f"client option {part!r} is not key=value")
+        options[key.strip()] = value.strip()
+    try:
+        return _REGISTRY[name](options)
+    except ValueError as exc:
+        raise SpecError(source, field, str(exc)) from None
 
 
 def _load() -> None:
-    from h2lab.clients import h2load  # noqa: F401  (registers itself)
+    from h2lab.clients import chromium, h2load  # noqa: F401  (register themselves)

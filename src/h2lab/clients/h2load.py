@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from h2lab import procs
@@ -101,6 +101,9 @@ class H2load:
         m = re.search(r"nghttp2/(\S+)", procs.version_text(["h2load", "--version"]))
         return m.group(1) if m else "unknown"
 
+    def close(self) -> None:
+        """Nothing outlives a trial."""
+
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
         conns = plan(page, protocol)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
@@ -175,4 +178,10 @@ class H2load:
         )
 
 
-register("h2load", H2load)
+def _make(options: Mapping[str, str]) -> H2load:
+    if options:
+        raise ValueError(f"h2load takes no options (got {', '.join(sorted(options))})")
+    return H2load()
+
+
+register("h2load", _make)

@@ -1,5 +1,6 @@
-"""Run trials for real: one lab for the whole run, a server per (page, server) stretch, a fresh
-Rattan link per trial, and every trial committed to the store as it ends."""
+"""Run trials for real: one lab for the whole run, a server per (page, server) stretch, a Rattan
+link per trial (kept for the next trial only when the link holds no state the next trial could
+inherit, see :func:`link_is_stateless`), and every trial committed to the store as it ends."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from h2lab.clients import LoadContext, LoadResult, ResourceTiming
 from h2lab.errors import H2LabError
 from h2lab.metrics.counters import parse_dev, parse_snmp
 from h2lab.net import netns
-from h2lab.net.lab import Lab
+from h2lab.net.lab import Lab, Link, TcpSettings
 from h2lab.pages import Page, resolve_page
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
+from h2lab.spec.network import NetworkProfile
 from h2lab.store import Store, TrialRecord
 
 
@@ -54,7 +56,7 @@ def read_counters(client_ns: str, servers_ns: str) -> Counters:
     )
 
 
-def tool_versions(server: str, client: str) -> dict[str, str]:
+def tool_versions(server: str, client: clients.ClientAdapter) -> dict[str, str]:
     from h2lab import __version__
     from h2lab.net.rattan import RATTAN_VERSION
 
@@ -62,8 +64,50 @@ def tool_versions(server: str, client: str) -> dict[str, str]:
         "h2lab": __version__,
         "rattan": RATTAN_VERSION,
         server: servers.get(server).version(),
-        client: clients.get(client).version(),
+        client.name: client.version(),
     }
+
+
+def link_is_stateless(profile: NetworkProfile) -> bool:
+    """True when a link carries nothing from one trial to the next: no seeded loss process
+    (its random stream would continue instead of restarting at the trial's seed) and no trace
+    (its clock would continue). Rate and delay cells hold only their queue, empty once idle."""
+    return (
+        profile.up_loss_ratio == 0
+        and profile.down_loss_ratio == 0
+        and profile.up_trace is None
+        and profile.down_trace is None
+        and profile.cellular is None
+    )
+
+
+class Links:
+    """The lab's current link: reused by the next trial when it asks for the same stateless
+    profile and TCP settings, else replaced (a fresh client namespace and loss process)."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+        self.generation = 0
+        """bumped on every new link (clients keeping processes in the namespace restart)"""
+        self._link: Link | None = None
+        self._key: tuple[NetworkProfile, TcpSettings] | None = None
+
+    def get(self, profile: NetworkProfile, seed: int, tcp: TcpSettings) -> Link:
+        key = (profile, tcp)
+        link = self._link
+        if link is not None and self._key == key and link_is_stateless(profile) and link.alive():
+            return link
+        self.close()
+        link = self.lab.link(profile, seed, tcp)
+        link.__enter__()
+        self._link, self._key = link, key
+        self.generation += 1
+        return link
+
+    def close(self) -> None:
+        if self._link is not None:
+            link, self._link, self._key = self._link, None, None
+            link.close()
 
 
 class _Terminated(KeyboardInterrupt):
@@ -106,8 +150,16 @@ def run_trials(
             pages[t.page] = resolve_page(t.page)
     origins = tuple(dict.fromkeys(o for p in pages.values() for o in p.origins))
     versions: dict[tuple[str, str], dict[str, str]] = {}
+    adapters: dict[str, clients.ClientAdapter] = {}
     written: list[TrialRecord] = []
-    with sigterm_as_interrupt(), Lab(origins) as lab, ExitStack() as serving:
+    with (
+        sigterm_as_interrupt(),
+        Lab(origins) as lab,
+        ExitStack() as stack,
+        ExitStack() as serving,
+    ):
+        links = Links(lab)
+        stack.callback(links.close)
         current: tuple[str, str] | None = None
         for t in todo:
             if current != (t.page, t.server):
@@ -120,11 +172,16 @@ def run_trials(
                 )
                 serving.enter_context(servers.get(t.server).serve(pages[t.page], ctx))
                 current = (t.page, t.server)
+            if t.client not in adapters:
+                adapters[t.client] = clients.get(t.client)
+                stack.callback(adapters[t.client].close)
+            client = adapters[t.client]
             if (t.server, t.client) not in versions:
-                versions[(t.server, t.client)] = tool_versions(t.server, t.client)
+                versions[(t.server, t.client)] = tool_versions(t.server, client)
             record = run_one(
-                lab, pages[t.page], t, store, timeout_s, versions[(t.server, t.client)]
-            )
+                lab, links, client, pages[t.page], t, store, timeout_s,
+                versions[(t.server, t.client)],
+            )  # fmt: skip
             written.append(record)
             if on_progress:
                 on_progress(t, record)
@@ -143,11 +200,13 @@ def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str
         "retransmits": after.retransmits - before.retransmits,
         "request_header_bytes": result.request_header_bytes,
         "response_header_bytes": result.response_header_bytes,
+        **{name: getattr(result, name) for name in clients.PAGE_METRICS},
     }
 
 
 _NOT_MEASURED = dict.fromkeys(
     [
+        *clients.PAGE_METRICS,
         "pdt_ms",
         "plt_ms",
         "body_bytes",
@@ -162,9 +221,17 @@ _NOT_MEASURED = dict.fromkeys(
 
 
 def run_one(
-    lab: Lab, page: Page, t: TrialSpec, store: Store, timeout_s: float, versions: dict[str, str]
+    lab: Lab,
+    links: Links,
+    client: clients.ClientAdapter,
+    page: Page,
+    t: TrialSpec,
+    store: Store,
+    timeout_s: float,
+    versions: dict[str, str],
 ) -> TrialRecord:
-    """One trial on a fresh link; its row (ok or failed) is committed before this returns."""
+    """One trial; its row (ok or failed) is committed before this returns. A failed trial
+    never leaves its link to the next one."""
     attempt = store.attempts(t.experiment, t.key) + 1
     artifacts = store.artifacts_dir(t.key, attempt)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
@@ -173,16 +240,25 @@ def run_one(
     resources: tuple[ResourceTiming, ...] = ()
     error = None
     try:
-        with lab.link(t.network, t.seed, t.tcp) as link:
-            before = read_counters(link.client_ns, lab.servers_ns)
-            ctx = LoadContext(netns=link.client_ns, artifacts_dir=artifacts, timeout_s=timeout_s)
-            result = clients.get(t.client).load(page, t.protocol, ctx)
-            after = read_counters(link.client_ns, lab.servers_ns)
+        link = links.get(t.network, t.seed, t.tcp)
+        before = read_counters(link.client_ns, lab.servers_ns)
+        ctx = LoadContext(
+            netns=link.client_ns,
+            artifacts_dir=artifacts,
+            timeout_s=timeout_s,
+            hosts={h: lab.origin_ips[h] for h in page.origins},
+            tls_dir=lab.state_dir / "tls",
+            link_generation=links.generation,
+        )
+        result = client.load(page, t.protocol, ctx)
+        after = read_counters(link.client_ns, lab.servers_ns)
         metrics = _measured(result, before, after)
         resources = result.resources
     except H2LabError as exc:
         error = exc.line()
+        links.close()
     except (OSError, ValueError) as exc:
+        links.close()
         error = f"{type(exc).__name__}: {exc}"
         artifacts.mkdir(parents=True, exist_ok=True)
         (artifacts / "traceback.txt").write_text(traceback.format_exc())

@@ -104,12 +104,15 @@ def validate_factors(source: str, raw: dict[str, Any]) -> Factors:
     server = _list(source, "factors.server", raw.get("server", ["nginx"]), str)
     _choice(source, "factors.server", server, servers.names())
     client = _list(source, "factors.client", raw.get("client", ["h2load"]), str)
-    _choice(source, "factors.client", client, clients.names())
     for i, c in enumerate(client):
-        unsupported = [p for p in protocol if p not in clients.get(c).protocols]
+        adapter = clients.get(c, source, f"factors.client[{i}]")
+        unsupported = [p for p in protocol if p not in adapter.protocols]
         if unsupported:
+            note = getattr(adapter, "protocol_note", "")
             raise SpecError(
-                source, f"factors.client[{i}]", f"{c} cannot run protocol {unsupported[0]}"
+                source,
+                f"factors.client[{i}]",
+                f"{c} cannot run protocol {unsupported[0]}" + (f" ({note})" if note else ""),
             )
     cc = _list(source, "factors.congestion_control", raw.get("congestion_control", ["cubic"]), str)
     _choice(source, "factors.congestion_control", cc, CONGESTION_CONTROLS)

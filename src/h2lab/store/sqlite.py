@@ -11,7 +11,7 @@ from typing import Any
 
 from h2lab.clients import ResourceTiming
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: page-level browser metrics, resource priority
 
 TRIAL_COLUMNS: dict[str, str] = {
     "id": "INTEGER PRIMARY KEY",
@@ -42,6 +42,13 @@ TRIAL_COLUMNS: dict[str, str] = {
     "retransmits": "INTEGER",
     "request_header_bytes": "INTEGER",
     "response_header_bytes": "INTEGER",
+    "ttfb_ms": "REAL",
+    "dcl_ms": "REAL",
+    "fp_ms": "REAL",
+    "fcp_ms": "REAL",
+    "lcp_ms": "REAL",
+    "speed_index_ms": "REAL",
+    "visual_complete_ms": "REAL",
     "config_json": "TEXT NOT NULL",
     "versions_json": "TEXT NOT NULL",
 }
@@ -56,6 +63,7 @@ RESOURCE_COLUMNS: dict[str, str] = {
     "bytes": "INTEGER",
     "protocol": "TEXT",
     "connection": "TEXT",
+    "priority": "TEXT",
 }
 
 
@@ -92,6 +100,13 @@ class TrialRecord:
     response_header_bytes: int | None
     config_json: str
     versions_json: str
+    ttfb_ms: float | None = None
+    dcl_ms: float | None = None
+    fp_ms: float | None = None
+    fcp_ms: float | None = None
+    lcp_ms: float | None = None
+    speed_index_ms: float | None = None
+    visual_complete_ms: float | None = None
     id: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -118,9 +133,18 @@ class Store:
         with self._db:
             self._db.execute(_ddl("trials", TRIAL_COLUMNS))
             self._db.execute(_ddl("resources", RESOURCE_COLUMNS))
+            self._add_missing_columns()
             self._db.execute("CREATE INDEX IF NOT EXISTS trials_key ON trials(trial_key)")
             self._db.execute("CREATE INDEX IF NOT EXISTS resources_trial ON resources(trial_id)")
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _add_missing_columns(self) -> None:
+        """Bring a store written by an older h2lab up to this schema (new columns are NULL)."""
+        for table, columns in (("trials", TRIAL_COLUMNS), ("resources", RESOURCE_COLUMNS)):
+            have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, kind in columns.items():
+                if name not in have:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def artifacts_dir(self, trial_key: str, attempt: int) -> Path:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in trial_key)
@@ -142,7 +166,8 @@ class Store:
             trial_id = cur.lastrowid
             assert trial_id is not None
             self._db.executemany(
-                "INSERT INTO resources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO resources ({', '.join(RESOURCE_COLUMNS)}) "
+                f"VALUES ({', '.join('?' for _ in RESOURCE_COLUMNS)})",
                 [
                     (
                         trial_id,
@@ -154,6 +179,7 @@ class Store:
                         r.bytes,
                         r.protocol,
                         r.connection,
+                        r.priority,
                     )
                     for r in resources
                 ],

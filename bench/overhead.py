@@ -1,0 +1,74 @@
+"""Per-trial overhead of Chromium trials, and page loads per minute with the browser kept
+between trials (h2lab's way) against restarting it every trial (browsertime's way).
+
+    .venv/bin/python bench/overhead.py [--trials 20] [--network cable]
+
+Overhead of a trial = its wall time in the runner (``duration_s``: link, context, page load,
+trace, SpeedIndex, HAR, store commit) minus its ``plt_ms``. Target (issue #4): median
+<= 0.3 s on the demo page across 20 trials. Needs root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from h2lab.runner.matrix import expand
+from h2lab.runner.run import run_trials
+from h2lab.spec.experiment import Experiment, validate_factors
+from h2lab.store import Store
+
+DEMO_PAGE = "synthetic:n=32,size=10KB,origins=2"
+TARGET_S = 0.3
+
+
+def measure(client: str, network: str, trials: int, out: Path) -> tuple[list[float], float]:
+    """(overhead per trial in s, page loads per minute) for ``trials`` h2s/h1s trials."""
+    factors = validate_factors(
+        "bench",
+        {"protocol": ["h1s", "h2s"], "network": [network], "page": [DEMO_PAGE], "client": [client]},
+    )
+    exp = Experiment(name=client, factors=factors, seed=1, repetitions=trials // 2)
+    store = Store(out)
+    t0 = time.monotonic()
+    try:
+        records = run_trials(expand(exp), store, timeout_s=60)
+    finally:
+        store.close()
+    wall_s = time.monotonic() - t0
+    failed = [r.error for r in records if r.status != "ok"]
+    if failed:
+        raise SystemExit(f"{client}: {len(failed)} trials failed: {failed[0]}")
+    overheads = [(r.duration_s or 0) - (r.plt_ms or 0) / 1000 for r in records]
+    return overheads, len(records) / wall_s * 60
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--network", default="cable")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="h2lab-overhead-") as tmp:
+        for client in ("chromium", "chromium:restart=1"):
+            overheads, per_min = measure(client, args.network, args.trials, Path(tmp) / client)
+            rows.append((client, overheads, per_min))
+    print(f"\ndemo page {DEMO_PAGE} over {args.network}, {args.trials} trials (h1s and h2s)\n")
+    print(f"{'client':<20} {'median_overhead_s':>17} {'p90_overhead_s':>14} {'loads_per_min':>13}")
+    for client, overheads, per_min in rows:
+        p90 = statistics.quantiles(overheads, n=10)[-1]
+        print(f"{client:<20} {statistics.median(overheads):>17.3f} {p90:>14.3f} {per_min:>13.1f}")
+    kept = statistics.median(rows[0][1])
+    verdict = "yes" if kept <= TARGET_S else "NO"
+    print(f"\nmedian overhead, browser kept: {kept:.3f} s (target <= {TARGET_S} s) {verdict}")
+    print(f"loads per minute: kept {rows[0][2]:.1f} vs restarted {rows[1][2]:.1f} "
+          f"({rows[0][2] / rows[1][2]:.2f}x)")  # fmt: skip
+    return 0 if kept <= TARGET_S else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from h2lab import clients
+from h2lab.clients.chromium import (
+    NetworkLog,
+    Options,
+    launch_flags,
+    page_url,
+    parse_options,
+    trace_frames,
+)
+from h2lab.errors import SpecError
+from h2lab.pages import resolve_page
+
+
+def test_options_default_and_parsed() -> None:
+    assert parse_options({}) == Options()
+    got = parse_options({"device": "mobile", "cpu": "4", "filmstrip": "1"})
+    assert got == Options(device="mobile", cpu_slowdown=4.0, filmstrip=True)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"device": "tablet"}, "device must be one of desktop, mobile, got 'tablet'"),
+        ({"cpu": "fast"}, "cpu must be a slowdown factor like 4, got 'fast'"),
+        ({"cpu": "0.5"}, "cpu slowdown must be 1..20, got 0.5"),
+        ({"netlog": "yes"}, "netlog must be 0 or 1, got 'yes'"),
+        ({"gpu": "1"}, "unknown chromium option 'gpu'"),
+    ],
+)
+def test_bad_options_name_the_option(options: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace(".", r"\.")):
+        parse_options(options)
+
+
+def test_client_spec_errors_are_spec_errors() -> None:
+    with pytest.raises(SpecError) as exc:
+        clients.get("chromium:device=tablet", "x.toml", "factors.client[0]")
+    assert exc.value.field == "factors.client[0]"
+    with pytest.raises(SpecError, match="not key=value"):
+        clients.get("chromium:mobile", "x.toml", "factors.client[0]")
+    with pytest.raises(SpecError, match="h2load takes no options"):
+        clients.get("h2load:cpu=4", "x.toml", "factors.client[0]")
+
+
+def test_chromium_protocols_exclude_pipelining_and_cleartext_h2() -> None:
+    c = clients.get("chromium")
+    assert c.protocols == frozenset({"h1c", "h1s", "h2s"})
+
+
+def test_launch_flags_per_protocol() -> None:
+    hosts = {"o2.h2lab.test": "10.2.0.2", "o1.h2lab.test": "10.2.0.1"}
+    h2 = launch_flags("h2s", hosts, "AAAA=")
+    h1 = launch_flags("h1s", hosts, "AAAA=")
+    assert "--disable-http2" in h1 and "--disable-http2" not in h2
+    assert "--no-sandbox" in h2 and "--disable-quic" in h2
+    rules = next(f for f in h2 if f.startswith("--host-resolver-rules="))
+    assert rules == (
+        "--host-resolver-rules=MAP o1.h2lab.test 10.2.0.1, MAP o2.h2lab.test 10.2.0.2, "
+        "MAP * ~NOTFOUND"
+    )
+    assert "--ignore-certificate-errors-spki-list=AAAA=" in h2
+    assert not any(f == "--ignore-certificate-errors" for f in h2)
+    # h1c must not be upgraded to https behind our back
+    assert any("HttpsUpgrades" in f for f in launch_flags("h1c", hosts, None))
+
+
+def test_page_url_scheme_per_protocol(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("H2LAB_CACHE", str(tmp_path))
+    page = resolve_page("synthetic:n=2,size=1KB,origins=1")
+    assert page_url(page, "h1c") == "http://o1.h2lab.test/index.html"
+    assert page_url(page, "h2s") == "https://o1.h2lab.test/index.html"
+
+
+def _jpeg(colour: tuple[int, int, int]) -> str:
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 30), colour).save(buf, "JPEG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def test_trace_frames_are_timed_from_the_main_frame_navigation() -> None:
+    trace = {
+        "traceEvents": [
+            {"name": "Screenshot", "ts": 900_000, "args": {"snapshot": _jpeg((255, 255, 255))}},
+            {
+                "name": "navigationStart",
+                "ts": 500_000,
+                "args": {"data": {"isLoadingMainFrame": True, "documentLoaderURL": ""}},
+            },
+            {
+                "name": "navigationStart",
+                "ts": 1_000_000,
+                "args": {
+                    "data": {"isLoadingMainFrame": True, "documentLoaderURL": "https://a.test/"}
+                },
+            },
+            {"name": "Screenshot", "ts": 1_250_000, "args": {"snapshot": _jpeg((200, 0, 0))}},
+            {"name": "Screenshot", "ts": 1_400_000, "args": {"snapshot": _jpeg((0, 0, 200))}},
+        ]
+    }
+    nav_s, frames = trace_frames(trace)
+    assert nav_s == 1.0
+    assert [f.t_ms for f in frames] == [250.0, 400.0]
+
+
+def test_network_log_rows_and_har() -> None:
+    log = NetworkLog()
+    log.on(
+        "Network.requestWillBeSent",
+        {
+            "requestId": "1",
+            "timestamp": 10.0,
+            "request": {"url": "https://o1.h2lab.test/a.png", "initialPriority": "Low"},
+        },
+    )
+    log.on(
+        "Network.responseReceived",
+        {
+            "requestId": "1",
+            "response": {
+                "protocol": "h2",
+                "connectionId": 42,
+                "status": 200,
+                "timing": {"requestTime": 10.0, "receiveHeadersEnd": 30.0},
+            },
+        },
+    )
+    log.on("Network.dataReceived", {"requestId": "1", "dataLength": 600})
+    log.on("Network.dataReceived", {"requestId": "1", "dataLength": 400})
+    log.on("Network.loadingFinished", {"requestId": "1", "timestamp": 10.05})
+    log.on(
+        "Network.requestWillBeSent",
+        {"requestId": "2", "timestamp": 10.01, "request": {"url": "https://o1.h2lab.test/b"}},
+    )
+    log.on("Network.loadingFailed", {"requestId": "2", "timestamp": 10.02, "errorText": "x"})
+    (row,) = log.resources(t0_s=9.99)
+    assert row.origin == "o1.h2lab.test"
+    assert row.start_ms == pytest.approx(10.0)
+    assert row.ttfb_ms == pytest.approx(40.0)
+    assert row.end_ms == pytest.approx(60.0)
+    assert (row.bytes, row.protocol, row.connection, row.priority) == (1000, "h2", "42", "Low")
+    har = log.har("https://o1.h2lab.test/", 9.99, {"plt_ms": 70.0})
+    (entry,) = har["log"]["entries"]
+    assert entry["connection"] == "42"
+    assert entry["response"]["httpVersion"] == "h2"
+    assert entry["_priority"] == "Low"
+    assert har["log"]["pages"][0]["pageTimings"]["onLoad"] == 70.0
