@@ -45,6 +45,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,7 +61,8 @@ from h2lab.pages import Page
 from h2lab.servers import PORTS
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, CDPSession, Playwright
+    from playwright.sync_api import Browser, BrowserContext, CDPSession, Playwright
+    from playwright.sync_api import Page as PlaywrightPage
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 """Debian's binary, without the /usr/bin/chromium shell wrapper (and its /etc/chromium.d)."""
@@ -387,12 +389,30 @@ def trace_frames(trace: Mapping[str, Any]) -> tuple[float | None, list[Frame]]:
 
 
 @dataclass
+class _Tab:
+    context: BrowserContext
+    page: PlaywrightPage
+    log: NetworkLog
+
+
+@dataclass
+class _Raw:
+    """What a page load leaves for the analysis."""
+
+    trace: bytes
+    timing: dict[str, Any]
+    log: NetworkLog
+
+
+@dataclass
 class _Browser:
     browser: Browser
     netns: str
     generation: int
     status_file: Path
     pid_file: Path
+    spare: _Tab | None = None
+    """the next trial's context and page, made ready after the previous trial"""
 
 
 class Chromium:
@@ -405,6 +425,7 @@ class Chromium:
         self._pw: Playwright | None = None
         self._browsers: dict[tuple[str, ...], _Browser] = {}
         self._last: dict[str, _Browser] = {}
+        self._spki: dict[Path, str] = {}
         self._dir: Path | None = None
 
     def version(self) -> str:
@@ -422,9 +443,11 @@ class Chromium:
     def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
         spki = None
         if ctx.tls_dir is not None:
-            from h2lab.tls import LocalCA
+            if ctx.tls_dir not in self._spki:
+                from h2lab.tls import LocalCA
 
-            spki = LocalCA(ctx.tls_dir).spki_sha256()
+                self._spki[ctx.tls_dir] = LocalCA(ctx.tls_dir).spki_sha256()
+            spki = self._spki[ctx.tls_dir]
         flags = launch_flags(protocol, ctx.hosts, spki)
         current = self._browsers.get(flags)
         if current is not None:
@@ -509,37 +532,59 @@ class Chromium:
         self._last[protocol] = handle
         url = page_url(page, protocol)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        device = DEVICES[self.options.device]
-        browser = handle.browser
+        tab, handle.spare = handle.spare, None
         try:
-            context = browser.new_context(
-                viewport={"width": device.width, "height": device.height},
-                device_scale_factor=device.scale,
-                is_mobile=device.mobile,
-                has_touch=device.mobile,
-                service_workers="block",
-            )
-        except Exception as exc:
-            raise self._failure(handle, protocol, exc, ctx) from None
-        try:
-            return self._load_in(context, browser, url, ctx)
+            if tab is None:
+                tab = self._new_tab(handle.browser)
+            raw = self._measure(tab, handle.browser, url, ctx)
         except TrialFailed:
             raise
         except Exception as exc:
             raise self._failure(handle, protocol, exc, ctx) from None
         finally:
-            with contextlib.suppress(Exception):
-                context.close()
+            if tab is not None:
+                with contextlib.suppress(Exception):
+                    tab.context.close()
             if self.options.restart:
                 for flags, h in list(self._browsers.items()):
                     if h is handle:
                         self._close_browser(flags)
+        # The analysis (trace, SpeedIndex, HAR) runs on a second thread while this one gets
+        # the next trial's context and page ready in the same browser: the two use different
+        # cores, and neither overlaps a measured page load.
+        outcome: list[LoadResult | BaseException] = []
 
-    def _load_in(self, context: Any, browser: Browser, url: str, ctx: LoadContext) -> LoadResult:
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+        def analyse() -> None:
+            try:
+                outcome.append(self._analyse(raw, url, ctx))
+            except BaseException as exc:  # handed to the caller below
+                outcome.append(exc)
 
-        tab = context.new_page()
-        cdp: CDPSession = context.new_cdp_session(tab)
+        worker = threading.Thread(target=analyse, name="chromium-analysis")
+        worker.start()
+        try:
+            if not self.options.restart and handle.browser.is_connected():
+                with contextlib.suppress(Exception):
+                    handle.spare = self._new_tab(handle.browser)
+        finally:
+            worker.join()
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _new_tab(self, browser: Browser) -> _Tab:
+        """A new browser context with one blank page and its DevTools session listening."""
+        device = DEVICES[self.options.device]
+        context = browser.new_context(
+            viewport={"width": device.width, "height": device.height},
+            device_scale_factor=device.scale,
+            is_mobile=device.mobile,
+            has_touch=device.mobile,
+            service_workers="block",
+        )
+        page = context.new_page()
+        cdp: CDPSession = context.new_cdp_session(page)
         log = NetworkLog()
         for method in (
             "Network.requestWillBeSent",
@@ -554,24 +599,35 @@ class Chromium:
         cdp.send("Network.enable")
         if self.options.cpu_slowdown > 1:
             cdp.send("Emulation.setCPUThrottlingRate", {"rate": self.options.cpu_slowdown})
-        browser.start_tracing(page=tab, screenshots=True, categories=list(TRACE_CATEGORIES))
+        return _Tab(context, page, log)
+
+    def _measure(self, tab: _Tab, browser: Browser, url: str, ctx: LoadContext) -> _Raw:
+        """The page load itself: tracing on, navigate, wait for load, tracing off."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        browser.start_tracing(page=tab.page, screenshots=True, categories=list(TRACE_CATEGORIES))
         tracing = True
         try:
             try:
-                tab.goto(url, wait_until="load", timeout=ctx.timeout_s * 1000)
+                tab.page.goto(url, wait_until="load", timeout=ctx.timeout_s * 1000)
             except PlaywrightTimeout:
                 raise TrialFailed(
                     f"page did not finish loading within the trial timeout of {ctx.timeout_s:g} s "
                     f"(no load event for {url})"
                 ) from None
-            timing = tab.evaluate(_AFTER_LOAD_JS, SCREENSHOT_SETTLE_MS)
-            trace = json.loads(browser.stop_tracing())
+            timing = tab.page.evaluate(_AFTER_LOAD_JS, SCREENSHOT_SETTLE_MS)
+            trace = browser.stop_tracing()
             tracing = False
         finally:
             if tracing:
                 with contextlib.suppress(Exception):
                     browser.stop_tracing()
-        nav_s, frames = trace_frames(trace)
+        return _Raw(trace, timing, tab.log)
+
+    def _analyse(self, raw: _Raw, url: str, ctx: LoadContext) -> LoadResult:
+        """Pure but for writing the trial's artifacts: metrics, resources and HAR of a load."""
+        timing, log = raw.timing, raw.log
+        nav_s, frames = trace_frames(json.loads(raw.trace))
         requests = log.finished()
         if not requests:
             raise TrialFailed(f"chromium fetched nothing from {url}")
