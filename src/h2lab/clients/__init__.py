@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -46,16 +46,11 @@ class ResourceTiming:
     """the client's priority for the request, as it reports it (Chromium: VeryHigh..VeryLow)"""
 
 
-@dataclass(frozen=True)
-class LoadResult:
-    pdt_ms: float
-    """first request sent -> last byte of the last response (seed 002)"""
-    body_bytes: int
-    request_header_bytes: int | None
-    response_header_bytes: int | None
-    resources: tuple[ResourceTiming, ...]
-    plt_ms: float | None = None
-    """loadEventEnd, from navigation start (browsers only)"""
+@dataclass(frozen=True, kw_only=True)
+class PageMetrics:
+    """The page-level metrics only a browser measures, from navigation start (NULL in the
+    store for other clients)."""
+
     ttfb_ms: float | None = None
     dcl_ms: float | None = None
     """domContentLoadedEventStart"""
@@ -66,16 +61,19 @@ class LoadResult:
     visual_complete_ms: float | None = None
 
 
-PAGE_METRICS = (
-    "ttfb_ms",
-    "dcl_ms",
-    "fp_ms",
-    "fcp_ms",
-    "lcp_ms",
-    "speed_index_ms",
-    "visual_complete_ms",
-)
-"""The page-level metrics only a browser measures (NULL in the store for other clients)."""
+PAGE_METRICS = tuple(f.name for f in fields(PageMetrics))
+
+
+@dataclass(frozen=True)
+class LoadResult(PageMetrics):
+    pdt_ms: float
+    """first request sent -> last byte of the last response (seed 002)"""
+    body_bytes: int
+    request_header_bytes: int | None
+    response_header_bytes: int | None
+    resources: tuple[ResourceTiming, ...]
+    plt_ms: float | None = None
+    """loadEventEnd, from navigation start (browsers only)"""
 
 
 class ClientAdapter(Protocol):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h2lab.clients import ResourceTiming
+from h2lab.clients import PAGE_METRICS, PageMetrics, ResourceTiming
 
 SCHEMA_VERSION = 2  # 2: page-level browser metrics, resource priority
 
@@ -42,13 +42,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "retransmits": "INTEGER",
     "request_header_bytes": "INTEGER",
     "response_header_bytes": "INTEGER",
-    "ttfb_ms": "REAL",
-    "dcl_ms": "REAL",
-    "fp_ms": "REAL",
-    "fcp_ms": "REAL",
-    "lcp_ms": "REAL",
-    "speed_index_ms": "REAL",
-    "visual_complete_ms": "REAL",
+    **dict.fromkeys(PAGE_METRICS, "REAL"),
     "config_json": "TEXT NOT NULL",
     "versions_json": "TEXT NOT NULL",
 }
@@ -68,7 +62,7 @@ RESOURCE_COLUMNS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class TrialRecord:
+class TrialRecord(PageMetrics):
     """One trial's outcome with every metric in its unit; ``id`` is set by the store."""
 
     trial_key: str
@@ -100,13 +94,6 @@ class TrialRecord:
     response_header_bytes: int | None
     config_json: str
     versions_json: str
-    ttfb_ms: float | None = None
-    dcl_ms: float | None = None
-    fp_ms: float | None = None
-    fcp_ms: float | None = None
-    lcp_ms: float | None = None
-    speed_index_ms: float | None = None
-    visual_complete_ms: float | None = None
     id: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
