@@ -107,6 +107,14 @@ def wait_until(
         time.sleep(poll_s)
 
 
+def read_int_file(path: Path) -> int | None:
+    """The integer a pid or status file holds (None: missing, empty or half written)."""
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 
 from h2lab.net import netns
+from h2lab.runner.matrix import expand
+from h2lab.runner.run import run_trials
+from h2lab.spec.experiment import Experiment, validate_factors
+from h2lab.store import Store, TrialRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")
@@ -41,3 +45,17 @@ def lab_processes() -> list[str]:
 
 def h2lab_netns() -> list[str]:
     return [n for n in netns.list_netns() if n.startswith(("h2lab-", "ns-left-", "ns-rattan-"))]
+
+
+def run_experiment(
+    out: Path, name: str, factors: dict[str, list[str]], *, seed: int, repetitions: int
+) -> list[TrialRecord]:
+    """Run every trial of a small experiment into the store at ``out``; the records written."""
+    exp = Experiment(
+        name=name, factors=validate_factors("test", factors), seed=seed, repetitions=repetitions
+    )
+    store = Store(out)
+    try:
+        return run_trials(expand(exp), store, timeout_s=60)
+    finally:
+        store.close()

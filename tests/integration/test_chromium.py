@@ -22,11 +22,8 @@ from h2lab.errors import TrialFailed
 from h2lab.net import netns
 from h2lab.net.lab import Lab, Link, TcpSettings
 from h2lab.pages import Page, Resource, resolve_page
-from h2lab.runner.matrix import expand
-from h2lab.runner.run import run_trials
-from h2lab.spec.experiment import Experiment, validate_factors
 from h2lab.spec.network import parse_network
-from h2lab.store import Store
+from tests.integration.conftest import run_experiment
 
 HERE = Path(__file__).parent
 VIS_HOST = "vis.h2lab.test"
@@ -153,21 +150,18 @@ def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(
 def test_back_to_back_trials_are_isolated(tmp_path: Path) -> None:
     page_spec = "synthetic:n=12,size=30KB,origins=1"
     rtt_ms, rate = 40, "20Mbps"
-    factors = validate_factors(
-        "test",
+    records = run_experiment(
+        tmp_path,
+        "isolation",
         {
             "protocol": ["h2s", "h1s"],
             "network": [f"rtt={rtt_ms}ms,rate={rate}"],
             "page": [page_spec],
             "client": ["chromium"],
         },
+        seed=3,
+        repetitions=3,
     )
-    exp = Experiment(name="isolation", factors=factors, seed=3, repetitions=3)
-    store = Store(tmp_path)
-    try:
-        records = run_trials(expand(exp), store, timeout_s=60)
-    finally:
-        store.close()
     page = resolve_page(page_spec)
     assert [r.status for r in records] == ["ok"] * 6, [r.error for r in records]
     db = sqlite3.connect(tmp_path / "results.sqlite")

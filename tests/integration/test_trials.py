@@ -6,29 +6,23 @@ import sqlite3
 from pathlib import Path
 
 from h2lab.pages import resolve_page
-from h2lab.runner.matrix import expand
-from h2lab.runner.run import run_trials
-from h2lab.spec.experiment import Experiment, validate_factors
-from h2lab.store import Store
+from tests.integration.conftest import run_experiment
 
 DEMO_PAGE = "synthetic:n=32,size=10KB,origins=2"
 
 
 def test_all_protocols_run_and_land_in_store(tmp_path: Path) -> None:
-    factors = validate_factors(
-        "test",
+    records = run_experiment(
+        tmp_path,
+        "protocols",
         {
             "protocol": ["h1c", "h1p", "h1s", "h2c", "h2s"],
             "network": ["rtt=40ms,down=10Mbps,up=2Mbps"],
             "page": [DEMO_PAGE],
         },
+        seed=5,
+        repetitions=1,
     )
-    exp = Experiment(name="protocols", factors=factors, seed=5, repetitions=1)
-    store = Store(tmp_path)
-    try:
-        records = run_trials(expand(exp), store, timeout_s=60)
-    finally:
-        store.close()
     page = resolve_page(DEMO_PAGE)
     by_proto = {r.protocol: r for r in records}
     assert set(by_proto) == {"h1c", "h1p", "h1s", "h2c", "h2s"}

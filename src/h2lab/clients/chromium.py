@@ -503,9 +503,14 @@ class Chromium:
             return
         with contextlib.suppress(Exception):
             handle.browser.close()
-        pid = _read_int(handle.pid_file)
+        pid = procs.read_int_file(handle.pid_file)
         if pid and procs.pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+    def _close_handle(self, handle: _Browser) -> None:
+        for flags, h in list(self._browsers.items()):
+            if h is handle:
+                self._close_browser(flags)
 
     def close(self) -> None:
         for flags in list(self._browsers):
@@ -521,7 +526,7 @@ class Chromium:
     def browser_pid(self, protocol: str) -> int | None:
         """The Chromium main process that ran ``protocol`` last (tests kill it)."""
         handle = self._last.get(protocol)
-        return None if handle is None else _read_int(handle.pid_file)
+        return None if handle is None else procs.read_int_file(handle.pid_file)
 
     # -- one page load
 
@@ -546,9 +551,7 @@ class Chromium:
                 with contextlib.suppress(Exception):
                     tab.context.close()
             if self.options.restart:
-                for flags, h in list(self._browsers.items()):
-                    if h is handle:
-                        self._close_browser(flags)
+                self._close_handle(handle)
         # The analysis (trace, SpeedIndex, HAR) runs on a second thread while this one gets
         # the next trial's context and page ready in the same browser: the two use different
         # cores, and neither overlaps a measured page load.
@@ -689,10 +692,8 @@ class Chromium:
             if handle.browser.is_connected():
                 break
             time.sleep(0.05)
-        status = _read_int(handle.status_file)
-        for flags, h in list(self._browsers.items()):
-            if h is handle:
-                self._close_browser(flags)
+        status = procs.read_int_file(handle.status_file)
+        self._close_handle(handle)
         if status is not None:
             how = (
                 f"killed by {signal.Signals(status - 128).name}"
@@ -706,13 +707,6 @@ class Chromium:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def _make(options: Mapping[str, str]) -> Chromium:

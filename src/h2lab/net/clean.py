@@ -12,12 +12,8 @@ from h2lab.paths import state_root
 
 
 def _owner_alive(lab_id: str) -> bool:
-    pid_file = state_root() / lab_id / "owner.pid"
-    try:
-        pid = int(pid_file.read_text())
-    except (OSError, ValueError):
-        return False
-    return pid != os.getpid() and procs.pid_alive(pid)
+    pid = procs.read_int_file(state_root() / lab_id / "owner.pid")
+    return pid is not None and pid != os.getpid() and procs.pid_alive(pid)
 
 
 def stale_instances(include_live: bool = False) -> list[str]:

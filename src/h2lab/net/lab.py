@@ -219,12 +219,12 @@ def socket_buffer_caps(profile: NetworkProfile) -> tuple[int, int]:
     return cap, cap
 
 
-def apply_tcp(ns: str, tcp: TcpSettings, buffer_caps: tuple[int, int] | None = None) -> None:
+def apply_tcp(ns: str, tcp: TcpSettings, buffer_caps: tuple[int, int]) -> None:
     allow_congestion_control(tcp.congestion_control)
     netns.sysctl(ns, "net.ipv4.tcp_congestion_control", tcp.congestion_control)
     # No cached ssthresh/RTT from earlier trials (tcp_metrics), so each trial starts cold.
     netns.sysctl(ns, "net.ipv4.tcp_no_metrics_save", "1")
-    wmem, rmem = buffer_caps or (SOCKET_BUFFER_MIN_CAP_BYTES, SOCKET_BUFFER_MIN_CAP_BYTES)
+    wmem, rmem = buffer_caps
     netns.sysctl(ns, "net.ipv4.tcp_wmem", f"4096 16384 {wmem}")
     netns.sysctl(ns, "net.ipv4.tcp_rmem", f"4096 131072 {rmem}")
     routes = json.loads(procs.run(netns.exec_argv(ns, ["ip", "-j", "route", "show"])) or "[]")
@@ -247,7 +247,7 @@ def teardown_link(lab_id: str, link_dir: Path) -> None:
     _restore_rmem_default(link_dir)
     # Whatever a client left in the namespace (a browser kept across trials) goes first.
     if netns.netns_path(client_ns).exists():
-        ours = {_read_pid(link_dir / "holder.pid"), _read_pid(link_dir / "rattan.pid")}
+        ours = {procs.read_int_file(link_dir / n) for n in ("holder.pid", "rattan.pid")}
         for pid in netns.pids_in(client_ns):
             if pid not in ours:
                 _kill(pid)
@@ -287,13 +287,6 @@ def _new_rattan_netns(before: set[str]) -> list[str]:
         if name.startswith("ns-left-") and name not in before and not netns.pids_in(name):
             names += [name, "ns-rattan-" + name.removeprefix("ns-left-")]
     return names
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _kill(pid: int, first: signal.Signals = signal.SIGTERM) -> None:
