@@ -2,6 +2,7 @@
 .PHONY: setup demo test lint unit integration clean
 
 VENV := .venv/bin
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 
 setup:
 	@scripts/setup.sh
@@ -13,6 +14,9 @@ lint: setup
 	$(VENV)/ruff check src tests
 	$(VENV)/ruff format --check src tests
 	$(VENV)/mypy
+	test -z "$$(cd origin && $(dir $(GO))gofmt -l .)" || { echo "gofmt: run gofmt -w origin"; exit 1; }
+	cd origin && GOTOOLCHAIN=local $(GO) vet -tags http2legacy ./... \
+	  && GOTOOLCHAIN=local $(GO) test -count=1 -tags http2legacy ./...
 
 test: setup lint
 	$(VENV)/pytest

@@ -222,7 +222,7 @@ def summary_line(rows: Sequence[Row]) -> str:
 
 def fetch_once(link: Link, page: Page, protocol: str, work_dir: Path) -> Fetch:
     """One h2load run in the client namespace for the page's single object."""
-    obj = page.resources[1]  # resources[0] is index.html; the object is what we time
+    obj = next(r for r in page.resources if r != page.entry)  # the object, not index.html
     log = work_dir / "h2load.log"
     log.unlink(missing_ok=True)
     argv = [
@@ -244,20 +244,25 @@ def fetch_once(link: Link, page: Page, protocol: str, work_dir: Path) -> Fetch:
 
 
 @contextmanager
-def serving(lab: Lab, page: Page) -> Iterator[None]:
+def serving(lab: Lab, page: Page, server: str) -> Iterator[None]:
     lab.set_origins(page.origins)
     ctx = ServeContext(lab.servers_ns, lab.origin_ips, lab.state_dir / "srv", lab.state_dir / "tls")
-    with get_server(SERVER).serve(page, ctx):
+    with get_server(server).serve(page, ctx):
         yield
 
 
-def run(rtts_ms: Sequence[int], repetitions: int) -> list[Row]:
+def run(
+    rtts_ms: Sequence[int],
+    repetitions: int,
+    server: str = SERVER,
+    sizes: Sequence[str] = SIZES,
+) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="h2lab-lower-bound-") as tmp, Lab() as lab:
-        for size in SIZES:
+        for size in sizes:
             page = resolve_page(f"synthetic:n=1,size={size},origins=1")
-            size_bytes = page.resources[1].size_bytes
-            with serving(lab, page):
+            size_bytes = next(r for r in page.resources if r != page.entry).size_bytes
+            with serving(lab, page, server):
                 for rtt_ms in rtts_ms:
                     profile = parse_network(f"rtt={rtt_ms}ms,rate={RATE}")
                     fetches: dict[str, list[Fetch]] = {p: [] for p in PROTOCOLS}
@@ -301,19 +306,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help=f"RTT {QUICK_RTTS_MS[0]} ms only, {QUICK_REPETITIONS} repetitions",
     )
+    parser.add_argument("--server", default=SERVER, help="server spec (default nginx)")
+    parser.add_argument("--sizes", help="object sizes, comma-separated (default: all)")
+    parser.add_argument("--rtts", help="RTTs in ms, comma-separated (default: all)")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         print("bench/lower_bound.py needs root (network namespaces)", file=sys.stderr)
         return 2
-    rtts = QUICK_RTTS_MS if args.quick else RTTS_MS
+    rtts: tuple[int, ...] = QUICK_RTTS_MS if args.quick else RTTS_MS
+    if args.rtts:
+        rtts = tuple(int(x) for x in args.rtts.split(","))
     reps = QUICK_REPETITIONS if args.quick else REPETITIONS
+    sizes = tuple(args.sizes.split(",")) if args.sizes else SIZES
     try:
-        rows = run(rtts, reps)
+        rows = run(rtts, reps, args.server, sizes)
     except H2LabError as exc:
         print(f"error: {exc.line()}", file=sys.stderr)
         return 2
     print(
-        f"\nsingle-object fetch on a fresh connection at {RATE}, no loss; measured = h2load "
+        f"\nserver {args.server}: single-object fetch on a fresh connection at {RATE}, no loss; "
+        "measured = h2load "
         "'time for connect' + request duration (SYN -> last byte), ms\n"
     )
     print(format_table(rows))

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 CACHE="${H2LAB_CACHE:-$HOME/.cache/h2lab}"
 RATTAN_VERSION=0.1.1   # keep in sync with src/h2lab/net/rattan.py RATTAN_VERSION
 UV_VERSION=0.13.8
-DEB_PACKAGES=(nginx nghttp2-client iperf3 iproute2 iputils-ping util-linux procps chromium)
+DEB_PACKAGES=(nginx h2o apache2 haproxy nghttp2-client curl iperf3 iproute2 iputils-ping
+              util-linux procps chromium apache2-doc)
 
 mkdir -p "$CACHE"
 t0=$(date +%s%N)
@@ -21,7 +22,14 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing Debian packages: ${missing[*]}"
   apt-get update -qq
+  # Servers are started by h2lab inside its namespaces, never as host services: keep the
+  # packages' init scripts from starting them (policy-rc.d exit 101 = "action forbidden").
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; trap 'rm -f "$policy"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if trap -p EXIT | grep -q policy; then rm -f "$policy"; trap - EXIT; fi
 fi
 
 RATTAN="$CACHE/rattan-$RATTAN_VERSION/bin/rattan"
@@ -39,6 +47,11 @@ if [ ! -x "$UV" ]; then
   "$CACHE/uv-$UV_VERSION/bin/pip" install -q "uv==$UV_VERSION"
 fi
 UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python python3.11 --quiet
+
+# h2lab's own origin server (Go, origin/): modules from the Go proxy once, then a build cached
+# under $CACHE/origin-<source hash> (the adapter rebuilds when the sources change).
+.venv/bin/python -c "from h2lab.servers.origin import ensure_built; ensure_built()" \
+  || { say "building the Go origin server failed"; exit 1; }
 
 t1=$(date +%s%N)
 say "ready in $(( (t1 - t0) / 1000000 )) ms (rattan $RATTAN_VERSION, $(nginx -v 2>&1 | cut -d/ -f2), h2load $(h2load --version | awk '{print $2}'))"

@@ -73,7 +73,11 @@ def _run_experiment(exp_path: Path | None, exp: object, out: Path) -> None:
                 "name": exp.name,
                 "source": str(exp_path or exp.source),
                 "seed": exp.seed,
+                "repetitions": exp.repetitions,
+                "retries": exp.retries,
+                "warmup": exp.warmup,
                 "trials": len(trials),
+                "text": exp_path.read_text() if exp_path else None,
             },
             indent=1,
         )
@@ -96,7 +100,13 @@ def _run_experiment(exp_path: Path | None, exp: object, out: Path) -> None:
                     status = "resumed"
                 progress.update(task, advance=1, status=status)
 
-            run_trials(trials, store, timeout_s=exp.timeout_s, on_progress=on_progress)
+            run_trials(
+                trials,
+                store,
+                timeout_s=exp.timeout_s,
+                retries=exp.retries,
+                on_progress=on_progress,
+            )
     finally:
         store.close()
 
@@ -147,33 +157,42 @@ def _summary_tables(out: Path) -> list[Table]:
 def run(
     experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")],
     out: Annotated[Path, typer.Option("--out", help="results folder (resumes if it exists)")],
+    quick: Annotated[
+        bool, typer.Option("--quick", help="the file's [quick] variant: fewer repetitions/levels")
+    ] = False,
 ) -> None:
     """Run an experiment: every trial is stored in OUT/results.sqlite as it ends; a rerun
-    into the same OUT skips trials already stored."""
+    into the same OUT skips trials already stored. Ends by writing OUT/report.html."""
+    from h2lab.report import write_report
     from h2lab.spec.experiment import load_experiment
 
-    exp = load_experiment(experiment)
+    exp = load_experiment(experiment, quick=quick)
     _run_experiment(experiment, exp, out)
     for table in _summary_tables(out):
         console.print(table)
+    print(f"report: {write_report(out)}")
 
 
 @app.command()
 def validate(experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")]) -> None:
-    """Check an experiment file without running it; print how many trials it expands to."""
+    """Check an experiment file (and its [quick] variant) without running it; print how many
+    trials it expands to."""
     from h2lab.runner.matrix import expand
     from h2lab.spec.experiment import load_experiment
 
     exp = load_experiment(experiment)
+    quick = load_experiment(experiment, quick=True)
+    extra = f" ({len(expand(quick))} with --quick)" if "quick" in experiment.read_text() else ""
     # plain print: one line however long the path (rich would wrap it)
-    print(f"{experiment}: ok, {len(expand(exp))} trials")
+    print(f"{experiment}: ok, {len(expand(exp))} trials{extra}")
 
 
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="results folder")] = Path("h2lab-out/demo"),
 ) -> None:
-    """Run the shipped demo experiment (experiments/demo.toml) and print its table."""
+    """Run the shipped demo experiment (experiments/demo.toml), print its table and write
+    its report."""
     from h2lab.spec.experiment import load_experiment
 
     exp = load_experiment(DEMO_EXPERIMENT)
@@ -185,6 +204,9 @@ def demo(
         "loadEventEnd; speed_index_ms: WebPageTest's SpeedIndex (browsers only). Paired ratio: "
         "median over blocks of metric(h2)/metric(h1); below 1 means h2 was faster."
     )
+    from h2lab.report import write_report
+
+    print(f"report: {write_report(out)}")
 
 
 _FLAG_FOR = {
@@ -200,7 +222,10 @@ _FLAG_FOR = {
 
 @app.command()
 def load(
-    page: Annotated[str, typer.Argument(help="synthetic:n=64,size=10KB,origins=1")],
+    page: Annotated[
+        str,
+        typer.Argument(help="synthetic:n=64,size=10KB,origins=1, warc:FILE, har:FILE, a page id"),
+    ],
     protocol: Annotated[str, typer.Option(help="h1c, h1p, h1s, h2c or h2s (comma list ok)")],
     network: Annotated[str, typer.Option(help="profile name or rtt=..,down=..,up=..,loss=..")],
     server: Annotated[str, typer.Option(help="server")] = "nginx",
@@ -287,6 +312,17 @@ def export(
             console.print(str(path))
     finally:
         store.close()
+
+
+@app.command()
+def report(out: Annotated[Path, typer.Argument(help="results folder")]) -> None:
+    """Write OUT/report.html (one self-contained file: verdicts with CIs, figures, decision
+    tree, waterfalls, filmstrips) and CSV + Parquet of trials and resources."""
+    from h2lab.report import write_report
+
+    if not (out / "results.sqlite").exists():
+        raise SpecError(str(out), "results.sqlite", "no results store in this folder")
+    print(f"report: {write_report(out)}")
 
 
 @app.command()
@@ -391,6 +427,140 @@ def net_shell(
         shell = os.environ.get("SHELL", "/bin/bash")
         env = {**os.environ, "H2LAB_NETWORK": network.describe(), "PS1": "[h2lab] \\w$ "}
         subprocess.run(exec_argv(link.client_ns, [shell]), env=env, check=False)
+
+
+pages_app = typer.Typer(help="Pages: list, show, generate, import and check stored pages.")
+app.add_typer(pages_app, name="pages")
+
+
+def _page_row(page: object) -> tuple[str, ...]:
+    from h2lab.pages import Page
+
+    assert isinstance(page, Page)
+    return (
+        page.digest,
+        page.name,
+        str(len(page.origins)),
+        str(len(page.resources)),
+        f"{page.total_body_bytes / 1000:.1f}",
+        page.entry.url(page.schemes.get(page.entry.origin, "https")),
+    )
+
+
+def _pages_table(title: str, pages: list[object]) -> Table:
+    table = Table(title=title)
+    for col in ("id", "name", "origins", "resources", "body_kB", "entry"):
+        table.add_column(col)
+    for p in pages:
+        table.add_row(*_page_row(p))
+    return table
+
+
+@pages_app.command("list")
+def pages_list() -> None:
+    """List the stored pages (imported and generated) with their ids."""
+    from h2lab.pages.manifest import load_page, pages_root
+
+    pages = []
+    for mf in sorted(pages_root().glob("*/manifest.json")):
+        try:
+            pages.append(load_page(mf.parent))
+        except H2LabError as exc:
+            err.print(f"skipped {mf.parent.name}: {exc.line()}")
+    console.print(_pages_table(f"pages in {pages_root()}", pages))  # type: ignore[arg-type]
+
+
+@pages_app.command("show")
+def pages_show(
+    page: Annotated[str, typer.Argument(help="page id, name, spec or folder")],
+    limit: Annotated[int, typer.Option(help="resources to list (0: all)", min=0)] = 40,
+) -> None:
+    """Show a page: origins, and its resources with status, type and size."""
+    from h2lab.pages import resolve_page
+
+    p = resolve_page(page, "command line")
+    console.print(_pages_table(p.source or p.name, [p]))
+    table = Table(title="resources")
+    for col in ("#", "method", "status", "url", "content_type", "body_B"):
+        table.add_column(col)
+    shown = p.resources if limit == 0 else p.resources[:limit]
+    for i, r in enumerate(shown):
+        table.add_row(str(i), r.method, str(r.status), r.url(), r.content_type, str(r.size_bytes))
+    console.print(table)
+    if len(shown) < len(p.resources):
+        console.print(f"... {len(p.resources) - len(shown)} more (--limit 0 lists all)")
+
+
+@pages_app.command("synth")
+def pages_synth(
+    spec: Annotated[str, typer.Argument(help="generator spec, e.g. synthetic:n=64,size=10KB")],
+) -> None:
+    """Generate a synthetic page (once; the same spec gives the same page id)."""
+    from h2lab.pages import resolve_page
+
+    if not spec.startswith("synthetic:"):
+        raise SpecError("command line", "SPEC", f"expected synthetic:..., got {spec!r}")
+    p = resolve_page(spec, "command line")
+    console.print(_pages_table("generated", [p]))
+
+
+@pages_app.command("import")
+def pages_import(
+    source: Annotated[str, typer.Argument(help="FILE.warc[.gz], FILE.har, or FOLDER[#ENTRY]")],
+    name: Annotated[str | None, typer.Option(help="page name (default: from the file)")] = None,
+    host: Annotated[str | None, typer.Option(help="folder import: the origin's host name")] = None,
+    follow_symlinks: Annotated[
+        bool, typer.Option(help="folder import: follow symlinks that leave the folder")
+    ] = False,
+) -> None:
+    """Import a real page (WARC, HAR with bodies, or a folder) into the page store; prints
+    its id, and a note for each response skipped or dropped."""
+    from h2lab.pages.importers import read_capture, read_folder, store
+
+    spec = source
+    kind = source.split(":", 1)[0]
+    if kind not in ("warc", "har", "dir"):
+        path = source.split("#", 1)[0]
+        if Path(path).is_dir():
+            kind = "dir"
+        elif path.endswith((".warc", ".warc.gz")):
+            kind = "warc"
+        elif path.endswith(".har"):
+            kind = "har"
+        else:
+            raise SpecError(
+                "command line", "SOURCE", f"{source!r}: expected a .warc(.gz), a .har or a folder"
+            )
+        spec = f"{kind}:{source}"
+    if kind == "dir":
+        folder, _, entry = spec.removeprefix("dir:").partition("#")
+        capture = read_folder(
+            Path(folder), entry or None, host=host, follow_symlinks=follow_symlinks
+        )
+    else:
+        capture = read_capture(spec, "command line")
+    for note in capture.notes:
+        err.print(f"note: {note}")
+    page = store(capture, name)
+    console.print(_pages_table("imported", [page]))
+
+
+@pages_app.command("check")
+def pages_check(page: Annotated[str, typer.Argument(help="page id, name, spec or folder")]) -> None:
+    """Check a stored page: valid manifest, every body present with its size and hash."""
+    from h2lab.pages import resolve_page
+    from h2lab.pages.manifest import check_bodies
+
+    p = resolve_page(page, "command line")
+    problems = check_bodies(p)
+    for line in problems:
+        console.print(f"[red]{line}[/]")
+    console.print(
+        f"{p.name} ({p.digest}): {len(p.resources)} resources, {len(p.origins)} origins, "
+        f"{len(problems)} problem(s)"
+    )
+    if problems:
+        raise typer.Exit(1)
 
 
 @app.command()

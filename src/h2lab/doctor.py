@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab import procs
+from h2lab.paths import cache_root
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,10 @@ def checks() -> list[Check]:
         out.append(Check("rattan", False, exc.hint))
     tools = [
         ("nginx", ["nginx", "-v"], r"nginx/(\S+)", "apt-get install nginx"),
+        ("h2o", ["h2o", "--version"], r"h2o version (\S+)", "apt-get install h2o"),
+        ("apache2", ["apache2", "-v"], r"Apache/(\S+)", "apt-get install apache2"),
+        ("haproxy", ["haproxy", "-v"], r"HAProxy version (\S+)", "apt-get install haproxy"),
+        ("nghttp", ["nghttp", "--version"], r"nghttp2/(\S+)", "apt-get install nghttp2-client"),
         ("h2load", ["h2load", "--version"], r"nghttp2/(\S+)", "apt-get install nghttp2-client"),
         ("iperf3", ["iperf3", "--version"], r"iperf (\S+)", "apt-get install iperf3"),
         ("ip (iproute2)", ["ip", "-V"], r"iproute2-(\S+)", "apt-get install iproute2"),
@@ -58,6 +63,12 @@ def checks() -> list[Check]:
         out.append(Check("playwright (python)", True, version("playwright")))
     except PackageNotFoundError:
         out.append(Check("playwright (python)", False, "make setup (uv sync)"))
+    from h2lab.servers.origin import SOURCE_DIR, source_hash
+
+    built = cache_root() / f"origin-{source_hash(SOURCE_DIR)}"
+    out.append(
+        Check("h2lab origin (Go)", built.exists(), str(built) if built.exists() else "make setup")
+    )
     cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
     avail = cc.read_text().split() if cc.exists() else []
     out.append(Check("tcp congestion control", "cubic" in avail, " ".join(avail) or "unknown"))

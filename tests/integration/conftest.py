@@ -36,9 +36,11 @@ def _needs_root_and_leaves_nothing() -> Iterator[None]:
 
 
 def lab_processes() -> list[str]:
-    """Processes of the kinds h2lab starts (nginx, h2load, rattan), as 'pid cmd' lines."""
+    """Processes of the kinds h2lab starts (servers, load clients, rattan), as 'pid cmd'
+    lines."""
+    kinds = "nginx|h2o|apache2|haproxy|h2lab-origin|h2load|nghttp|rattan"
     out = subprocess.run(
-        ["pgrep", "-a", "-f", r"(^|/)(nginx|h2load|rattan)( |$)"], capture_output=True, text=True
+        ["pgrep", "-a", "-f", rf"(^|/)({kinds})( |$)"], capture_output=True, text=True
     ).stdout
     return [ln for ln in out.splitlines() if ln.strip()]
 

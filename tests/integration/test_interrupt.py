@@ -27,6 +27,8 @@ TOTAL_TRIALS = 6
 
 
 def _ok_keys(out: Path) -> list[str]:
+    if not (out / "results.sqlite").exists():
+        return []
     db = sqlite3.connect(out / "results.sqlite")
     try:
         return [r[0] for r in db.execute("SELECT trial_key FROM trials WHERE status = 'ok'")]
@@ -107,3 +109,48 @@ def test_kill9_then_clean_then_resume(tmp_path: Path) -> None:
     stored = _ok_keys(out)
     assert 1 <= len(stored) < TOTAL_TRIALS
     _rerun_finishes(exp, out, stored)
+
+
+SIXTY = """
+name = "kill9-five-times"
+seed = 5
+repetitions = 15
+timeout_s = 30
+[factors]
+protocol = ["h1c", "h1s", "h2c", "h2s"]
+network = ["rtt=2ms,rate=100Mbps"]
+page = ["synthetic:n=2,size=1KB,origins=1"]
+"""
+
+
+def test_kill9_five_times_at_random_points_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    """Issue #7: kill -9 a 60-trial run at random points five times, then resume: every trial
+    is stored exactly once (one ok row per key), none lost."""
+    import random
+
+    exp = tmp_path / "exp.toml"
+    exp.write_text(SIXTY)
+    out = tmp_path / "out"
+    rng = random.Random(2026)
+    stored_counts = []
+    for _ in range(5):
+        proc = _start(exp, out)
+        # a random point: after the lab is up and a few more trials are stored, plus a random
+        # fraction of a trial (so the kill lands before, inside or after a trial)
+        target = len(_ok_keys(out)) + rng.randint(1, 6)
+        _wait_for_trials(out, min(target, 59), proc, timeout_s=120)
+        time.sleep(rng.uniform(0, 0.4))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        stored_counts.append(len(_ok_keys(out)))
+    done = subprocess.run(
+        [H2LAB, "run", str(exp), "--out", str(out)], capture_output=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    keys = _ok_keys(out)
+    print(f"ok trials stored after each kill -9: {stored_counts}; after resume: {len(keys)}")
+    db = sqlite3.connect(out / "results.sqlite")
+    failed = db.execute("SELECT trial_key, error FROM trials WHERE status = 'failed'").fetchall()
+    assert len(keys) == 60 and len(set(keys)) == 60, failed
+    assert stored_counts == sorted(stored_counts)  # nothing stored was lost
+    _assert_nothing_left()

@@ -49,9 +49,9 @@ BAD_FILES = {
         "unknown factor",
     ),
     "unknown-value": (
-        _experiment(protocol='["h1s", "h3"]'),
+        _experiment(protocol='["h1s", "spdy"]'),
         "factors.protocol[1]",
-        "unknown value 'h3'",
+        "unknown value 'spdy'",
     ),
     "bad-unit": (
         _experiment(network='["rtt=50ms,rate=10Mbs"]'),

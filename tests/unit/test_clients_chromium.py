@@ -53,7 +53,24 @@ def test_client_spec_errors_are_spec_errors() -> None:
 
 def test_chromium_protocols_exclude_pipelining_and_cleartext_h2() -> None:
     c = clients.get("chromium")
-    assert c.protocols == frozenset({"h1c", "h1s", "h2s"})
+    assert c.protocols == frozenset({"h1c", "h1s", "h2s", "h3"})
+
+
+def test_h3_forces_quic_for_every_lab_origin() -> None:
+    hosts = {"o2.h2lab.test": "10.2.0.2", "o1.h2lab.test": "10.2.0.1"}
+    h3 = launch_flags("h3", hosts, "AAAA=")
+    assert "--disable-quic" not in h3 and "--enable-quic" in h3
+    assert "--origin-to-force-quic-on=o1.h2lab.test:443,o2.h2lab.test:443" in h3
+    assert "--disable-quic" in launch_flags("h2s", hosts, None)
+
+
+def test_idle_option_parses_a_duration() -> None:
+    assert parse_options({"idle": "2s"}).idle_ms == 2000
+    assert parse_options({}).idle_ms == 0
+    with pytest.raises(ValueError, match="idle must be a duration"):
+        parse_options({"idle": "soon"})
+    with pytest.raises(ValueError, match=r"0\.\.30s"):
+        parse_options({"idle": "31s"})
 
 
 def test_launch_flags_per_protocol() -> None:
@@ -153,3 +170,22 @@ def test_network_log_rows_and_har() -> None:
     assert entry["response"]["httpVersion"] == "h2"
     assert entry["_priority"] == "Low"
     assert har["log"]["pages"][0]["pageTimings"]["onLoad"] == 70.0
+
+
+def test_network_log_keeps_a_redirect_as_its_own_row_with_statuses() -> None:
+    log = NetworkLog()
+    req = {"url": "https://a.test/old", "headers": {}, "initialPriority": "VeryHigh"}
+    log.on("Network.requestWillBeSent", {"requestId": "1", "timestamp": 1.0, "request": req})
+    moved = {"url": "https://a.test/new", "headers": {}, "initialPriority": "VeryHigh"}
+    redirect = {"status": 301, "protocol": "h2", "connectionId": 7}
+    log.on("Network.requestWillBeSent", {"requestId": "1", "timestamp": 1.1, "request": moved,
+                                         "redirectResponse": redirect})  # fmt: skip
+    resp = {"status": 200, "protocol": "h2", "connectionId": 7, "headers": {}}
+    log.on("Network.responseReceived", {"requestId": "1", "timestamp": 1.2, "response": resp})
+    log.on("Network.dataReceived", {"requestId": "1", "dataLength": 10})
+    log.on("Network.loadingFinished", {"requestId": "1", "timestamp": 1.3})
+    rows = log.resources(1.0)
+    assert [(r.url, r.status, r.end_ms) for r in rows] == [
+        ("https://a.test/old", 301, pytest.approx(100.0)),
+        ("https://a.test/new", 200, pytest.approx(300.0)),
+    ]

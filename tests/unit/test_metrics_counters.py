@@ -70,3 +70,15 @@ def test_parse_dev() -> None:
 
 def test_parse_dev_headers_only() -> None:
     assert parse_dev("\n".join(DEV.splitlines()[:2])) == {}
+
+
+def test_cpu_times_and_busy_share() -> None:
+    from h2lab.metrics.counters import busy_pct, parse_cpu_times
+
+    a = parse_cpu_times("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8\n")
+    b = parse_cpu_times("cpu  190 0 60 850 50 0 0 0 0 0\n")
+    assert (a.busy_ticks, a.total_ticks) == (150, 1000)
+    assert busy_pct(a, b) == 100.0 * 100 / 150
+    assert busy_pct(a, a) is None
+    with pytest.raises(ValueError, match="no aggregate"):
+        parse_cpu_times("intr 1 2 3\n")

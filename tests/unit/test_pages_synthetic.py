@@ -1,4 +1,4 @@
-"""h2lab.pages.synthetic: spec parsing, pure layout, and materializing under the cache."""
+"""h2lab.pages.synthetic: spec parsing, the objects page, and materializing into the page store."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from h2lab.errors import SpecError
-from h2lab.pages import resolve_page
-from h2lab.pages.manifest import content_digest
+from h2lab.pages import resolve_page, synthetic
+from h2lab.pages.manifest import PageWriter, check_bodies, find_page, load_page
 from h2lab.pages.synthetic import (
     MIN_PNG_BYTES,
     SyntheticSpec,
@@ -18,8 +18,10 @@ from h2lab.pages.synthetic import (
     materialize,
     origin_names,
     parse,
+    png_object,
     tile_colour,
 )
+from h2lab.units import parse_size_bytes
 
 
 @pytest.fixture
@@ -97,24 +99,24 @@ def test_layout_is_deterministic_and_spreads_objects() -> None:
 def test_materialize_writes_page(cache: Path) -> None:
     spec = parse("synthetic:n=5,size=300B,origins=2")
     page = materialize(spec)
-    assert page.docroot == cache / "pages" / "v2-synthetic-n-5-size-300b-origins-2"
+    assert page.docroot == cache / "pages" / page.digest
+    assert len(page.digest) == 16
     assert page.name == spec.name
+    assert page.source == f"{spec.name} (h2lab synthetic v3)"
     assert page.origins == ("o1.h2lab.test", "o2.h2lab.test")
     _, resources, html = layout(spec)
-    assert page.resources == resources
+    assert [(r.origin, r.path, r.size_bytes) for r in page.resources] == [
+        (r.origin, r.path, r.size_bytes) for r in resources
+    ]
     assert page.entry.path == "/index.html"
     assert page.total_body_bytes == 5 * 300 + len(html.encode())
-    for r in page.resources:
-        body = (page.docroot / r.origin / r.path.lstrip("/")).read_bytes()
-        assert len(body) == r.size_bytes
-    assert (page.docroot / "o1.h2lab.test" / "index.html").read_text() == html
+    assert check_bodies(page) == []
+    assert page.body_file(page.entry).read_text() == html
     assert [r.path for r in page.resources_of("o2.h2lab.test")] == [
         "/obj/00001.png",
         "/obj/00003.png",
     ]
-    assert (page.docroot / ".complete").read_text() == page.digest + "\n"
-    assert page.digest == content_digest(page.docroot, page.resources)
-    assert len(page.digest) == 16
+    assert find_page(spec.name) == page.docroot
 
 
 def test_materialize_twice_gives_identical_digest(
@@ -123,15 +125,48 @@ def test_materialize_twice_gives_identical_digest(
     spec = parse("synthetic:n=4,size=2KB,origins=2,seed=9")
     monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "a"))
     a = materialize(spec)
-    assert materialize(spec).digest == a.digest
+    assert materialize(spec) == a
     # a fresh cache regenerates the very same bytes
     monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "b"))
     b = materialize(spec)
     assert b.docroot != a.docroot
     assert b.digest == a.digest
-    for r in a.resources:
-        rel = Path(r.origin) / r.path.lstrip("/")
-        assert (a.docroot / rel).read_bytes() == (b.docroot / rel).read_bytes()
+    for ra, rb in zip(a.resources, b.resources, strict=True):
+        assert a.body_file(ra).read_bytes() == b.body_file(rb).read_bytes()
+
+
+def test_second_resolve_reuses_the_stored_page(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = parse("synthetic:n=3,size=1KB")
+    first = materialize(spec)
+
+    def no_generation(_: object) -> None:
+        raise AssertionError("generated again")
+
+    monkeypatch.setattr(synthetic, "bodies", no_generation)
+    assert materialize(spec) == first
+    assert resolve_page(spec.name).digest == first.digest
+
+
+def test_damaged_stored_page_is_generated_again(cache: Path) -> None:
+    spec = parse("synthetic:n=3,size=1KB")
+    first = materialize(spec)
+    victim = first.body_file(first.resources[2])
+    victim.write_bytes(b"short")
+    again = materialize(spec)
+    assert again.digest == first.digest
+    assert check_bodies(again) == []
+
+
+def test_page_of_another_generator_version_is_not_reused(cache: Path) -> None:
+    spec = parse("synthetic:n=2,size=1KB")
+    with PageWriter(spec.name, "synthetic:n=2,size=1KB (h2lab synthetic v2)") as w:
+        w.add("https://o1.h2lab.test/index.html", b"old", content_type="text/html")
+        w.commit()
+    page = materialize(spec)
+    assert len(page.resources) == 3
+    assert page.source.endswith("v3)")
 
 
 def test_seed_changes_bytes_and_digest(cache: Path) -> None:
@@ -139,23 +174,25 @@ def test_seed_changes_bytes_and_digest(cache: Path) -> None:
     b = materialize(parse("synthetic:n=2,size=1KB,seed=1"))
     assert a.docroot != b.docroot
     assert a.digest != b.digest
-    rel = Path("o1.h2lab.test") / "obj" / "00000.png"
-    assert (a.docroot / rel).read_bytes() != (b.docroot / rel).read_bytes()
+    assert a.body_file(a.resources[1]).read_bytes() != b.body_file(b.resources[1]).read_bytes()
 
 
 def test_resolve_page_and_manifest_json(cache: Path) -> None:
     page = resolve_page("synthetic:n=2,size=100B,origins=1")
     doc = json.loads(page.manifest_json())
+    assert doc["format"] == "h2lab-page/1"
     assert doc["name"] == "synthetic:n=2,size=100B,origins=1"
-    assert doc["digest"] == page.digest
+    assert doc["id"] == page.digest
     assert doc["entry"] == "https://o1.h2lab.test/index.html"
-    assert doc["origins"] == ["o1.h2lab.test"]
-    assert [r["path"] for r in doc["resources"]] == [
-        "/index.html",
-        "/obj/00000.png",
-        "/obj/00001.png",
+    assert doc["origins"] == [{"host": "o1.h2lab.test", "scheme": "https"}]
+    assert [r["url"] for r in doc["resources"]] == [
+        "https://o1.h2lab.test/index.html",
+        "https://o1.h2lab.test/obj/00000.png",
+        "https://o1.h2lab.test/obj/00001.png",
     ]
+    assert [r["size_bytes"] for r in doc["resources"][1:]] == [100, 100]
     assert page.resources[1].url("http", 8080) == "http://o1.h2lab.test:8080/obj/00000.png"
+    assert load_page(page.docroot) == page
 
 
 def test_resolve_page_unknown(cache: Path) -> None:
@@ -170,17 +207,86 @@ def test_objects_are_valid_pngs_of_the_exact_size(cache: Path) -> None:
 
     page = materialize(parse("synthetic:n=3,size=5KB,origins=1"))
     for i, res in enumerate(page.resources[1:]):
-        body = (page.docroot / res.origin / res.path.lstrip("/")).read_bytes()
+        body = page.body_file(res).read_bytes()
         assert len(body) == 5000
         img = Image.open(io.BytesIO(body))
         img.load()
         assert img.size == (1, 1)
         assert img.getpixel((0, 0)) == tile_colour(i)
-    html = (page.docroot / "o1.h2lab.test" / "index.html").read_text()
-    assert html.count("<img ") == 3
+    assert page.body_file(page.entry).read_text().count("<img ") == 3
 
 
 def test_objects_below_the_png_minimum_stay_raw_bytes() -> None:
     _, objects, html = layout(parse(f"synthetic:n=2,size={MIN_PNG_BYTES - 1}B,origins=1"))
     assert all(o.path.endswith(".bin") for o in objects[1:])
     assert "<img" not in html
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "reason"),
+    [
+        ("synthetic:movies:n=3", "f.generator", "unknown 'movies' (known: images, cssjs, "),
+        ("synthetic:awp:n=3", "f.n", "unknown key (known: inline, seed)"),
+        ("synthetic:awp,seed=x", "f.seed", "'x': invalid literal for int() with base 10: 'x'"),
+        ("synthetic:cssjs:seed=1,seed=2", "f.seed", "given twice"),
+    ],
+)
+def test_parse_dispatch_errors(spec: str, field: str, reason: str) -> None:
+    with pytest.raises(SpecError) as exc:
+        parse(spec, "p.toml", field="f")
+    assert (exc.value.source, exc.value.field) == ("p.toml", field)
+    assert exc.value.reason.startswith(reason)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "synthetic:n=8,size=100B,origins=2",
+        "synthetic:images:preset=fig1a,variant=sprite",
+        "synthetic:cssjs:kind=js,files=50",
+        "synthetic:awp:inline=4KB,seed=2",
+        "synthetic:httparchive2024:origins=3,inline=1KB",
+    ],
+)
+def test_canonical_names_parse_back_to_the_same_spec(spec: str) -> None:
+    parsed = parse(spec)
+    assert parsed.name == spec
+    assert parse(parsed.name) == parsed
+
+
+# Seed 001 Table I: object size {100 B, 1 KB, 10 KB, 100 KB, 1 MB} x count {2 .. 512}.
+TABLE_I_SIZES = (100, 1_000, 10_000, 100_000, 1_000_000)
+TABLE_I_COUNTS = (2, 8, 16, 32, 64, 128, 512)
+
+
+@pytest.mark.parametrize("size", TABLE_I_SIZES)
+def test_factor_grid_sizes_are_exact_pngs(size: int) -> None:
+    import random
+
+    from PIL import Image
+
+    body = png_object(3, size, random.Random(0))
+    assert len(body) == size
+    img = Image.open(io.BytesIO(body))
+    img.load()
+    assert img.getpixel((0, 0)) == tile_colour(3)
+
+
+def test_factor_grid_layouts() -> None:
+    for count in TABLE_I_COUNTS:
+        for size in ("100B", "1KB", "10KB", "100KB", "1MB"):
+            _, resources, _ = layout(parse(f"synthetic:n={count},size={size}"))
+            assert len(resources) == count + 1
+            assert {r.size_bytes for r in resources[1:]} == {parse_size_bytes(size)}
+            assert {r.content_type for r in resources[1:]} == {"image/png"}
+
+
+def test_layout_of_a_generator_matches_its_materialized_page(cache: Path) -> None:
+    spec = parse("synthetic:cssjs:kind=css,files=3,divs=9")
+    origins, resources, html = layout(spec)
+    page = materialize(spec)
+    assert page.origins == origins
+    assert [(r.path, r.size_bytes, r.content_type) for r in page.resources] == [
+        (r.path, r.size_bytes, r.content_type) for r in resources
+    ]
+    assert page.body_file(page.entry).read_text() == html

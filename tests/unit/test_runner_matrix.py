@@ -168,3 +168,35 @@ def test_only_links_without_state_are_reused() -> None:
     assert not link_is_stateless(parse_network("rtt=100ms,rate=10Mbps,loss=1%"))
     assert not link_is_stateless(parse_network("rtt=100ms,rate=10Mbps,down_loss=0.5%"))
     assert not link_is_stateless(parse_network("cell-good"))
+
+
+def test_warmup_trials_come_first_with_their_own_keys() -> None:
+    exp = dataclasses.replace(_experiment(repetitions=1), warmup=2)
+    trials = expand(exp)
+    plain = expand(_experiment(repetitions=1))
+    assert len(trials) == len(plain) + 2
+    assert [t.warmup for t in trials[:3]] == [1, 2, 0]
+    assert trials[0].key == "warmup1|" + plain[0].key
+    assert trials[0].block == plain[0].block  # same cell as the first trial
+    assert [t.order for t in trials] == list(range(len(trials)))
+    assert [t.key for t in trials[2:]] == [t.key for t in plain]
+
+
+def test_factor_tables_are_crossed_each_and_united() -> None:
+    lan, cable = parse_network("lan"), parse_network("cable")
+    exp = Experiment(
+        name="u",
+        factors=Factors(protocol=("h1s", "h2s"), network=(lan,), page=("synthetic:n=2",)),
+        also=(
+            # overlaps the first table in (lan, n=2) for h2s, adds h2c there, and a new cell
+            Factors(protocol=("h2s", "h2c"), network=(lan, cable), page=("synthetic:n=2",)),
+        ),
+        seed=3,
+    )
+    trials = expand(exp)
+    keys = Counter(t.key for t in trials)
+    assert all(n == 1 for n in keys.values())  # a combination listed twice runs once
+    by_block: dict[str, set[str]] = {}
+    for t in trials:
+        by_block.setdefault(t.network.name, set()).add(t.protocol)
+    assert by_block == {"lan": {"h1s", "h2s", "h2c"}, "cable": {"h2s", "h2c"}}

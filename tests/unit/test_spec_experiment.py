@@ -133,9 +133,9 @@ def test_unknown_factor(tmp_path: Path) -> None:
 
 
 def test_unknown_protocol_value(tmp_path: Path) -> None:
-    e = _error(tmp_path, _experiment(protocol='["h1s", "h3"]'))
+    e = _error(tmp_path, _experiment(protocol='["h1s", "spdy"]'))
     assert e.field == "factors.protocol[1]"
-    assert e.reason == "unknown value 'h3' (allowed: h1c, h1p, h1s, h2c, h2s)"
+    assert e.reason == "unknown value 'spdy' (allowed: h1c, h1p, h1s, h2c, h2s, h3)"
 
 
 def test_bad_unit_in_network(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_missing_name_and_factors(tmp_path: Path) -> None:
     e = _error(tmp_path, "seed = 1\n")
     assert (e.field, e.reason) == ("name", "missing or not a string")
     e = _error(tmp_path, 'name = "t"\n')
-    assert (e.field, e.reason) == ("factors", "missing table [factors]")
+    assert (e.field, e.reason) == ("factors", "missing table [factors] (or tables [[factors]])")
 
 
 def _factors(**overrides: object) -> dict[str, object]:
@@ -206,18 +206,30 @@ def _factors(**overrides: object) -> dict[str, object]:
         (
             _factors(page=["index.html"]),
             "factors.page[0]",
-            "unknown page 'index.html' (use synthetic:n=<count>,size=<bytes>,origins=<k>)",
+            "unknown page 'index.html' (use synthetic:..., warc:FILE, har:FILE, "
+            "dir:FOLDER#ENTRY, a page id or name from `h2lab pages list`, or a folder with a "
+            "manifest.json)",
+        ),
+        (
+            _factors(page=["warc:/nonexistent/x.warc.gz"]),
+            "factors.page[0]",
+            "'warc:/nonexistent/x.warc.gz': no such file '/nonexistent/x.warc.gz'",
         ),
         (_factors(page=["synthetic:n=0"]), "factors.page[0].n", "must be 1..10000, got 0"),
         (
-            _factors(server=["apache"]),
+            _factors(server=["iis"]),
             "factors.server[0]",
-            "unknown value 'apache' (allowed: nginx)",
+            "unknown server 'iis' (known: apache, h2o, haproxy, nginx, origin)",
+        ),
+        (
+            _factors(server=["nginx:workers=2"]),
+            "factors.server[0]",
+            "nginx takes no options, got workers",
         ),
         (
             _factors(client=["curl"]),
             "factors.client[0]",
-            "unknown client 'curl' (known: chromium, h2load)",
+            "unknown client 'curl' (known: chromium, h2load, nghttp)",
         ),
         (
             _factors(congestion_control=["vegas"]),
@@ -237,3 +249,44 @@ def test_validate_factors_errors(raw: dict[str, object], field: str, reason: str
 def test_parse_experiment_from_dict() -> None:
     exp = parse_experiment({"name": "d", "factors": _factors()}, "dict")
     assert (exp.name, exp.source, exp.factors.protocol) == ("d", "dict", ("h1s",))
+
+
+def test_retries_warmup_and_factor_tables(tmp_path: Path) -> None:
+    text = (
+        'name = "t"\nretries = 2\nwarmup = 3\n'
+        '[[factors]]\nprotocol = ["h1s"]\nnetwork = ["lan"]\npage = ["synthetic:"]\n'
+        '[[factors]]\nprotocol = ["h2s"]\nnetwork = ["cable"]\npage = ["synthetic:n=4"]\n'
+    )
+    exp = load_experiment(_write(tmp_path, text))
+    assert (exp.retries, exp.warmup) == (2, 3)
+    assert [m.protocol for m in exp.matrices] == [("h1s",), ("h2s",)]
+    bad = text.replace('protocol = ["h2s"]', 'protocol = ["h9"]')
+    e = _error(tmp_path, bad)
+    assert e.field == "factors[1].protocol[0]"
+    e = _error(tmp_path, text.replace("retries = 2", "retries = 11"))
+    assert (e.field, e.reason) == ("retries", "must be an integer 0..10, got 11")
+
+
+def test_import_page_paths_are_relative_to_the_experiment_file(tmp_path: Path) -> None:
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "x.har").write_text("{}")
+    text = FACTORS.format(protocol='["h1s"]', network='["lan"]').replace(
+        'page = ["synthetic:n=2"]', 'page = ["har:pages/x.har"]'
+    )
+    exp = load_experiment(_write(tmp_path, 'name = "t"\n' + text))
+    assert exp.factors.page == (f"har:{tmp_path}/pages/x.har",)
+
+
+def test_quick_variant_overrides_repetitions_and_levels(tmp_path: Path) -> None:
+    text = (
+        'name = "t"\nrepetitions = 10\n'
+        '[factors]\nprotocol = ["h1s", "h2s"]\nnetwork = ["lan", "cable"]\npage = ["synthetic:"]\n'
+        '[quick]\nrepetitions = 1\n[quick.factors]\nnetwork = ["lan"]\n'
+    )
+    path = _write(tmp_path, text)
+    full, quick = load_experiment(path), load_experiment(path, quick=True)
+    assert (full.name, full.repetitions, len(full.factors.network)) == ("t", 10, 2)
+    assert (quick.name, quick.repetitions, len(quick.factors.network)) == ("t-quick", 1, 1)
+    assert quick.factors.protocol == ("h1s", "h2s")
+    e = _error(tmp_path, text.replace("repetitions = 1\n[quick", "reps = 1\n[quick"))
+    assert (e.field, e.reason.split(" (")[0]) == ("quick.reps", "unknown key")

@@ -146,6 +146,8 @@ def test_resources_of_a_trial(store: Store) -> None:
         "protocol": "h2s",
         "connection": "o1.h2lab.test#0",
         "priority": None,
+        "status": None,
+        "pushed": 0,
     }
     assert rows[0]["ttfb_ms"] is None
     assert store.resources(other_id) == []

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from h2lab.errors import SpecError
 from h2lab.pages import Page
+from h2lab.spec.options import parse_named
 
 PROTOCOLS = ("h1c", "h1p", "h1s", "h2c", "h2s")
 
@@ -44,6 +45,10 @@ class ResourceTiming:
     """connection id, unique within the trial"""
     priority: str | None = None
     """the client's priority for the request, as it reports it (Chromium: VeryHigh..VeryLow)"""
+    status: int | None = None
+    """HTTP status of the response, where the client reports it"""
+    pushed: bool = False
+    """the server pushed it (HTTP/2 server push) instead of the client requesting it"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,15 +112,9 @@ def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapt
     """The client named by ``spec``: a name, or ``name:key=value,...`` (e.g.
     ``chromium:device=mobile,cpu=4``)."""
     _load()
-    name, _, rest = spec.partition(":")
+    name, options = parse_named(spec, source, field, "client")
     if name not in _REGISTRY:
         raise SpecError(source, field, f"unknown client {name!r} (known: {', '.join(names())})")
-    options: dict[str, str] = {}
-    for part in filter(None, rest.split(",")):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip() or not value.strip():
-            raise SpecError(source, field, f"client option {part!r} is not key=value")
-        options[key.strip()] = value.strip()
     try:
         return _REGISTRY[name](options)
     except ValueError as exc:
@@ -123,4 +122,4 @@ def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapt
 
 
 def _load() -> None:
-    from h2lab.clients import chromium, h2load  # noqa: F401  (register themselves)
+    from h2lab.clients import chromium, h2load, nghttp  # noqa: F401  (register themselves)

@@ -1,12 +1,25 @@
-"""Chromium (Debian's ``/usr/lib/chromium/chromium``) loading a page, driven by Playwright.
+"""Chromium (Debian's ``/usr/lib/chromium/chromium``) loading a page, driven over the DevTools
+protocol on its own pipe (``--remote-debugging-pipe``), with no Playwright in between.
 
-Where the browser runs. Playwright's driver stays in the host namespace; the browser it
-launches is a small wrapper script that enters the client namespace (``ip netns exec``) and
-runs Chromium there, so every packet of the page load crosses the emulated link. The browser
-is kept between trials while the client namespace stays the same (the runner reuses a link
-only when it holds no state, see ``runner.run.link_is_stateless``) and started again when the
-namespace is a new one. One browser per launch-flag set: ``h1s`` needs ``--disable-http2``,
-a browser-wide switch.
+Where the browser runs. h2lab starts a small wrapper script that enters the client namespace
+(``ip netns exec``) and runs Chromium there, so every packet of the page load crosses the
+emulated link; the DevTools pipe (fds 3 and 4) passes through it unchanged. The wrapper stays
+Chromium's parent and writes its exit status (how a crashed trial names the signal that killed
+it). The browser is kept between trials while the client namespace stays the same (the runner
+reuses a link only when it holds no state, see ``runner.run.link_is_stateless``) and started
+again when the namespace is a new one. One browser per launch-flag set: ``h1s`` needs
+``--disable-http2``, a browser-wide switch. The switches Playwright 1.65 used to pass are kept
+(:data:`PLAYWRIGHT_FLAGS`), so the browser behaves as it did when Playwright drove it.
+
+One trial, in order: the tab made ready after the previous trial is taken (a new browser
+context and a blank page, attached by a flat DevTools session with Network and Page events
+on); tracing starts; ``Page.navigate``; the load event; two animation frames and
+:data:`SCREENSHOT_SETTLE_MS` (the page's timing read meanwhile); the trace is read back as one
+stream. Then, off the page load: the context is closed without waiting, the analysis (trace,
+SpeedIndex, HAR) runs on one thread while the next trial's context and page are made on
+another (mostly Chromium starting a renderer); ``load`` returns when the analysis is done, and
+the next ``load`` waits for its tab and for the old context to be gone. Only DevTools calls
+cross threads; the connection (:class:`_Cdp`) is safe for that.
 
 Clean state per trial. Each trial gets a new browser context (Chromium's off-the-record
 profile): its own HTTP cache, cookies, socket pools and HTTP/2 sessions, all dropped when the
@@ -40,35 +53,35 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from h2lab import procs
 from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
-from h2lab.errors import H2LabError, TrialFailed
+from h2lab.errors import H2LabError, TrialFailed, UnitError, WaitTimeout, telling_line
 from h2lab.metrics.visual import Frame, visual_metrics
 from h2lab.pages import Page
 from h2lab.servers import PORTS
-
-if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, CDPSession, Playwright
-    from playwright.sync_api import Page as PlaywrightPage
+from h2lab.units import parse_duration_ms
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 """Debian's binary, without the /usr/bin/chromium shell wrapper (and its /etc/chromium.d)."""
 
-PROTOCOLS = frozenset({"h1c", "h1s", "h2s"})
-_SCHEME = {"h1c": "http", "h1s": "https", "h2s": "https"}
+PROTOCOLS = frozenset({"h1c", "h1s", "h2s", "h3"})
+_SCHEME = {"h1c": "http", "h1s": "https", "h2s": "https", "h3": "https"}
 
 # The brief's flags for a browser that must not reach the internet, plus no HTTPS upgrade of
 # http:// navigations (h1c would silently become h2s) and no QUIC.
@@ -82,10 +95,52 @@ BASE_FLAGS = (
     "--disable-features=HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,MediaRouter",
     "--no-default-browser-check",
 )
+# What Playwright 1.65 passed to Chromium (its ``chromiumSwitches`` and headless switches),
+# which drove the browser of h2lab before it spoke DevTools itself: kept so that the browser
+# behaves as it did (no timer throttling or backgrounding, sRGB, no extensions). Its own
+# ``--disable-features`` list is left out: a second one overrode it (BASE_FLAGS) then too.
+PLAYWRIGHT_FLAGS = (
+    "--disable-field-trial-config",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-back-forward-cache",
+    "--disable-breakpad",
+    "--disable-component-extensions-with-background-pages",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--allow-pre-commit-input",
+    "--disable-hang-monitor",
+    "--disable-ipc-flooding-protection",
+    "--disable-popup-blocking",
+    "--disable-prompt-on-repost",
+    "--disable-renderer-backgrounding",
+    "--force-color-profile=srgb",
+    "--metrics-recording-only",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--no-service-autorun",
+    "--disable-search-engine-choice-screen",
+    "--enable-unsafe-swiftshader",
+)
+HEADLESS_FLAGS = (
+    "--headless",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--blink-settings=primaryHoverType=2,availableHoverTypes=2,primaryPointerType=4,"
+    "availablePointerTypes=4",
+)
+
+LAUNCH_TIMEOUT_S = 30.0
+"""Longest wait for a browser to answer its first DevTools command (Playwright's default)."""
+TAB_TIMEOUT_S = 10.0
+"""Longest wait for one step of making or closing a tab (they take 0.01-0.3 s here)."""
+
 PROTOCOL_FLAGS: Mapping[str, tuple[str, ...]] = {
     "h1c": (),
     "h1s": ("--disable-http2",),
     "h2s": (),
+    "h3": ("--enable-quic",),  # and --origin-to-force-quic-on for every lab origin
 }
 
 
@@ -155,11 +210,14 @@ class Options:
     filmstrip: bool = False
     restart: bool = False
     """start a new browser for every trial (browsertime's way; for bench/overhead)"""
+    idle_ms: float = 0.0
+    """after the load event, also wait until the network has been idle this long (WebPageTest's
+    "fully loaded": 2000 ms), so requests made by scripts after load are made and served"""
 
 
 def parse_options(options: Mapping[str, str]) -> Options:
     """Validate ``chromium:key=value,...`` options (ValueError: one line naming the option)."""
-    known = {"device", "cpu", "netlog", "keylog", "filmstrip", "restart"}
+    known = {"device", "cpu", "netlog", "keylog", "filmstrip", "restart", "idle"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(
@@ -180,13 +238,25 @@ def parse_options(options: Mapping[str, str]) -> Options:
         if value not in ("0", "1"):
             raise ValueError(f"{name} must be 0 or 1, got {value!r}")
         flags[name] = value == "1"
-    return Options(device, cpu, **flags)
+    idle = options.get("idle", "0")
+    try:
+        idle_ms = float(parse_duration_ms(idle)) if idle != "0" else 0.0
+    except UnitError:
+        raise ValueError(f"idle must be a duration like 2s, got {idle!r}") from None
+    if not 0 <= idle_ms <= 30_000:
+        raise ValueError(f"idle must be 0..30s, got {idle!r}")
+    return Options(device, cpu, idle_ms=idle_ms, **flags)
 
 
 def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> tuple[str, ...]:
     """Pure: the command-line switches of the browser that runs ``protocol``."""
     rules = [f"MAP {host} {ip}" for host, ip in sorted(hosts.items())] + ["MAP * ~NOTFOUND"]
-    flags = [*BASE_FLAGS, *PROTOCOL_FLAGS[protocol], f"--host-resolver-rules={', '.join(rules)}"]
+    base = [f for f in BASE_FLAGS if not (protocol == "h3" and f == "--disable-quic")]
+    flags = [*base, *PROTOCOL_FLAGS[protocol], f"--host-resolver-rules={', '.join(rules)}"]
+    if protocol == "h3":
+        # QUIC from the first request, no TCP race: every lab origin is known to speak h3
+        quic_on = ",".join(f"{host}:{PORTS['h3']}" for host in sorted(hosts))
+        flags.append(f"--origin-to-force-quic-on={quic_on}")
     if spki:
         flags.append(f"--ignore-certificate-errors-spki-list={spki}")
     return tuple(flags)
@@ -196,7 +266,7 @@ def page_url(page: Page, protocol: str) -> str:
     port = PORTS[protocol]
     scheme = _SCHEME[protocol]
     default = {"http": 80, "https": 443}[scheme]
-    return page.resources[0].url(scheme, None if port == default else port)
+    return page.entry.url(scheme, None if port == default else port)
 
 
 # ------------------------------------------------------------------ DevTools events -> rows
@@ -228,11 +298,23 @@ class NetworkLog:
 
     def __init__(self) -> None:
         self.requests: dict[str, _Request] = {}
+        self.last_activity_s = time.monotonic()
+        """host monotonic time of the last Network event (for the network-idle wait)"""
 
     def on(self, method: str, p: dict[str, Any]) -> None:
+        self.last_activity_s = time.monotonic()
         rid = p.get("requestId", "")
         if method == "Network.requestWillBeSent":
             req = p["request"]
+            redirected = self.requests.get(rid)
+            if redirected is not None and "redirectResponse" in p:
+                # the same request id goes on to the Location: keep the 3xx as its own row
+                resp = p["redirectResponse"]
+                redirected.status = resp.get("status")
+                redirected.protocol = resp.get("protocol")
+                redirected.connection = str(resp.get("connectionId", ""))
+                redirected.end_s = p["timestamp"]
+                self.requests[f"{rid}#{len(self.requests)}"] = redirected
             self.requests[rid] = _Request(
                 url=req["url"],
                 start_s=p["timestamp"],
@@ -292,6 +374,7 @@ class NetworkLog:
                     protocol=r.protocol or "",
                     connection=r.connection or "",
                     priority=r.priority,
+                    status=r.status,
                 )
             )
         return tuple(rows)
@@ -385,14 +468,181 @@ def trace_frames(trace: Mapping[str, Any]) -> tuple[float | None, list[Frame]]:
     return (None if nav_us is None else nav_us / 1e6), frames
 
 
+# --------------------------------------------------------------------- DevTools over the pipe
+
+
+class _PipeClosed(Exception):
+    """The browser's end of the DevTools pipe is gone (it exited or crashed)."""
+
+
+class _CdpError(Exception):
+    """The browser answered a DevTools command with an error."""
+
+
+_CLOSED = "h2lab.pipeClosed"
+"""The event every session listener gets once when the pipe closes."""
+
+Listener = Callable[[str, dict[str, Any]], None]
+
+
+class _Reply:
+    """The answer to one DevTools command, filled in by the reader thread."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self._done = threading.Event()
+        self._message: dict[str, Any] | None = None
+
+    def set(self, message: dict[str, Any] | None) -> None:
+        self._message = message
+        self._done.set()
+
+    def result(self, timeout_s: float) -> dict[str, Any]:
+        if not self._done.wait(timeout_s):
+            raise TimeoutError(f"no answer to {self.method} within {timeout_s:g} s")
+        if self._message is None:
+            raise _PipeClosed(f"browser closed the DevTools pipe during {self.method}")
+        if "error" in self._message:
+            raise _CdpError(f"{self.method}: {self._message['error'].get('message', '?')}")
+        result: dict[str, Any] = self._message.get("result", {})
+        return result
+
+
+class _Cdp:
+    """The DevTools protocol over Chromium's ``--remote-debugging-pipe`` (fd 3: commands in, fd
+    4: answers and events out; JSON messages ended by NUL). A reader thread hands each answer
+    to its command's :class:`_Reply` and each event to the listener of its session (flat
+    sessions: ``sessionId`` on the message). Any thread may send."""
+
+    def __init__(self, to_browser: int, from_browser: int) -> None:
+        self._out = to_browser
+        self._in = from_browser
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._waiting: dict[int, _Reply] = {}
+        self._listeners: dict[str, Listener] = {}
+        self.closed = threading.Event()
+        threading.Thread(target=self._read, name="chromium-devtools", daemon=True).start()
+
+    def send(
+        self, method: str, params: Mapping[str, Any] | None = None, session: str = ""
+    ) -> _Reply:
+        reply = _Reply(method)
+        with self._lock:
+            if self.closed.is_set():
+                reply.set(None)
+                return reply
+            self._next_id += 1
+            message: dict[str, Any] = {"id": self._next_id, "method": method}
+            if params:
+                message["params"] = params
+            if session:
+                message["sessionId"] = session
+            self._waiting[self._next_id] = reply
+            data = json.dumps(message).encode() + b"\0"
+            try:
+                while data:
+                    data = data[os.write(self._out, data) :]
+            except OSError:
+                self._waiting.pop(self._next_id, None)
+                reply.set(None)
+        return reply
+
+    def call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        session: str = "",
+        timeout_s: float = 30.0,
+    ) -> dict[str, Any]:
+        return self.send(method, params, session).result(timeout_s)
+
+    def listen(self, session: str, listener: Listener | None) -> None:
+        with self._lock:
+            if listener is None:
+                self._listeners.pop(session, None)
+            else:
+                self._listeners[session] = listener
+
+    def close(self) -> None:
+        """Close our end of the pipe (the browser exits when it reads EOF)."""
+        with self._lock, contextlib.suppress(OSError):
+            os.close(self._out)
+
+    def _read(self) -> None:
+        buffer = b""
+        try:
+            while chunk := os.read(self._in, 1 << 20):
+                *messages, buffer = (buffer + chunk).split(b"\0")
+                for raw in messages:
+                    self._dispatch(json.loads(raw))
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._in)
+            with self._lock:
+                self.closed.set()
+                waiting, self._waiting = self._waiting, {}
+                listeners = list(self._listeners.values())
+            for reply in waiting.values():
+                reply.set(None)
+            for listener in listeners:
+                listener(_CLOSED, {})
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if "id" in message:
+            with self._lock:
+                reply = self._waiting.pop(message["id"], None)
+            if reply is not None:
+                reply.set(message)
+            return
+        listener = self._listeners.get(message.get("sessionId", ""))
+        if listener is not None:
+            listener(message.get("method", ""), message.get("params", {}))
+
+
 # ------------------------------------------------------------------------------ the client
 
 
-@dataclass
 class _Tab:
-    context: BrowserContext
-    page: PlaywrightPage
-    log: NetworkLog
+    """One trial's browser context with one blank page, attached by a flat DevTools session.
+
+    Events of the session arrive on the reader thread: Network events go to :attr:`log`, the
+    load event, trace completion, a renderer crash and the pipe closing set :attr:`signal`."""
+
+    def __init__(self, context_id: str, session: str) -> None:
+        self.context_id = context_id
+        self.session = session
+        self.log = NetworkLog()
+        self.signal = threading.Event()
+        self.loaded = False
+        self.crashed = False
+        self.closed = False
+        self.trace_stream: str | None = None
+        self._navigating = False
+
+    def on(self, method: str, params: dict[str, Any]) -> None:
+        if method.startswith("Network."):
+            self.log.on(method, params)
+        elif method == "Page.loadEventFired":
+            if self._navigating:
+                self.loaded = True
+                self.signal.set()
+        elif method == "Tracing.tracingComplete":
+            self.trace_stream = params.get("stream", "")
+            self.signal.set()
+        elif method == "Inspector.targetCrashed":
+            self.crashed = True
+            self.signal.set()
+        elif method == _CLOSED:
+            self.closed = True
+            self.signal.set()
+
+    def navigating(self) -> None:
+        """From now on a load event is the page's own (not the blank page's)."""
+        self.signal.clear()
+        self._navigating = True
 
 
 @dataclass
@@ -406,27 +656,35 @@ class _Raw:
 
 @dataclass
 class _Browser:
-    browser: Browser
+    proc: subprocess.Popen[bytes]
+    cdp: _Cdp
     netns: str
     generation: int
     status_file: Path
     pid_file: Path
-    spare: _Tab | None = None
-    """the next trial's context and page, made ready after the previous trial"""
+    spare: Future[_Tab] | None = None
+    """the next trial's tab, being made ready (or ready) since the previous trial's trace"""
+    disposing: _Reply | None = None
+    """the previous trial's context, being closed"""
+
+    def alive(self) -> bool:
+        return not self.cdp.closed.is_set()
 
 
 class Chromium:
     name = "chromium"
     protocols = PROTOCOLS
-    protocol_note = "Chromium has no HTTP/1.1 pipelining and no cleartext HTTP/2: use h1c, h1s, h2s"
+    protocol_note = (
+        "Chromium has no HTTP/1.1 pipelining and no cleartext HTTP/2: use h1c, h1s, h2s, h3"
+    )
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self._pw: Playwright | None = None
         self._browsers: dict[tuple[str, ...], _Browser] = {}
         self._last: dict[str, _Browser] = {}
         self._spki: dict[Path, str] = {}
         self._dir: Path | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def version(self) -> str:
         out = procs.version_text([str(CHROMIUM), "--version"])
@@ -439,6 +697,12 @@ class Chromium:
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="h2lab-chromium-"))
         return self._dir
+
+    def _threads(self) -> ThreadPoolExecutor:
+        # two: a trial's analysis and the next trial's tab
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(2, thread_name_prefix="chromium")
+        return self._pool
 
     def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
         spki = None
@@ -454,58 +718,108 @@ class Chromium:
             if (
                 current.netns == ctx.netns
                 and current.generation == ctx.link_generation
-                and current.browser.is_connected()
+                and current.alive()
             ):
                 return current
             self._close_browser(flags)
-        if self._pw is None:
-            from playwright.sync_api import sync_playwright
+        handle = self._launch(flags, ctx)
+        self._browsers[flags] = handle
+        return handle
 
-            self._pw = sync_playwright().start()
+    def _launch(self, flags: tuple[str, ...], ctx: LoadContext) -> _Browser:
         work = self._workdir()
         n = len(list(work.glob("browser-*.sh")))
         pid_file, status_file = work / f"browser-{n}.pid", work / f"browser-{n}.status"
         wrapper = work / f"browser-{n}.sh"
-        # The wrapper stays Chromium's parent to learn how it ended (a crash's signal).
+        # The wrapper stays Chromium's parent to learn how it ended (a crash's signal); it
+        # closes its own copy of the DevTools pipe so that the pipe ends when Chromium does.
         wrapper.write_text(
             "#!/bin/sh\n"
             f'ip netns exec {ctx.netns} {CHROMIUM} "$@" &\n'
             f"echo $! > {pid_file}\n"
+            "exec 3<&- 4>&-\n"
             "wait $!\n"
             "status=$?\n"
             f"echo $status > {status_file}\n"
             "exit $status\n"
         )
         wrapper.chmod(0o755)
-        extra = []
+        device = DEVICES[self.options.device]
+        args = [
+            *PLAYWRIGHT_FLAGS,
+            *flags,
+            *HEADLESS_FLAGS,
+            f"--window-size={device.width},{device.height}",
+            f"--user-data-dir={work / f'profile-{n}'}",
+            "--remote-debugging-pipe",
+            "--no-startup-window",
+        ]
         if self.options.netlog:
-            extra.append(f"--log-net-log={work / f'netlog-{n}.json'}")
-        env: dict[str, str | float | bool] = dict(os.environ)
+            args.append(f"--log-net-log={work / f'netlog-{n}.json'}")
+        env = dict(os.environ)
         if self.options.keylog:
             env["SSLKEYLOGFILE"] = str(work / f"keylog-{n}.txt")
+        # fd 3 of the browser reads our commands, fd 4 writes its answers; the copies sit
+        # above 10 so that placing them at 3 and 4 in the child cannot overwrite each other.
+        cmd_read, cmd_write = os.pipe()
+        out_read, out_write = os.pipe()
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (cmd_read, out_write)]
+        os.close(cmd_read)
+        os.close(out_write)
+
+        def child() -> None:
+            os.dup2(high[0], 3)
+            os.dup2(high[1], 4)
+
+        log = work / f"browser-{n}.log"
         try:
-            browser = self._pw.chromium.launch(
-                executable_path=str(wrapper),
-                headless=True,
-                args=[*flags, *extra],
-                env=env,
-                timeout=30_000,
-            )
-        except Exception as exc:  # Playwright raises its own Error types
-            raise TrialFailed(f"chromium did not start: {_first_line(exc)}") from None
-        handle = _Browser(browser, ctx.netns, ctx.link_generation, status_file, pid_file)
-        self._browsers[flags] = handle
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(
+                    [str(wrapper), *args],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    pass_fds=(3, 4),
+                    start_new_session=True,  # Ctrl-C reaches h2lab only; it closes the pipe
+                    preexec_fn=child,
+                )
+        except OSError as exc:
+            for fd in (*high, cmd_write, out_read):
+                os.close(fd)
+            raise TrialFailed(f"chromium did not start: {exc}") from None
+        for fd in high:
+            os.close(fd)
+        cdp = _Cdp(cmd_write, out_read)
+        handle = _Browser(proc, cdp, ctx.netns, ctx.link_generation, status_file, pid_file)
+        try:
+            cdp.call("Browser.getVersion", timeout_s=LAUNCH_TIMEOUT_S)
+        except (TimeoutError, _PipeClosed, _CdpError) as exc:
+            self._stop(handle)
+            said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
+            raise TrialFailed(f"chromium did not start: {said or exc}") from None
         return handle
+
+    def _stop(self, handle: _Browser) -> None:
+        spare, handle.spare = handle.spare, None
+        if spare is not None:
+            with contextlib.suppress(Exception):
+                spare.result(timeout=LAUNCH_TIMEOUT_S)
+        with contextlib.suppress(Exception):
+            handle.cdp.call("Browser.close", timeout_s=2)
+        handle.cdp.close()
+        try:
+            handle.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pid = procs.read_int_file(handle.pid_file)
+            if pid and procs.pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            procs.stop(handle.proc, grace_s=2)
 
     def _close_browser(self, flags: tuple[str, ...]) -> None:
         handle = self._browsers.pop(flags, None)
-        if handle is None:
-            return
-        with contextlib.suppress(Exception):
-            handle.browser.close()
-        pid = procs.read_int_file(handle.pid_file)
-        if pid and procs.pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        if handle is not None:
+            self._stop(handle)
 
     def _close_handle(self, handle: _Browser) -> None:
         for flags, h in list(self._browsers.items()):
@@ -515,10 +829,9 @@ class Chromium:
     def close(self) -> None:
         for flags in list(self._browsers):
             self._close_browser(flags)
-        if self._pw is not None:
-            with contextlib.suppress(Exception):
-                self._pw.stop()
-            self._pw = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -537,95 +850,200 @@ class Chromium:
         self._last[protocol] = handle
         url = page_url(page, protocol)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        tab, handle.spare = handle.spare, None
+        tab: _Tab | None = None
+
         try:
-            if tab is None:
-                tab = self._new_tab(handle.browser)
-            raw = self._measure(tab, handle.browser, url, ctx)
+            tab = self._take_spare(handle)
+            raw = self._measure(tab, handle.cdp, url, ctx)
         except TrialFailed:
+            if tab is not None and handle.alive():
+                with contextlib.suppress(TimeoutError, _PipeClosed, _CdpError):
+                    self._dispose(handle.cdp, tab).result(TAB_TIMEOUT_S)
             raise
-        except Exception as exc:
-            raise self._failure(handle, protocol, exc, ctx) from None
-        finally:
-            if tab is not None:
-                with contextlib.suppress(Exception):
-                    tab.context.close()
-            if self.options.restart:
-                self._close_handle(handle)
-        # The analysis (trace, SpeedIndex, HAR) runs on a second thread while this one gets
-        # the next trial's context and page ready in the same browser: the two use different
-        # cores, and neither overlaps a measured page load.
-        outcome: list[LoadResult | BaseException] = []
+        except (TimeoutError, _PipeClosed, _CdpError) as exc:
+            raise self._failure(handle, protocol, exc) from None
+        # Off the critical path from here: the context goes (Chromium does that while we go
+        # on), the analysis runs on one thread while the next trial's tab is made on another
+        # (Chromium's work, mostly a renderer starting). The tab may still be in the making
+        # when this returns; the next load waits for it. Neither overlaps a measured load.
+        # (It cannot start earlier: a renderer starting while the trace runs joins the trace
+        # and holds Tracing.end for 5 s.)
+        handle.disposing = self._dispose(handle.cdp, tab)
+        analysis = self._threads().submit(self._analyse, raw, url, ctx)
+        if self.options.restart:
+            self._close_handle(handle)
+        else:
+            handle.spare = self._threads().submit(self._new_tab, handle.cdp)
+        return analysis.result()
 
-        def analyse() -> None:
-            try:
-                outcome.append(self._analyse(raw, url, ctx))
-            except BaseException as exc:  # handed to the caller below
-                outcome.append(exc)
+    def _take_spare(self, handle: _Browser) -> _Tab:
+        """The tab made ready after the last trial (or a new one), once the last trial's
+        context is gone: a load never shares the browser with another context's renderer."""
+        disposing, handle.disposing = handle.disposing, None
+        if disposing is not None:
+            with contextlib.suppress(TimeoutError, _PipeClosed, _CdpError):
+                disposing.result(TAB_TIMEOUT_S)
+        spare, handle.spare = handle.spare, None
+        if spare is not None:
+            with contextlib.suppress(TimeoutError, _PipeClosed, _CdpError):
+                return spare.result(timeout=LAUNCH_TIMEOUT_S)
+        return self._new_tab(handle.cdp)
 
-        worker = threading.Thread(target=analyse, name="chromium-analysis")
-        worker.start()
-        try:
-            if not self.options.restart and handle.browser.is_connected():
-                with contextlib.suppress(Exception):
-                    handle.spare = self._new_tab(handle.browser)
-        finally:
-            worker.join()
-        result = outcome[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
+    def _dispose(self, cdp: _Cdp, tab: _Tab) -> _Reply:
+        """Close the tab's browser context (its cache, cookies, sockets); do not wait."""
+        cdp.listen(tab.session, None)
+        return cdp.send("Target.disposeBrowserContext", {"browserContextId": tab.context_id})
 
-    def _new_tab(self, browser: Browser) -> _Tab:
-        """A new browser context with one blank page and its DevTools session listening."""
+    def _new_tab(self, cdp: _Cdp) -> _Tab:
+        """A new browser context with one blank page, its DevTools session listening."""
         device = DEVICES[self.options.device]
-        context = browser.new_context(
-            viewport={"width": device.width, "height": device.height},
-            device_scale_factor=device.scale,
-            is_mobile=device.mobile,
-            has_touch=device.mobile,
-            service_workers="block",
-        )
-        page = context.new_page()
-        cdp: CDPSession = context.new_cdp_session(page)
-        log = NetworkLog()
-        for method in (
-            "Network.requestWillBeSent",
-            "Network.responseReceived",
-            "Network.responseReceivedExtraInfo",
-            "Network.requestServedFromCache",
-            "Network.dataReceived",
-            "Network.loadingFinished",
-            "Network.loadingFailed",
-        ):
-            cdp.on(method, lambda p, m=method: log.on(m, p))
-        cdp.send("Network.enable")
+        context_id = cdp.call("Target.createBrowserContext", timeout_s=TAB_TIMEOUT_S)[
+            "browserContextId"
+        ]
+        target_id = cdp.call(
+            "Target.createTarget",
+            {"url": "about:blank", "browserContextId": context_id},
+            timeout_s=TAB_TIMEOUT_S,
+        )["targetId"]
+        window = cdp.send("Browser.getWindowForTarget", {"targetId": target_id})
+        session = cdp.call(
+            "Target.attachToTarget",
+            {"targetId": target_id, "flatten": True},
+            timeout_s=TAB_TIMEOUT_S,
+        )["sessionId"]
+        tab = _Tab(context_id, session)
+        cdp.listen(session, tab.on)
+        screen = {"angle": 0, "type": "portraitPrimary" if device.mobile else "landscapePrimary"}
+        commands: list[tuple[str, dict[str, Any]]] = [
+            ("Network.enable", {}),
+            ("Page.enable", {}),
+            ("Network.setBypassServiceWorker", {"bypass": True}),
+            ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
+            (
+                "Emulation.setDeviceMetricsOverride",
+                {
+                    "width": device.width,
+                    "height": device.height,
+                    "screenWidth": device.width,
+                    "screenHeight": device.height,
+                    "deviceScaleFactor": device.scale,
+                    "mobile": device.mobile,
+                    "screenOrientation": screen,
+                },
+            ),
+        ]
+        if device.mobile:
+            commands.append(("Emulation.setTouchEmulationEnabled", {"enabled": True}))
         if self.options.cpu_slowdown > 1:
-            cdp.send("Emulation.setCPUThrottlingRate", {"rate": self.options.cpu_slowdown})
-        return _Tab(context, page, log)
+            commands.append(("Emulation.setCPUThrottlingRate", {"rate": self.options.cpu_slowdown}))
+        replies = [cdp.send(m, p, session) for m, p in commands]
+        with contextlib.suppress(_CdpError):  # no window: the metrics override alone
+            window_id = window.result(TAB_TIMEOUT_S)["windowId"]
+            bounds = {"width": device.width, "height": device.height}
+            replies.append(
+                cdp.send("Browser.setWindowBounds", {"windowId": window_id, "bounds": bounds})
+            )
+        for reply in replies:
+            reply.result(TAB_TIMEOUT_S)
+        return tab
 
-    def _measure(self, tab: _Tab, browser: Browser, url: str, ctx: LoadContext) -> _Raw:
+    def _measure(self, tab: _Tab, cdp: _Cdp, url: str, ctx: LoadContext) -> _Raw:
         """The page load itself: tracing on, navigate, wait for load, tracing off."""
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+        deadline = time.monotonic() + ctx.timeout_s
+        s = tab.session
 
-        browser.start_tracing(page=tab.page, screenshots=True, categories=list(TRACE_CATEGORIES))
+        def timed_out() -> TrialFailed:
+            return TrialFailed(
+                f"page did not finish loading within the trial timeout of {ctx.timeout_s:g} s "
+                f"(no load event for {url})"
+            )
+
+        def left() -> float:
+            return max(0.0, deadline - time.monotonic())
+
+        def check() -> None:
+            if tab.closed:
+                raise _PipeClosed("browser closed the DevTools pipe")
+            if tab.crashed:
+                raise TrialFailed(f"chromium's renderer crashed while loading {url}")
+
+        cdp.call(
+            "Tracing.start",
+            {"transferMode": "ReturnAsStream", "categories": ",".join(TRACE_CATEGORIES)},
+            s,
+        )
         tracing = True
         try:
+            tab.navigating()
             try:
-                tab.page.goto(url, wait_until="load", timeout=ctx.timeout_s * 1000)
-            except PlaywrightTimeout:
-                raise TrialFailed(
-                    f"page did not finish loading within the trial timeout of {ctx.timeout_s:g} s "
-                    f"(no load event for {url})"
-                ) from None
-            timing = tab.page.evaluate(_AFTER_LOAD_JS, SCREENSHOT_SETTLE_MS)
-            trace = browser.stop_tracing()
+                nav = cdp.call("Page.navigate", {"url": url}, s, timeout_s=left())
+            except TimeoutError:
+                raise timed_out() from None
+            if nav.get("errorText"):
+                raise TrialFailed(f"chromium could not load {url}: {nav['errorText']}")
+            while not tab.loaded:
+                check()
+                if not tab.signal.wait(left()):
+                    raise timed_out()
+                tab.signal.clear()
+            check()
+            self._wait_network_idle(tab, left)
+            timing = self._after_load(cdp, s)
             tracing = False
+            trace = self._stop_tracing(tab, cdp)
         finally:
-            if tracing:
+            if tracing and not tab.closed:
                 with contextlib.suppress(Exception):
-                    browser.stop_tracing()
+                    self._stop_tracing(tab, cdp)
         return _Raw(trace, timing, tab.log)
+
+    def _wait_network_idle(self, tab: _Tab, left: Callable[[], float]) -> None:
+        """With option ``idle``: wait until no Network event came for ``idle_ms`` (WebPageTest's
+        rule; bounded by the trial's deadline: a page that never goes quiet ends its wait
+        there without failing)."""
+        idle_s = self.options.idle_ms / 1000
+        while idle_s and left() > 0:
+            quiet = time.monotonic() - tab.log.last_activity_s
+            if quiet >= idle_s:
+                return
+            time.sleep(min(idle_s - quiet, left()))
+
+    def _after_load(self, cdp: _Cdp, session: str) -> dict[str, Any]:
+        value = self._evaluate(cdp, session, f"({_AFTER_LOAD_JS})({SCREENSHOT_SETTLE_MS})")
+        return value if isinstance(value, dict) else {}
+
+    @staticmethod
+    def _evaluate(cdp: _Cdp, session: str, expression: str) -> Any:
+        answer = cdp.call(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            session,
+        )
+        if "exceptionDetails" in answer:
+            text = answer["exceptionDetails"].get("text", "exception")
+            raise TrialFailed(f"chromium: reading the page's timing failed: {text}")
+        return answer.get("result", {}).get("value")
+
+    def _stop_tracing(self, tab: _Tab, cdp: _Cdp) -> bytes:
+        """End the trace and read it back (one stream, in chunks)."""
+        tab.signal.clear()
+        cdp.call("Tracing.end", session=tab.session)
+        while tab.trace_stream is None:
+            if tab.closed:
+                raise _PipeClosed("browser closed the DevTools pipe")
+            if not tab.signal.wait(TAB_TIMEOUT_S):
+                raise TimeoutError(f"no trace within {TAB_TIMEOUT_S:g} s of Tracing.end")
+            tab.signal.clear()
+        stream, tab.trace_stream = tab.trace_stream, None
+        chunks = []
+        while True:
+            part = cdp.call("IO.read", {"handle": stream, "size": 1 << 22}, tab.session)
+            data = part.get("data", "")
+            chunks.append(base64.b64decode(data) if part.get("base64Encoded") else data.encode())
+            if part.get("eof"):
+                break
+        cdp.send("IO.close", {"handle": stream}, tab.session)
+        return b"".join(chunks)
 
     def _analyse(self, raw: _Raw, url: str, ctx: LoadContext) -> LoadResult:
         """Pure but for writing the trial's artifacts: metrics, resources and HAR of a load."""
@@ -660,7 +1078,7 @@ class Chromium:
         elements = {str(k): round(float(v), 3) for k, v in (timing.get("elements") or {}).items()}
         har = log.har(url, t0_s, {**metrics, "_frames": float(visual.frames)})
         har["log"]["pages"][0]["_element_timing_ms"] = elements
-        (ctx.artifacts_dir / "page.har").write_text(json.dumps(har, indent=1))
+        (ctx.artifacts_dir / "page.har").write_text(json.dumps(har))
         (ctx.artifacts_dir / "visual-progress.json").write_text(
             json.dumps({"frames": visual.frames, "progress": visual.progress})
         )
@@ -683,15 +1101,14 @@ class Chromium:
             **metrics,
         )
 
-    def _failure(
-        self, handle: _Browser, protocol: str, exc: BaseException, ctx: LoadContext
-    ) -> H2LabError:
-        """Why a load failed: a crashed browser (with its exit signal) or Playwright's line."""
-        deadline = time.monotonic() + 2
-        while not handle.status_file.exists() and time.monotonic() < deadline:
-            if handle.browser.is_connected():
-                break
-            time.sleep(0.05)
+    def _failure(self, handle: _Browser, protocol: str, exc: BaseException) -> H2LabError:
+        """Why a load failed: a crashed browser (with its exit signal) or the protocol's line."""
+        if isinstance(exc, _PipeClosed) or not handle.alive():
+            # the pipe closes when Chromium dies; the wrapper writes its status right after
+            with contextlib.suppress(WaitTimeout):
+                procs.wait_until(
+                    "chromium's exit status", handle.status_file.exists, timeout_s=2, poll_s=0.02
+                )
         status = procs.read_int_file(handle.status_file)
         self._close_handle(handle)
         if status is not None:

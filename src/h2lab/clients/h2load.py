@@ -165,6 +165,7 @@ class H2load:
                 bytes=res.size_bytes,
                 protocol=protocol,
                 connection=conn.id,
+                status=row.status,
             )
             for conn, rows in per_conn
             for res, row in zip(conn.resources, rows, strict=True)

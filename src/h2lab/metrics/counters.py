@@ -29,3 +29,29 @@ def parse_dev(text: str) -> dict[str, IfBytes]:
         if len(fields) >= 9:
             out[name.strip()] = IfBytes(rx_bytes=int(fields[0]), tx_bytes=int(fields[8]))
     return out
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    busy_ticks: int
+    total_ticks: int
+
+
+def parse_cpu_times(text: str) -> CpuTimes:
+    """``/proc/stat`` -> the machine's CPU time, all cores: busy (everything but idle and
+    iowait) and total, in clock ticks."""
+    for line in text.splitlines():
+        if line.startswith("cpu "):
+            ticks = [int(x) for x in line.split()[1:]]
+            # user nice system idle iowait irq softirq steal (guest time is inside user)
+            total = sum(ticks[:8])
+            return CpuTimes(busy_ticks=total - ticks[3] - ticks[4], total_ticks=total)
+    raise ValueError("no aggregate 'cpu' row in /proc/stat text")
+
+
+def busy_pct(before: CpuTimes, after: CpuTimes) -> float | None:
+    """Busy share of the CPU time between two samples, in percent (None if no tick passed)."""
+    total = after.total_ticks - before.total_ticks
+    if total <= 0:
+        return None
+    return 100.0 * (after.busy_ticks - before.busy_ticks) / total

@@ -105,21 +105,31 @@ def histogram(image: bytes) -> Histogram:
 
 
 def _channel_match(hist: list[int], start: list[int], final: list[int]) -> tuple[int, int]:
-    """(matched, target) pixel counts of one channel, bins matched within ±``SLOP_LEVELS``."""
+    """(matched, target) pixel counts of one channel, bins matched within ±``SLOP_LEVELS``.
+
+    Greedy, as WebPageTest: target bins in ascending order, each drawing on the frame's bins
+    from the lowest in its window upwards. ``low`` is the lowest bin that may still hold
+    pixels for a later target: bins below it are empty or out of every later window, so they
+    are never scanned again."""
     available = [abs(h - s) for h, s in zip(hist, start, strict=True)]
-    matched = total = 0
+    matched = total = low = 0
     for i, (f, s) in enumerate(zip(final, start, strict=True)):
         target = abs(f - s)
         if not target:
             continue
         total += target
         need = target
-        for j in range(max(0, i - SLOP_LEVELS), min(_BINS, i + SLOP_LEVELS + 1)):
-            take = min(need, available[j])
-            available[j] -= take
-            need -= take
-            if not need:
+        low = max(low, i - SLOP_LEVELS)
+        while low < _BINS and not available[low] and low <= i + SLOP_LEVELS:
+            low += 1
+        for j in range(low, min(_BINS, i + SLOP_LEVELS + 1)):
+            have = available[j]
+            if have >= need:
+                available[j] = have - need
+                need = 0
                 break
+            available[j] = 0
+            need -= have
         matched += target - need
     return matched, total
 

@@ -1,34 +1,67 @@
-"""Synthetic pages: N objects of one size spread over K origins, plus an index.html.
+"""Synthetic pages: spec parsing, the ``n/size/origins`` objects page, and writing any
+generated page into the page store (docs/pages-synthetic.md).
 
-Deterministic from ``seed``: the same spec gives the same bytes (and the same digest).
-Each object is a valid PNG image of exactly the asked size: one coloured pixel plus a private
-ancillary chunk of random bytes as padding (decoders skip it; nothing can compress it). The
-index shows every object as a 96x96 px tile (``<img>``, scheme-relative URLs, so the same page
-loads over http and https), so a browser downloads all of them before its load event and its
-visual progress grows with each image. Objects below :data:`MIN_PNG_BYTES` are raw random bytes
-(``.bin``), fetched but not displayable.
+A spec is ``synthetic:<key>=<value>,...`` (the objects page: N objects of one size over K
+origins, plus an index.html) or ``synthetic:<generator>[:<key>=<value>,...]`` for the
+generators of :data:`GENERATORS`. It is parsed once into a frozen dataclass; unknown keys and
+values are :class:`SpecError` naming ``page.<key>``.
+
+Every generator is deterministic from its spec (``seed`` included): the same spec gives the same
+bytes and so the same page id. A page is generated once through :class:`PageWriter` and found
+again by its name (the canonical spec) on later resolves.
+
+Objects page: each object is a valid PNG image of exactly the asked size: one coloured pixel
+plus a private ancillary chunk of random bytes as padding (decoders skip it; nothing can
+compress it). The index shows every object as a 96x96 px tile (``<img>``, scheme-relative URLs,
+so the same page loads over http and https), so a browser downloads all of them before its load
+event and its visual progress grows with each image. Objects below :data:`MIN_PNG_BYTES` are raw
+random bytes (``.bin``), fetched but not displayable.
 """
 
 from __future__ import annotations
 
+import os
 import random
-import re
+import shutil
 import struct
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from h2lab.errors import SpecError, UnitError
-from h2lab.pages.manifest import Page, Resource, content_digest
-from h2lab.paths import cache_root
+from h2lab.pages import gen_cssjs, gen_images, gen_mix
+from h2lab.pages.gen_common import (
+    MAX_ORIGINS,
+    ORIGIN_DOMAIN,
+    Body,
+    origin_names,
+    tile_colour,
+)
+from h2lab.pages.manifest import Page, PageWriter, Resource, find_page, load_page
 from h2lab.units import format_size, parse_size_bytes
 
-# Browsers' per-host connection limit is 6; 250 origins would exhaust the address plan.
-MAX_ORIGINS = 64
+__all__ = [
+    "MAX_ORIGINS",
+    "MIN_PNG_BYTES",
+    "ORIGIN_DOMAIN",
+    "PageSpec",
+    "SyntheticSpec",
+    "bodies",
+    "layout",
+    "materialize",
+    "origin_names",
+    "parse",
+    "png_object",
+    "tile_colour",
+]
+
 MAX_OBJECTS = 10_000
 MAX_OBJECT_BYTES = 100 * 1000**2
 
-ORIGIN_DOMAIN = "h2lab.test"  # RFC 2606 reserves .test: never resolvable outside the lab
-LAYOUT_VERSION = 2  # 2: PNG objects shown as <img> tiles (1: .bin preloads); in the cache path
+GENERATOR_VERSION = 3
+"""Part of every generated page's ``source``: a page written by an older generator (other
+bytes for the same spec) is not reused. 3: content-addressed store (2: PNG tiles, 1: .bin)."""
 TILE_PX = 96
 
 
@@ -47,14 +80,6 @@ MIN_PNG_BYTES = sum(map(len, _png_parts((0, 0, 0)))) + 12
 """Smallest PNG object: the 1x1 image plus an empty padding chunk."""
 
 
-def tile_colour(i: int) -> tuple[int, int, int]:
-    """A distinct, saturated, never-white colour per object."""
-    import colorsys
-
-    r, g, b = colorsys.hsv_to_rgb((i * 0.618033988749895) % 1.0, 0.85, 0.8)
-    return round(r * 255), round(g * 255), round(b * 255)
-
-
 def png_object(i: int, size_bytes: int, rng: random.Random) -> bytes:
     """Object ``i`` as a PNG of exactly ``size_bytes`` (>= MIN_PNG_BYTES)."""
     head, tail = _png_parts(tile_colour(i))
@@ -64,6 +89,9 @@ def png_object(i: int, size_bytes: int, rng: random.Random) -> bytes:
 
 @dataclass(frozen=True)
 class SyntheticSpec:
+    """The objects page: ``count`` objects of ``size_bytes`` over ``origins`` hosts. Its
+    object counts and sizes cover the factor grid of seed 001 Table I."""
+
     count: int
     size_bytes: int
     origins: int
@@ -76,8 +104,35 @@ class SyntheticSpec:
         return f"synthetic:n={self.count},size={size},origins={self.origins}{seed}"
 
 
-def parse(spec: str, source: str = "page", field: str = "page") -> SyntheticSpec:
+PageSpec = (
+    SyntheticSpec | gen_images.ImagesSpec | gen_cssjs.CssJsSpec | gen_mix.AwpSpec | gen_mix.HaSpec
+)
+"""Every parsed synthetic spec."""
+
+GENERATORS = ("images", "cssjs", "awp", "httparchive2024")
+
+
+def parse(spec: str, source: str = "page", field: str = "page") -> PageSpec:
     body = spec.removeprefix("synthetic:")
+    head = body.split(",", 1)[0].split(":", 1)[0]
+    if head and "=" not in head:
+        rest = body[len(head) + 1 :]
+        if head == gen_images.KIND:
+            return gen_images.parse(rest, spec, source, field)
+        if head == gen_cssjs.KIND:
+            return gen_cssjs.parse(rest, spec, source, field)
+        if head == gen_mix.AWP_KIND:
+            return gen_mix.parse_awp(rest, spec, source, field)
+        if head == gen_mix.HA_KIND:
+            return gen_mix.parse_ha(rest, spec, source, field)
+        if ":" in body or "," in body:
+            raise SpecError(
+                source, f"{field}.generator", f"unknown {head!r} (known: {', '.join(GENERATORS)})"
+            )
+    return parse_objects(body, spec, source, field)
+
+
+def parse_objects(body: str, spec: str, source: str, field: str) -> SyntheticSpec:
     fields: dict[str, str] = {}
     for part in filter(None, body.split(",")):
         key, sep, value = part.partition("=")
@@ -102,12 +157,7 @@ def parse(spec: str, source: str = "page", field: str = "page") -> SyntheticSpec
     return SyntheticSpec(count=count, size_bytes=size, origins=origins, seed=seed)
 
 
-def origin_names(k: int) -> tuple[str, ...]:
-    return tuple(f"o{i + 1}.{ORIGIN_DOMAIN}" for i in range(k))
-
-
-def layout(spec: SyntheticSpec) -> tuple[tuple[str, ...], tuple[Resource, ...], str]:
-    """Pure part: origins, resources (index first) and the index.html text."""
+def _objects_layout(spec: SyntheticSpec) -> tuple[tuple[str, ...], tuple[Resource, ...], str]:
     origins = origin_names(spec.origins)
     png = spec.size_bytes >= MIN_PNG_BYTES
     objects = tuple(
@@ -146,30 +196,104 @@ def layout(spec: SyntheticSpec) -> tuple[tuple[str, ...], tuple[Resource, ...], 
     return origins, (index, *objects), html
 
 
-def materialize(spec: SyntheticSpec) -> Page:
-    """Write the page under the cache (once) and return its manifest."""
-    origins, resources, html = layout(spec)
-    slug = re.sub(r"[^a-z0-9]+", "-", spec.name.lower()).strip("-")
-    docroot = cache_root() / "pages" / f"v{LAYOUT_VERSION}-{slug}"
-    done = docroot / ".complete"
-    index = docroot / resources[0].origin / "index.html"
-    # A page cached by an earlier h2lab with another index is written again.
-    if not done.exists() or not index.exists() or index.read_text() != html:
-        rng = random.Random(f"h2lab-synthetic-{spec.seed}")
-        for i, res in enumerate(resources[1:]):
-            target = docroot / res.origin / res.path.lstrip("/")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if res.content_type == "image/png":
-                target.write_bytes(png_object(i, res.size_bytes, rng))
-            else:
-                target.write_bytes(rng.randbytes(res.size_bytes))
-        index.parent.mkdir(parents=True, exist_ok=True)
-        index.write_text(html)
-        done.write_text(content_digest(docroot, resources) + "\n")
-    return Page(
-        name=spec.name,
-        origins=origins,
-        resources=resources,
-        docroot=docroot,
-        digest=done.read_text().strip(),
+def _objects_bodies(spec: SyntheticSpec) -> Iterator[Body]:
+    _, resources, html = _objects_layout(spec)
+    index, *objects = resources
+    yield Body(index.origin, index.path, index.content_type, html.encode())
+    rng = random.Random(f"h2lab-synthetic-{spec.seed}")
+    for i, res in enumerate(objects):
+        if res.content_type == "image/png":
+            data = png_object(i, res.size_bytes, rng)
+        else:
+            data = rng.randbytes(res.size_bytes)
+        yield Body(res.origin, res.path, res.content_type, data)
+
+
+def bodies(spec: PageSpec) -> Iterator[Body]:
+    """Every response of the page with its bytes, the entry document first (lazily: the
+    objects page can be larger than memory)."""
+    if isinstance(spec, SyntheticSpec):
+        return _objects_bodies(spec)
+    if isinstance(spec, gen_images.ImagesSpec):
+        return gen_images.build(spec)
+    if isinstance(spec, gen_cssjs.CssJsSpec):
+        return gen_cssjs.build(spec)
+    return gen_mix.build(spec)
+
+
+def layout(spec: PageSpec) -> tuple[tuple[str, ...], tuple[Resource, ...], str]:
+    """Pure part: origins, resources (entry first, no bodies stored) and the entry HTML."""
+    if isinstance(spec, SyntheticSpec):
+        return _objects_layout(spec)
+    items = list(bodies(spec))
+    resources = tuple(
+        Resource(
+            origin=b.origin,
+            path=b.path,
+            size_bytes=len(b.data),
+            content_type=b.content_type,
+            headers=b.headers,
+        )
+        for b in items
     )
+    origins = tuple(dict.fromkeys(b.origin for b in items))
+    return origins, resources, items[0].data.decode()
+
+
+def source_of(spec: PageSpec) -> str:
+    """The ``source`` recorded in the manifest: the spec and the generator's version."""
+    return f"{spec.name} (h2lab synthetic v{GENERATOR_VERSION})"
+
+
+def _stored(spec: PageSpec) -> Page | None:
+    """The page written earlier for this spec, if it is complete on disk (every body present
+    with its size; hashes are not recomputed, so that resolving a 100 MB page stays instant)."""
+    folder = find_page(spec.name)
+    if folder is None:
+        return None
+    try:
+        page = load_page(folder)
+    except SpecError:
+        return None
+    if page.source != source_of(spec):
+        return None
+    for r in page.resources:
+        try:
+            intact = page.body_file(r).stat().st_size == r.size_bytes
+        except OSError:
+            intact = False
+        if not intact:
+            _discard(folder)
+            return None
+    return replace(page, name=spec.name)
+
+
+def _discard(folder: Path) -> None:
+    """Move a damaged page folder aside and delete it, so that writing the page again
+    (same id) does not find it in place (PageWriter.commit keeps an existing folder)."""
+    aside = folder.with_name(f".damaged-{folder.name}-{os.getpid()}")
+    try:
+        os.rename(folder, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def materialize(spec: PageSpec) -> Page:
+    """The page of ``spec`` in the page store: the stored one if an earlier resolve wrote it
+    (checked: same generator version, every body present with its size), else generated now."""
+    stored = _stored(spec)
+    if stored is not None:
+        return stored
+    with PageWriter(spec.name, source_of(spec)) as writer:
+        try:
+            for b in bodies(spec):
+                writer.add(
+                    f"https://{b.origin}{b.path}",
+                    b.data,
+                    content_type=b.content_type,
+                    headers=b.headers,
+                )
+        except ValueError as exc:  # a body budget too small for its content
+            raise SpecError(spec.name, "page", str(exc)) from exc
+        return writer.commit()

@@ -7,6 +7,7 @@ metric(h2)/metric(h1) is a paired comparison (common random numbers for the loss
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import random
@@ -31,6 +32,8 @@ class TrialSpec:
     """drives the emulator's loss pattern; equal for every protocol of a block"""
     order: int
     """position in the run"""
+    warmup: int = 0
+    """n > 0: the n-th warm-up trial (stored with ``warmup = 1``, never analysed)"""
 
     @property
     def block(self) -> str:
@@ -49,7 +52,8 @@ class TrialSpec:
     @property
     def key(self) -> str:
         """Stable identity of the trial across reruns (resume skips stored keys)."""
-        return f"{self.block}|{self.protocol}"
+        warm = f"warmup{self.warmup}|" if self.warmup else ""
+        return f"{warm}{self.block}|{self.protocol}"
 
     def config(self) -> dict[str, object]:
         return {
@@ -72,11 +76,14 @@ def block_seed(experiment_seed: int, block: str) -> int:
 
 
 def expand(exp: Experiment) -> list[TrialSpec]:
-    """All trials of ``exp`` in run order (deterministic from ``exp.seed``)."""
-    f = exp.factors
+    """All trials of ``exp`` in run order (deterministic from ``exp.seed``): the warm-up
+    trials first (the first block's first protocol), then every block of every factor table
+    (a block listed by two tables runs once), blocks shuffled, protocols shuffled per block."""
     rng = random.Random(exp.seed)
-    blocks = list(
-        itertools.product(
+    Combo = tuple[int, str, NetworkProfile, str, str, str, int]
+    blocks: dict[Combo, tuple[str, ...]] = {}
+    for f in exp.matrices:
+        for combo in itertools.product(
             range(exp.repetitions),
             f.page,
             f.network,
@@ -84,12 +91,15 @@ def expand(exp: Experiment) -> list[TrialSpec]:
             f.client,
             f.congestion_control,
             f.initcwnd,
-        )
-    )
-    rng.shuffle(blocks)
+        ):
+            have = blocks.setdefault(combo, ())
+            blocks[combo] = have + tuple(p for p in f.protocol if p not in have)
+    order = list(blocks)
+    rng.shuffle(order)
     trials: list[TrialSpec] = []
-    for rep, page, network, server, client, cc, iw in blocks:
-        protocols = list(f.protocol)
+    for combo in order:
+        rep, page, network, server, client, cc, iw = combo
+        protocols = list(blocks[combo])
         rng.shuffle(protocols)
         tcp = TcpSettings(cc, iw)
         proto_block = TrialSpec(exp.name, page, network, server, client, tcp, rep, "", 0, 0).block
@@ -100,4 +110,8 @@ def expand(exp: Experiment) -> list[TrialSpec]:
                     exp.name, page, network, server, client, tcp, rep, proto, seed, len(trials)
                 )
             )
+    if exp.warmup and trials:
+        first = trials[0]
+        warm = [dataclasses.replace(first, warmup=i + 1, order=i) for i in range(exp.warmup)]
+        trials = warm + [dataclasses.replace(t, order=t.order + exp.warmup) for t in trials]
     return trials

@@ -13,12 +13,13 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
 from h2lab import clients, servers
 from h2lab.clients import LoadContext, LoadResult, ResourceTiming
 from h2lab.errors import H2LabError
-from h2lab.metrics.counters import parse_dev, parse_snmp
+from h2lab.metrics.counters import busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
 from h2lab.net.lab import Lab, Link, TcpSettings
 from h2lab.pages import Page, resolve_page
@@ -26,6 +27,7 @@ from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
 from h2lab.spec.network import NetworkProfile
 from h2lab.store import Store, TrialRecord
+from h2lab.store.sqlite import CPU_SATURATED_PCT
 
 
 @dataclass(frozen=True)
@@ -134,9 +136,11 @@ def run_trials(
     store: Store,
     *,
     timeout_s: float,
+    retries: int = 0,
     on_progress: ProgressFn | None = None,
 ) -> list[TrialRecord]:
-    """Run ``trials`` not yet stored ok; return the records written now."""
+    """Run ``trials`` not yet stored ok; return the records written now. A failed trial is
+    attempted again at once, up to ``retries`` more times; every attempt is stored."""
     done = store.done_keys(trials[0].experiment) if trials else set()
     todo = [t for t in trials if t.key not in done]
     for t in trials:
@@ -178,11 +182,14 @@ def run_trials(
             client = adapters[t.client]
             if (t.server, t.client) not in versions:
                 versions[(t.server, t.client)] = tool_versions(t.server, client)
-            record = run_one(
-                lab, links, client, pages[t.page], t, store, timeout_s,
-                versions[(t.server, t.client)],
-            )  # fmt: skip
-            written.append(record)
+            for _ in range(1 + retries):
+                record = run_one(
+                    lab, links, client, pages[t.page], t, store, timeout_s,
+                    versions[(t.server, t.client)],
+                )  # fmt: skip
+                written.append(record)
+                if record.status == "ok":
+                    break
             if on_progress:
                 on_progress(t, record)
     return written
@@ -236,6 +243,7 @@ def run_one(
     artifacts = store.artifacts_dir(t.key, attempt)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
     t0 = time.monotonic()
+    cpu_before = parse_cpu_times(Path("/proc/stat").read_text())
     metrics: dict[str, object] = _NOT_MEASURED
     resources: tuple[ResourceTiming, ...] = ()
     error = None
@@ -262,6 +270,7 @@ def run_one(
         error = f"{type(exc).__name__}: {exc}"
         artifacts.mkdir(parents=True, exist_ok=True)
         (artifacts / "traceback.txt").write_text(traceback.format_exc())
+    cpu = busy_pct(cpu_before, parse_cpu_times(Path("/proc/stat").read_text()))
     record = TrialRecord(
         trial_key=t.key,
         experiment=t.experiment,
@@ -283,6 +292,9 @@ def run_one(
         duration_s=round(time.monotonic() - t0, 3),
         config_json=json.dumps(t.config(), sort_keys=True),
         versions_json=json.dumps(versions, sort_keys=True),
+        warmup=int(t.warmup > 0),
+        cpu_busy_pct=None if cpu is None else round(cpu, 1),
+        cpu_saturated=None if cpu is None else int(cpu >= CPU_SATURATED_PCT),
         **metrics,  # type: ignore[arg-type]
     )
     trial_id = store.add_trial(record, resources)

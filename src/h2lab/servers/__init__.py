@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,10 +10,12 @@ from typing import Protocol
 
 from h2lab.errors import SpecError
 from h2lab.pages import Page
+from h2lab.spec.options import parse_named
 
 # Ports per protocol, the same on every origin address. h1c on :80, TLS (h1s/h2s, ALPN
 # decides) on :443, h2c with prior knowledge on its own port.
-PORTS = {"h1c": 80, "h1p": 80, "h1s": 443, "h2s": 443, "h2c": 8080}
+PORTS = {"h1c": 80, "h1p": 80, "h1s": 443, "h2s": 443, "h2c": 8080, "h3": 443}
+"""TCP ports, except ``h3``: UDP 443."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class ServeContext:
 
 class ServerAdapter(Protocol):
     name: str
+    protocols: frozenset[str]
+    """protocols it serves (a trial asking another fails validation)"""
 
     def version(self) -> str: ...
 
@@ -40,10 +44,13 @@ class ServerAdapter(Protocol):
         ...
 
 
-_REGISTRY: dict[str, Callable[[], ServerAdapter]] = {}
+_REGISTRY: dict[str, Callable[[Mapping[str, str]], ServerAdapter]] = {}
 
 
-def register(name: str, factory: Callable[[], ServerAdapter]) -> None:
+def register(name: str, factory: Callable[[Mapping[str, str]], ServerAdapter]) -> None:
+    """``factory(options)``: options from ``name:key=value,...`` (e.g.
+    ``origin:scheduler=fcfs,push=css-js``); it raises ValueError with one line on an option it
+    does not take."""
     _REGISTRY[name] = factory
 
 
@@ -52,12 +59,17 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get(name: str, source: str = "server") -> ServerAdapter:
+def get(spec: str, source: str = "server", field: str = "server") -> ServerAdapter:
+    """The server named by ``spec``: a name, or ``name:key=value,...``."""
     _load()
+    name, options = parse_named(spec, source, field, "server")
     if name not in _REGISTRY:
-        raise SpecError(source, "server", f"unknown server {name!r} (known: {', '.join(names())})")
-    return _REGISTRY[name]()
+        raise SpecError(source, field, f"unknown server {name!r} (known: {', '.join(names())})")
+    try:
+        return _REGISTRY[name](options)
+    except ValueError as exc:
+        raise SpecError(source, field, str(exc)) from None
 
 
 def _load() -> None:
-    from h2lab.servers import nginx  # noqa: F401  (registers itself)
+    from h2lab.servers import apache, h2o, haproxy, nginx, origin  # noqa: F401  (register themselves)

@@ -3,33 +3,113 @@
 Listens per origin address: h1c on :80, h1s/h2s on :443 (ALPN picks http/1.1 or h2), h2c with
 prior knowledge on :8080. Compression off and caching headers left alone, so every protocol
 moves the same bytes.
+
+Every page is served from its manifest, the way a replay proxy does: each resource gets an
+internal exact-match location (its status, content type, kept headers and body file), and two
+maps pick the resource for a request: the exact method + host + request target first, then the
+first recorded resource with the same host and path (query strings that differ, as
+WebPageReplay and Mahimahi tolerate them). A request that matches nothing gets 404 and a line in
+``unserved.log`` in the server's state folder.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from urllib.parse import unquote
 
 from h2lab import procs
-from h2lab.errors import ProcessFailed
+from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
-from h2lab.pages import Page
+from h2lab.pages import Page, Resource
 from h2lab.servers import PORTS, ServeContext, register
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
 # Enough for every stream of the largest synthetic page at once (nginx's default is 128).
 MAX_CONCURRENT_STREAMS = 1000
+UNSERVED_LOG = "unserved.log"
+_INTERNAL = "/.h2lab/r"
+
+
+def quote(text: str) -> str:
+    """A double-quoted nginx string with no variable interpolation (``$`` comes from a
+    variable holding a dollar sign, nginx has no escape for it)."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "${h2lab_dollar}")
+    return f'"{text}"'
+
+
+def quote_key(text: str) -> str:
+    """A double-quoted map key (map keys are literal: no interpolation to guard against)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(n - 1, 1).bit_length()
+
+
+def _location(i: int, res: Resource, page: Page) -> str:
+    lines = [f"location = {_INTERNAL}{i} {{", "    internal;"]
+    lines.append(f"    default_type {quote(res.content_type or 'application/octet-stream')};")
+    for name, value in res.headers:
+        if name != "location":
+            lines.append(f"    add_header {name} {quote(value)} always;")
+    location = res.header("location")
+    if 300 <= res.status < 400 and location is not None:
+        lines.append(f"    return {res.status} {quote(location)};")
+    elif res.status != 200 or (res.body_sha256 is None and res.size_bytes == 0):
+        lines.append(f"    return {res.status};")
+    else:
+        lines.append(f"    alias {page.body_file(res)};")
+        if res.method != "GET":
+            lines.append(f"    error_page 405 =200 {_INTERNAL}{i};")
+    lines.append("}")
+    return "\n        ".join(lines)
+
+
+def render_maps(page: Page) -> str:
+    """The request -> resource maps (http level)."""
+    exact: dict[str, int] = {}
+    by_path: dict[str, int] = {}
+    for i, r in enumerate(page.resources):
+        exact.setdefault(f"{r.method} {r.origin}{r.target}", i)
+        by_path.setdefault(f"{r.origin}{unquote(r.path)}", i)
+    longest = max(len(k) for k in [*exact, *by_path])
+    entries = len(exact) + len(by_path)
+
+    def body(m: dict[str, int]) -> str:
+        return "".join(f"\n        {quote_key(k)} {i};" for k, i in m.items())
+
+    return f"""
+    map_hash_bucket_size {max(64, _pow2_at_least(longest + 16))};
+    map_hash_max_size {max(2048, _pow2_at_least(2 * entries))};
+    geo $h2lab_dollar {{ default "$"; }}
+    map "$request_method $host$request_uri" $h2lab_exact {{
+        default "";{body(exact)}
+    }}
+    map "$host$uri" $h2lab_path {{
+        default "";{body(by_path)}
+    }}
+    map $h2lab_exact $h2lab_rid {{
+        "" $h2lab_path;
+        default $h2lab_exact;
+    }}
+    log_format h2lab_unserved '$request_method $scheme://$host$request_uri';"""
 
 
 def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> str:
     """Pure except for certificate creation: the nginx.conf text."""
     d = ctx.state_dir
+    if any(r.delay_ms for r in page.resources):
+        raise SpecError(page.name, "server", "nginx cannot delay responses (use server origin)")
     servers = []
     for host in page.origins:
         ip = ctx.origin_ips[host]
         pair = ca.leaf(host)
+        locations = "\n        ".join(
+            _location(i, r, page) for i, r in enumerate(page.resources) if r.origin == host
+        )
         servers.append(
             f"""
     server {{
@@ -39,7 +119,13 @@ def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> str:
         server_name {host};
         ssl_certificate {pair.cert};
         ssl_certificate_key {pair.key};
-        root {page.docroot / host};
+        location / {{ rewrite ^ {_INTERNAL}$h2lab_rid? last; }}
+        location {_INTERNAL} {{
+            internal;
+            access_log {d / UNSERVED_LOG} h2lab_unserved;
+            return 404;
+        }}
+        {locations}
     }}"""
         )
     return f"""# generated by h2lab for page {page.name} ({page.digest})
@@ -51,15 +137,16 @@ pid {d}/nginx.pid;
 error_log {d}/nginx-error.log warn;
 events {{ worker_connections 8192; }}
 http {{
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    types {{ application/octet-stream bin; }}
+    types {{ }}
     access_log off;
     sendfile on;
     tcp_nopush on;  # headers and body in full packets, as production configs do
     tcp_nodelay on;
     gzip off;
     etag off;
+    merge_slashes off;
+    absolute_redirect off;
+    server_tokens off;
     keepalive_requests 100000;
     keepalive_timeout 120s;
     http2_max_concurrent_streams {MAX_CONCURRENT_STREAMS};
@@ -67,6 +154,7 @@ http {{
     ssl_session_cache off;
     ssl_session_tickets off;
     ssl_conf_command NumTickets 0;  # OpenSSL sends 2 TLS 1.3 tickets even with tickets off
+{render_maps(page)}
 {"".join(servers)}
 }}
 """
@@ -74,6 +162,7 @@ http {{
 
 class Nginx:
     name = "nginx"
+    protocols = frozenset({"h1c", "h1p", "h1s", "h2s", "h2c"})
 
     def version(self) -> str:
         m = re.search(r"nginx/(\S+)", procs.version_text(["nginx", "-v"]))
@@ -107,4 +196,10 @@ class Nginx:
             procs.stop(proc)
 
 
-register("nginx", Nginx)
+def _make(options: Mapping[str, str]) -> Nginx:
+    if options:
+        raise ValueError(f"nginx takes no options, got {', '.join(options)}")
+    return Nginx()
+
+
+register("nginx", _make)

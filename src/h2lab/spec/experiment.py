@@ -6,6 +6,7 @@ or in the kernel while validating.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +15,22 @@ from typing import Any
 from h2lab.errors import SpecError
 from h2lab.spec.network import NetworkProfile, parse_network
 
-PROTOCOLS = ("h1c", "h1p", "h1s", "h2c", "h2s")
+PROTOCOLS = ("h1c", "h1p", "h1s", "h2c", "h2s", "h3")
 CONGESTION_CONTROLS = ("cubic", "bbr", "reno")
-TOP_KEYS = {"name", "description", "seed", "repetitions", "timeout_s", "factors"}
+TOP_KEYS = {
+    "name",
+    "description",
+    "seed",
+    "repetitions",
+    "timeout_s",
+    "retries",
+    "warmup",
+    "factors",
+    "quick",
+}
+QUICK_KEYS = {"repetitions", "warmup", "timeout_s", "factors"}
+MAX_RETRIES = 10
+MAX_WARMUP = 100
 FACTOR_KEYS = {
     "protocol",
     "network",
@@ -49,6 +63,17 @@ class Experiment:
     timeout_s: float = DEFAULT_TIMEOUT_S
     description: str = ""
     source: str = field(default="<cli>", compare=False)
+    retries: int = 0
+    """extra attempts of a failed trial, run at once; every failed attempt stays stored"""
+    warmup: int = 0
+    """trials run first and stored with ``warmup = 1``, never analysed (the first cell's)"""
+    also: tuple[Factors, ...] = ()
+    """further factor tables (``[[factors]]``), each crossed on its own; their trials are
+    added to those of ``factors`` (explicit combinations)"""
+
+    @property
+    def matrices(self) -> tuple[Factors, ...]:
+        return (self.factors, *self.also)
 
 
 def _list(source: str, key: str, value: Any, kind: type) -> tuple[Any, ...]:
@@ -75,55 +100,86 @@ def _choice(
             )
 
 
-def validate_factors(source: str, raw: dict[str, Any]) -> Factors:
+def validate_factors(source: str, raw: dict[str, Any], prefix: str = "factors") -> Factors:
     from h2lab import clients, servers
-    from h2lab.pages import synthetic
+    from h2lab.pages.manifest import check_page_spec
 
     unknown = sorted(set(raw) - FACTOR_KEYS)
     if unknown:
         allowed = ", ".join(sorted(FACTOR_KEYS))
-        raise SpecError(source, f"factors.{unknown[0]}", f"unknown factor (known: {allowed})")
+        raise SpecError(source, f"{prefix}.{unknown[0]}", f"unknown factor (known: {allowed})")
     for required in ("protocol", "network", "page"):
         if required not in raw:
-            raise SpecError(source, f"factors.{required}", "missing (required)")
-    protocol = _list(source, "factors.protocol", raw["protocol"], str)
-    _choice(source, "factors.protocol", protocol, PROTOCOLS)
-    networks = _list(source, "factors.network", raw["network"], str)
+            raise SpecError(source, f"{prefix}.{required}", "missing (required)")
+    protocol = _list(source, f"{prefix}.protocol", raw["protocol"], str)
+    _choice(source, f"{prefix}.protocol", protocol, PROTOCOLS)
+    networks = _list(source, f"{prefix}.network", raw["network"], str)
     network = tuple(
-        parse_network(n, source, field=f"factors.network[{i}]") for i, n in enumerate(networks)
+        parse_network(n, source, field=f"{prefix}.network[{i}]") for i, n in enumerate(networks)
     )
-    page = _list(source, "factors.page", raw["page"], str)
+    page = _list(source, f"{prefix}.page", raw["page"], str)
     for i, p in enumerate(page):
-        if not p.startswith("synthetic:"):
+        check_page_spec(p, source, f"{prefix}.page[{i}]")
+    server = _list(source, f"{prefix}.server", raw.get("server", ["nginx"]), str)
+    for i, s in enumerate(server):
+        served = servers.get(s, source, f"{prefix}.server[{i}]")
+        unsupported = [p for p in protocol if p not in served.protocols]
+        if unsupported:
             raise SpecError(
-                source,
-                f"factors.page[{i}]",
-                f"unknown page {p!r} (use synthetic:n=<count>,size=<bytes>,origins=<k>)",
+                source, f"{prefix}.server[{i}]", f"{s} cannot serve protocol {unsupported[0]}"
             )
-        synthetic.parse(p, source, field=f"factors.page[{i}]")
-    server = _list(source, "factors.server", raw.get("server", ["nginx"]), str)
-    _choice(source, "factors.server", server, servers.names())
-    client = _list(source, "factors.client", raw.get("client", ["h2load"]), str)
+    client = _list(source, f"{prefix}.client", raw.get("client", ["h2load"]), str)
     for i, c in enumerate(client):
-        adapter = clients.get(c, source, f"factors.client[{i}]")
+        adapter = clients.get(c, source, f"{prefix}.client[{i}]")
         unsupported = [p for p in protocol if p not in adapter.protocols]
         if unsupported:
             note = getattr(adapter, "protocol_note", "")
             raise SpecError(
                 source,
-                f"factors.client[{i}]",
+                f"{prefix}.client[{i}]",
                 f"{c} cannot run protocol {unsupported[0]}" + (f" ({note})" if note else ""),
             )
-    cc = _list(source, "factors.congestion_control", raw.get("congestion_control", ["cubic"]), str)
-    _choice(source, "factors.congestion_control", cc, CONGESTION_CONTROLS)
-    iw = _list(source, "factors.initcwnd", raw.get("initcwnd", [10]), int)
+    cc = _list(
+        source, f"{prefix}.congestion_control", raw.get("congestion_control", ["cubic"]), str
+    )
+    _choice(source, f"{prefix}.congestion_control", cc, CONGESTION_CONTROLS)
+    iw = _list(source, f"{prefix}.initcwnd", raw.get("initcwnd", [10]), int)
     for i, w in enumerate(iw):
         if not 1 <= w <= 1000:
-            raise SpecError(source, f"factors.initcwnd[{i}]", f"must be 1..1000 packets, got {w}")
+            raise SpecError(source, f"{prefix}.initcwnd[{i}]", f"must be 1..1000 packets, got {w}")
     return Factors(protocol, network, page, server, client, cc, iw)
 
 
-def parse_experiment(raw: dict[str, Any], source: str) -> Experiment:
+def apply_quick(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    """The experiment's quick variant (``h2lab run --quick``): ``[quick]`` overrides
+    ``repetitions``, ``warmup``, ``timeout_s``, and ``[quick.factors]`` replaces factor lists
+    (in every factor table), typically with a subset of the levels."""
+    quick = raw.get("quick", {})
+    if not isinstance(quick, dict):
+        raise SpecError(source, "quick", "must be a table [quick]")
+    unknown = sorted(set(quick) - QUICK_KEYS)
+    if unknown:
+        known = ", ".join(sorted(QUICK_KEYS))
+        raise SpecError(source, f"quick.{unknown[0]}", f"unknown key (known: {known})")
+    out = {k: v for k, v in raw.items() if k != "quick"}
+    out.update({k: v for k, v in quick.items() if k != "factors"})
+    over = quick.get("factors", {})
+    if not isinstance(over, dict):
+        raise SpecError(source, "quick.factors", "must be a table [quick.factors]")
+    tables = raw.get("factors")
+    if isinstance(tables, dict):
+        out["factors"] = {**tables, **over}
+    elif isinstance(tables, list):
+        out["factors"] = [{**t, **over} if isinstance(t, dict) else t for t in tables]
+    return out
+
+
+def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -> Experiment:
+    quick_raw = apply_quick(raw, source)  # its keys are checked either way
+    if quick:
+        raw = quick_raw
+        if isinstance(raw.get("name"), str):
+            raw["name"] += "-quick"
     unknown = sorted(set(raw) - TOP_KEYS)
     if unknown:
         raise SpecError(source, unknown[0], f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
@@ -141,21 +197,37 @@ def parse_experiment(raw: dict[str, Any], source: str) -> Experiment:
         raise SpecError(
             source, "timeout_s", f"must be a positive number of seconds, got {timeout!r}"
         )
+    retries = _bounded_int(source, "retries", raw.get("retries", 0), MAX_RETRIES)
+    warmup = _bounded_int(source, "warmup", raw.get("warmup", 0), MAX_WARMUP)
     factors = raw.get("factors")
-    if not isinstance(factors, dict):
-        raise SpecError(source, "factors", "missing table [factors]")
+    tables = factors if isinstance(factors, list) else [factors]
+    if not tables or not all(isinstance(t, dict) for t in tables):
+        raise SpecError(source, "factors", "missing table [factors] (or tables [[factors]])")
+    matrices = tuple(
+        validate_factors(source, t, prefix="factors" if len(tables) == 1 else f"factors[{i}]")
+        for i, t in enumerate(tables)
+    )
     return Experiment(
         name=name,
-        factors=validate_factors(source, factors),
+        factors=matrices[0],
         seed=seed,
         repetitions=reps,
         timeout_s=float(timeout),
         description=str(raw.get("description", "")),
         source=source,
+        retries=retries,
+        warmup=warmup,
+        also=matrices[1:],
     )
 
 
-def load_experiment(path: Path) -> Experiment:
+def _bounded_int(source: str, key: str, value: object, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise SpecError(source, key, f"must be an integer 0..{most}, got {value!r}")
+    return value
+
+
+def load_experiment(path: Path, *, quick: bool = False) -> Experiment:
     source = str(path)
     try:
         text = path.read_text()
@@ -165,4 +237,26 @@ def load_experiment(path: Path) -> Experiment:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(source, "toml", f"malformed TOML: {exc}") from exc
-    return parse_experiment(raw, source)
+    quick_table = raw.get("quick")
+    quick_factors = quick_table.get("factors") if isinstance(quick_table, dict) else None
+    for table in [*_tables(raw.get("factors")), *_tables(quick_factors)]:
+        if isinstance(table.get("page"), list):
+            table["page"] = [_relative_to(path.parent, p) for p in table["page"]]
+    return parse_experiment(raw, source, quick=quick)
+
+
+def _tables(factors: object) -> list[dict[str, Any]]:
+    tables = factors if isinstance(factors, list) else [factors]
+    return [t for t in tables if isinstance(t, dict)]
+
+
+def _relative_to(folder: Path, page: object) -> object:
+    """``warc:corpus/x.warc.gz`` in an experiment file means relative to that file."""
+    from h2lab.pages.manifest import IMPORT_KINDS
+
+    if not isinstance(page, str):
+        return page
+    kind, sep, rest = page.partition(":")
+    if not sep or kind not in IMPORT_KINDS or rest.startswith("/"):
+        return page
+    return f"{kind}:{os.path.normpath(folder / rest)}"

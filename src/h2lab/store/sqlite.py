@@ -11,7 +11,12 @@ from typing import Any
 
 from h2lab.clients import PAGE_METRICS, PageMetrics, ResourceTiming
 
-SCHEMA_VERSION = 2  # 2: page-level browser metrics, resource priority
+CPU_SATURATED_PCT = 90.0
+"""A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
+
+# 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
+# 5: warmup, cpu_busy_pct, cpu_saturated
+SCHEMA_VERSION = 5
 
 TRIAL_COLUMNS: dict[str, str] = {
     "id": "INTEGER PRIMARY KEY",
@@ -45,20 +50,24 @@ TRIAL_COLUMNS: dict[str, str] = {
     **dict.fromkeys(PAGE_METRICS, "REAL"),
     "config_json": "TEXT NOT NULL",
     "versions_json": "TEXT NOT NULL",
+    "warmup": "INTEGER NOT NULL DEFAULT 0",
+    "cpu_busy_pct": "REAL",
+    "cpu_saturated": "INTEGER",
 }
 
-RESOURCE_COLUMNS: dict[str, str] = {
-    "trial_id": "INTEGER NOT NULL REFERENCES trials(id)",
-    "url": "TEXT NOT NULL",
-    "origin": "TEXT NOT NULL",
-    "start_ms": "REAL",
-    "ttfb_ms": "REAL",
-    "end_ms": "REAL",
-    "bytes": "INTEGER",
-    "protocol": "TEXT",
-    "connection": "TEXT",
-    "priority": "TEXT",
-}
+_SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
+
+
+def _resource_columns() -> dict[str, str]:
+    """One column per :class:`ResourceTiming` field (a new field is a new column)."""
+    columns = {"trial_id": "INTEGER NOT NULL REFERENCES trials(id)"}
+    for f in dataclasses.fields(ResourceTiming):
+        kind = str(f.type).replace(" | None", "")
+        columns[f.name] = _SQL_TYPES[kind] + (" NOT NULL" if f.name in ("url", "origin") else "")
+    return columns
+
+
+RESOURCE_COLUMNS: dict[str, str] = _resource_columns()
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,13 @@ class TrialRecord(PageMetrics):
     config_json: str
     versions_json: str
     id: int | None = None
+    warmup: int = 0
+    """1 for a warm-up trial: stored, never analysed"""
+    cpu_busy_pct: float | None = None
+    """share of the machine's CPU time that was busy during the trial (all cores)"""
+    cpu_saturated: int | None = None
+    """1 when ``cpu_busy_pct`` reached :data:`CPU_SATURATED_PCT`: the trial's timings may
+    include waiting for a core"""
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -155,21 +171,7 @@ class Store:
             self._db.executemany(
                 f"INSERT INTO resources ({', '.join(RESOURCE_COLUMNS)}) "
                 f"VALUES ({', '.join('?' for _ in RESOURCE_COLUMNS)})",
-                [
-                    (
-                        trial_id,
-                        r.url,
-                        r.origin,
-                        r.start_ms,
-                        r.ttfb_ms,
-                        r.end_ms,
-                        r.bytes,
-                        r.protocol,
-                        r.connection,
-                        r.priority,
-                    )
-                    for r in resources
-                ],
+                [(trial_id, *dataclasses.astuple(r)) for r in resources],
             )
         return trial_id
 
@@ -189,9 +191,15 @@ class Store:
         return int(row.fetchone()[0])
 
     def trials(
-        self, *, status: str | None = None, experiment: str | None = None
+        self,
+        *,
+        status: str | None = None,
+        experiment: str | None = None,
+        include_warmup: bool = False,
     ) -> list[TrialRecord]:
         q = f"SELECT {', '.join(TRIAL_COLUMNS)} FROM trials WHERE 1=1"
+        if not include_warmup:
+            q += " AND warmup = 0"
         args: list[str] = []
         if status:
             q += " AND status = ?"

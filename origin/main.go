@@ -1,0 +1,335 @@
+// Command h2lab-origin is h2lab's own origin server: it replays a page manifest over HTTP/1.1
+// (cleartext and TLS), HTTP/2 (TLS with ALPN, and cleartext with prior knowledge) and HTTP/3,
+// with a choice of HTTP/2 write scheduler, server push, 103 Early Hints and response delays.
+//
+// Usage: h2lab-origin -config FILE   (JSON, see Config; written by src/h2lab/servers/origin.py)
+//
+//	h2lab-origin -version
+//
+// It prints "h2lab-origin ready" on stdout once every listener is bound and exits with status 0
+// on SIGTERM or SIGINT.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"golang.org/x/net/http2"
+)
+
+// sourceHash is set at build time (-ldflags "-X main.sourceHash=...") by the adapter.
+var sourceHash = "dev"
+
+// Config is the JSON file the adapter writes.
+type Config struct {
+	Page     string         `json:"page"`      // page folder (manifest.json, bodies/)
+	StateDir string         `json:"state_dir"` // unserved.log, frames.tsv, qlog/
+	Origins  []OriginConfig `json:"origins"`
+	Ports    Ports          `json:"ports"`
+	// Scheduler is the HTTP/2 write scheduler: client, rr or fcfs.
+	Scheduler  string             `json:"scheduler"`
+	Push       Selection          `json:"push"`
+	EarlyHints Selection          `json:"early_hints"`
+	DelayMS    map[string]float64 `json:"delay_ms"` // content class -> delay before the response
+	ThinkMS    float64            `json:"think_ms"` // delay before every response
+	FrameLog   bool               `json:"framelog"` // write <state_dir>/frames.tsv
+	Qlog       bool               `json:"qlog"`     // write <state_dir>/qlog/<odcid>_server.sqlog
+	// NotsentLowatBytes sets TCP_NOTSENT_LOWAT on accepted TCP connections (0: kernel default),
+	// so that the HTTP/2 scheduler decides late what to send rather than filling the socket buffer.
+	NotsentLowatBytes int `json:"notsent_lowat_bytes"`
+}
+
+// OriginConfig is one origin: its hostname, the address it listens on and its certificate.
+type OriginConfig struct {
+	Host string `json:"host"`
+	IP   string `json:"ip"`
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
+}
+
+// Ports per protocol (0: not served).
+type Ports struct {
+	H1c int `json:"h1c"`
+	TLS int `json:"tls"`
+	H2c int `json:"h2c"`
+	H3  int `json:"h3"`
+}
+
+// Selection names resources to push or hint: a rule (Rules) or request targets, or nothing.
+type Selection struct {
+	Rule  string   `json:"rule"`
+	Paths []string `json:"paths"`
+}
+
+func (s Selection) resolve(p *Page) ([]*Resource, error) {
+	switch {
+	case s.Rule != "" && s.Rule != "none":
+		return p.Select(s.Rule)
+	case len(s.Paths) > 0:
+		return p.Named(s.Paths)
+	}
+	return nil, nil
+}
+
+// Version is the one-line version: source hash, Go, x/net and quic-go versions.
+func Version() string {
+	deps := map[string]string{}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			deps[d.Path] = d.Version
+		}
+	}
+	return fmt.Sprintf("h2lab-origin %s %s x/net %s quic-go %s", sourceHash, runtime.Version(),
+		deps["golang.org/x/net"], deps["github.com/quic-go/quic-go"])
+}
+
+func main() {
+	configPath := flag.String("config", "", "JSON configuration file")
+	version := flag.Bool("version", false, "print the version and exit")
+	flag.Parse()
+	if *version {
+		fmt.Println(Version())
+		return
+	}
+	if *configPath == "" {
+		fmt.Fprintln(os.Stderr, "h2lab-origin: -config FILE is required")
+		os.Exit(2)
+	}
+	if err := run(*configPath); err != nil {
+		fmt.Fprintln(os.Stderr, "h2lab-origin:", err)
+		os.Exit(1)
+	}
+}
+
+func loadConfig(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// server is everything one run listens with, so that shutdown can close it.
+type server struct {
+	closers []io.Closer
+	errs    chan error
+}
+
+func (s *server) fail(err error) {
+	select {
+	case s.errs <- err:
+	default:
+	}
+}
+
+func run(configPath string) error {
+	start := time.Now()
+	cfg, err := loadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	page, err := LoadPage(cfg.Page)
+	if err != nil {
+		return err
+	}
+	h := &Handler{Page: page, Delay: map[string]time.Duration{},
+		Think: time.Duration(cfg.ThinkMS * float64(time.Millisecond))}
+	for class, ms := range cfg.DelayMS {
+		h.Delay[class] = time.Duration(ms * float64(time.Millisecond))
+	}
+	if h.Push, err = cfg.Push.resolve(page); err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	if h.Hints, err = cfg.EarlyHints.resolve(page); err != nil {
+		return fmt.Errorf("early_hints: %w", err)
+	}
+	// A server pushes only what it is authoritative for: the entry document's origin (RFC 9113
+	// §8.4); rules may also pick resources of other origins (early hints may name those).
+	h.Push = slices.DeleteFunc(h.Push, func(r *Resource) bool { return r.Host != page.Entry.Host })
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return err
+	}
+	if h.Unserved, err = OpenUnservedLog(filepath.Join(cfg.StateDir, "unserved.log")); err != nil {
+		return err
+	}
+	defer h.Unserved.Close()
+	sched, ok := newScheduler(cfg.Scheduler)
+	if !ok {
+		return fmt.Errorf("unknown scheduler %q (known: client, rr, fcfs)", cfg.Scheduler)
+	}
+	if cfg.FrameLog {
+		fl, err := OpenFrameLog(filepath.Join(cfg.StateDir, "frames.tsv"), start)
+		if err != nil {
+			return err
+		}
+		defer fl.Close()
+		sched = fl.Wrap(sched)
+	}
+	var tracer func(context.Context, bool, quic.ConnectionID) qlogTrace
+	if cfg.Qlog {
+		tracer = qlogTracer(filepath.Join(cfg.StateDir, "qlog"))
+	}
+
+	srv := &server{errs: make(chan error, 1)}
+	errorLog := log.New(os.Stderr, "h2lab-origin: ", 0)
+	h2s := &http2.Server{
+		// As nginx's http2_max_concurrent_streams in servers/nginx.py: every stream of the
+		// largest synthetic page at once.
+		MaxConcurrentStreams: 1000,
+		NewWriteScheduler:    sched,
+		IdleTimeout:          120 * time.Second,
+	}
+	for _, o := range cfg.Origins {
+		if err := srv.listen(o, cfg, h, h2s, tracer, errorLog); err != nil {
+			srv.close()
+			return err
+		}
+	}
+	fmt.Println("h2lab-origin ready")
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case <-sigs:
+		srv.close()
+		return nil
+	case err := <-srv.errs:
+		srv.close()
+		return err
+	}
+}
+
+func (s *server) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		_ = s.closers[i].Close()
+	}
+}
+
+func (s *server) listen(o OriginConfig, cfg *Config, h http.Handler, h2s *http2.Server,
+	tracer func(context.Context, bool, quic.ConnectionID) qlogTrace, errorLog *log.Logger) error {
+	cert, err := tls.LoadX509KeyPair(o.Cert, o.Key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.Host, err)
+	}
+	addr := func(port int) string { return net.JoinHostPort(o.IP, strconv.Itoa(port)) }
+	tune := func(c net.Conn) net.Conn {
+		if cfg.NotsentLowatBytes > 0 {
+			setNotsentLowat(c, cfg.NotsentLowatBytes)
+		}
+		return c
+	}
+	h1 := &http.Server{Handler: h, ErrorLog: errorLog, IdleTimeout: 120 * time.Second,
+		ReadHeaderTimeout: 30 * time.Second}
+	s.closers = append(s.closers, h1)
+	opts := &http2.ServeConnOpts{Handler: h, BaseConfig: h1}
+
+	if cfg.Ports.H1c > 0 {
+		ln, err := net.Listen("tcp", addr(cfg.Ports.H1c))
+		if err != nil {
+			return err
+		}
+		go func() { s.fail(ignoreClosed(h1.Serve(tunedListener{ln, tune}))) }()
+	}
+	if cfg.Ports.TLS > 0 {
+		ln, err := net.Listen("tcp", addr(cfg.Ports.TLS))
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, ln)
+		h1s := newChanListener(ln.Addr())
+		go func() { s.fail(ignoreClosed(h1.Serve(h1s))) }()
+		tlsConf := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					s.fail(ignoreClosed(err))
+					return
+				}
+				go func() {
+					tc := tls.Server(tune(c), tlsConf)
+					_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+					if err := tc.Handshake(); err != nil {
+						_ = c.Close()
+						return
+					}
+					_ = tc.SetDeadline(time.Time{})
+					if tc.ConnectionState().NegotiatedProtocol == "h2" {
+						h2s.ServeConn(tc, opts)
+						return
+					}
+					h1s.put(tc)
+				}()
+			}
+		}()
+	}
+	if cfg.Ports.H2c > 0 {
+		ln, err := net.Listen("tcp", addr(cfg.Ports.H2c))
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, ln)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					s.fail(ignoreClosed(err))
+					return
+				}
+				go h2s.ServeConn(tune(c), opts)
+			}
+		}()
+	}
+	if cfg.Ports.H3 > 0 {
+		qconf := &quic.Config{MaxIncomingStreams: 1000}
+		if tracer != nil {
+			qconf.Tracer = tracer
+		}
+		h3 := &http3.Server{
+			Addr:       addr(cfg.Ports.H3),
+			Handler:    h,
+			TLSConfig:  http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
+			QUICConfig: qconf,
+		}
+		udp, err := net.ListenPacket("udp", addr(cfg.Ports.H3))
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, h3, udp)
+		go func() { s.fail(ignoreClosed(h3.Serve(udp))) }()
+	}
+	return nil
+}
+
+func ignoreClosed(err error) error {
+	if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) ||
+		errors.Is(err, quic.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

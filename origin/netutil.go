@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/quic-go/quic-go"
+	_ "github.com/quic-go/quic-go/qlog" // registers the QUIC qlog event schema
+	"github.com/quic-go/quic-go/qlogwriter"
+)
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// tcpNotsentLowat is TCP_NOTSENT_LOWAT from linux/tcp.h (the syscall package lacks it).
+const tcpNotsentLowat = 25
+
+func setNotsentLowat(c net.Conn, n int) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = raw.Control(func(fd uintptr) {
+		_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpNotsentLowat, n)
+	})
+}
+
+// tunedListener applies tune to every accepted connection.
+type tunedListener struct {
+	net.Listener
+	tune func(net.Conn) net.Conn
+}
+
+func (l tunedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.tune(c), nil
+}
+
+// chanListener hands TLS connections that negotiated http/1.1 to a net/http server.
+type chanListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	once sync.Once
+	done chan struct{}
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) put(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.done:
+		_ = c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+type qlogTrace = qlogwriter.Trace
+
+// qlogTracer writes one qlog file per QUIC connection into dir, <odcid>_server.sqlog (the
+// naming of quic-go's qlog.DefaultConnectionTracer, which only reads the folder from $QLOGDIR).
+func qlogTracer(dir string) func(context.Context, bool, quic.ConnectionID) qlogTrace {
+	return func(_ context.Context, isClient bool, id quic.ConnectionID) qlogTrace {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil
+		}
+		label := "server"
+		if isClient {
+			label = "client"
+		}
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s_%s.sqlog", id, label)))
+		if err != nil {
+			return nil
+		}
+		seq := qlogwriter.NewConnectionFileSeq(bufferedFile{bufio.NewWriter(f), f}, isClient, id)
+		go seq.Run()
+		return seq
+	}
+}
+
+// bufferedFile flushes its buffer when closed.
+type bufferedFile struct {
+	*bufio.Writer
+	f *os.File
+}
+
+func (b bufferedFile) Close() error {
+	if err := b.Flush(); err != nil {
+		_ = b.f.Close()
+		return err
+	}
+	return b.f.Close()
+}

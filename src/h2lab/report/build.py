@@ -1,0 +1,419 @@
+"""``write_report(DIR)``: read ``DIR/results.sqlite``, analyse, write ``DIR/report.html`` and
+the CSV/Parquet exports. The statistics are :mod:`h2lab.analysis`'s; this module only picks
+what to show and reads the store and the artifact folders."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+import h2lab
+from h2lab.analysis.factors import Cell
+from h2lab.analysis.stats import DEFAULT_RESAMPLES
+from h2lab.analysis.verdict import Analysis, Verdict, analyze, cell_of
+from h2lab.errors import H2LabError
+from h2lab.report import artifacts, model, svg
+from h2lab.report import html as h
+from h2lab.report.export import export_tables
+from h2lab.store import Store, TrialRecord
+
+T = TypeVar("T")
+
+
+class NoResults(H2LabError):
+    """The folder holds no results database."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        super().__init__(f"{out_dir}: no results.sqlite (run an experiment into it first)")
+
+
+def write_report(
+    out_dir: Path,
+    *,
+    chosen_cell: Cell | None = None,
+    rng_seed: int = 0,
+    timings: dict[str, float] | None = None,
+) -> Path:
+    """Write ``out_dir/report.html`` (one self-contained file) and ``trials.csv``,
+    ``resources.csv``, ``trials.parquet``, ``resources.parquet`` next to it; returns the
+    report's path.
+
+    ``chosen_cell``: the cell whose median trials get waterfalls, filmstrips and a frame
+    timeline (default: the browser cell with the most trials, else any). ``rng_seed`` seeds
+    the bootstrap and the tree (recorded in the report). ``timings``, when given, receives the
+    seconds spent in each phase.
+    """
+    if not (out_dir / "results.sqlite").is_file():
+        raise NoResults(out_dir)
+    clock: dict[str, float] = timings if timings is not None else {}
+
+    def timed(name: str, fn: Callable[[], T]) -> T:
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            clock[name] = clock.get(name, 0.0) + time.perf_counter() - t0
+
+    store = Store(out_dir)
+    try:
+        trials = timed("load", store.trials)
+        rng = np.random.default_rng(rng_seed)
+        views = model.metric_views(trials)
+        analyses = timed(
+            "analysis", lambda: {v.metric: analyze(v.trials, rng, metric=v.metric) for v in views}
+        )
+        browsers = model.browser_clients(trials)
+        primary = model.primary_verdicts(analyses, browsers)
+        sections = timed(
+            "figures",
+            lambda: [
+                h.section("verdicts", _verdicts(views, analyses)),
+                h.section("cdf", _cdfs(views, analyses)),
+                h.section("boxes", _boxes(views)),
+                h.section("factors", _factors(views, trials)),
+                h.section("heatmap", _heatmap(primary)),
+            ],
+        )
+        sections.append(timed("tree", lambda: h.section("tree", _tree(primary, rng_seed))))
+        sections.append(h.section("headers", _headers(trials)))
+        cell = chosen_cell if chosen_cell is not None else model.choose_cell(trials)
+        sections += timed("chosen cell", lambda: _chosen_cell(store, trials, cell))
+        sections.append(h.section("repro", _repro(out_dir, trials, rng_seed)))
+        n_ok = len(model.latest_ok(trials))
+        subtitle = (
+            f"{len(trials)} trial attempts ({n_ok} trials succeeded) in {out_dir}; "
+            f"written {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by h2lab "
+            f"{h2lab.__version__}"
+        )
+        names = sorted({t.experiment for t in trials}) or ["(no trials)"]
+        text = h.page(f"h2lab report: {', '.join(names)}", subtitle, sections)
+        path = out_dir / "report.html"
+        path.write_text(text, encoding="utf-8")
+    finally:
+        store.close()
+    timed("export", lambda: export_tables(out_dir / "results.sqlite", out_dir))
+    return path
+
+
+# ---------------------------------------------------------------------------------- sections
+
+NO_METRIC = "no successful trial has a value for pdt_ms, plt_ms or speed_index_ms"
+
+
+def _metric_title(view: model.MetricView) -> str:
+    clients = ", ".join(sorted({t.client for t in view.trials}))
+    return f"{model.METRIC_NAMES[view.metric]} — {view.metric}, clients: {clients}"
+
+
+def _verdicts(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis]) -> str:
+    if not views:
+        return h.empty(NO_METRIC)
+    parts = [
+        h.note(
+            "Per cell: median of each protocol with its bootstrap 95% CI (percentile, "
+            f"{DEFAULT_RESAMPLES} resamples); s = metric(h2)/metric(h1) per block (paired: same "
+            "loss seed), its median and CI; verdict 'h2 faster' when the whole CI of s is "
+            "≤ 0.95, 'h1 faster' when ≥ 1.05, else 'tie' (seed 001's thresholds); fewer than 2 "
+            "complete blocks: 'too few blocks'. Method: docs/statistics.md."
+        )
+    ]
+    for v in views:
+        a = analyses[v.metric]
+        parts.append(h.h3(_metric_title(v)))
+        rows = model.verdict_rows(a)
+        if rows:
+            parts.append(h.verdict_table(rows))
+        else:
+            parts.append(h.empty("no cell has both an h1 and an h2 protocol to compare"))
+        paired = {x.cell for x in a.verdicts}
+        alone = {s.cell for s in a.cell_stats} - paired
+        if alone:
+            parts.append(h.note(f"{len(alone)} cell(s) without an h1/h2 pair are not in the table"))
+    return "".join(parts)
+
+
+def _cdfs(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis]) -> str:
+    if not views:
+        return h.empty(NO_METRIC)
+    parts = [h.note("Each step is one cell (page × network × server × client × tcp): its median.")]
+    for v in views:
+        parts.append(h.h3(_metric_title(v)))
+        parts.append(
+            svg.cdf_chart(
+                model.cdf_series(analyses[v.metric]),
+                x_label=f"median {v.metric}",
+                title=f"CDF of cell medians, {v.metric}",
+            )
+        )
+    return "".join(parts)
+
+
+def _boxes(views: Sequence[model.MetricView]) -> str:
+    if not views:
+        return h.empty(NO_METRIC)
+    parts = [h.note("Box: quartiles and median; whiskers: furthest values within 1.5 IQR.")]
+    for v in views:
+        parts.append(h.h3(_metric_title(v)))
+        groups = model.values_by(v.trials, v.metric, lambda t: t.network)
+        parts.append(svg.box_chart(groups, y_label=v.metric, title=f"{v.metric} per network"))
+    return "".join(parts)
+
+
+LOG_X = {"object_count", "object_size_bytes", "down_rate_bps", "up_rate_bps"}
+
+
+def _factors(views: Sequence[model.MetricView], trials: Sequence[TrialRecord]) -> str:
+    if not views:
+        return h.empty(NO_METRIC)
+    levels = model.numeric_factor_levels({cell_of(t) for t in trials})
+    if not levels:
+        return h.empty(
+            "no numeric factor varies in this experiment (object count, object size, origins, "
+            "RTT, rates and loss are each constant or unknown)"
+        )
+    parts = [
+        h.note(
+            "Median per level with p25–p75 bars, pooled over the other factors; cells whose "
+            "value is unknown (imported pages, traces) or unlimited are left out of a plot."
+        )
+    ]
+    for v in views:
+        parts.append(h.h3(_metric_title(v)))
+        charts = [
+            svg.line_chart(
+                model.line_series(v.trials, v.metric, lv),
+                x_label=model.FACTOR_NAMES[name],
+                y_label=v.metric,
+                title=f"{v.metric} against {name}",
+                log_x=name in LOG_X,
+            )
+            for name, lv in levels.items()
+        ]
+        parts.append('<div class="side">' + "".join(charts) + "</div>")
+    return "".join(parts)
+
+
+def _heatmap(primary: Sequence[Verdict]) -> str:
+    maps = model.heatmaps(primary)
+    if not maps:
+        return h.empty("no cell has both an h1 and an h2 protocol: no ratio to map")
+    parts = [
+        h.note(
+            "Median of the per-block ratios s = h2/h1 of each cell's primary metric (pdt for "
+            "transport clients, plt for browsers) pooled over the cells at each combination; "
+            "blue: h2 faster, red: h1 faster. Factors: the two whose combinations hold the "
+            "most cells."
+        )
+    ]
+    for m in maps:
+        parts.append(h.h3(f"{m.pair}: {m.x_factor} × {m.y_factor}"))
+        parts.append(
+            svg.heatmap(
+                m.x_labels,
+                m.y_labels,
+                m.values,
+                x_label=model.FACTOR_NAMES.get(m.x_factor, m.x_factor),
+                y_label=model.FACTOR_NAMES.get(m.y_factor, m.y_factor),
+                title=f"median s ({m.pair})",
+            )
+        )
+    return "".join(parts)
+
+
+DRAWN_TREE_DEPTH = 4
+"""At most 16 leaves drawn: a tree grown until its leaves are pure can have hundreds, which
+no one reads as a figure; the full tree is printed as text under it."""
+
+
+def _tree(primary: Sequence[Verdict], seed: int) -> str:
+    from h2lab.analysis.tree import fit_tree, samples_from_verdicts
+
+    samples = samples_from_verdicts(primary)
+    if len(samples) < model.MIN_TREE_CELLS:
+        return h.empty(
+            f"too few cells to fit a tree: {len(samples)} cell(s) with a verdict, at least "
+            f"{model.MIN_TREE_CELLS} needed"
+        )
+    tree = fit_tree(samples, seed=seed, max_depth=DRAWN_TREE_DEPTH)
+    full = fit_tree(samples, seed=seed)
+    parts = [
+        h.note(
+            "Entropy decision tree (scikit-learn, as seed 001's ID3) over the factors of the "
+            "cells, one sample per cell and pair labelled by its verdict on the primary metric; "
+            "a node is h2 / h1 / tie when that class holds ≥ 75% of its cells, else mixed. "
+            f"Drawn to depth {DRAWN_TREE_DEPTH}; the full tree (leaves pure) is below as text."
+        )
+    ]
+    if tree.root.is_leaf:
+        parts.append(h.note("Every cell has the same verdict: the tree is one leaf."))
+    parts.append(f'<div class="wide">{svg.tree_chart(tree.root)}</div>')
+    if tree.dropped:
+        parts.append(
+            h.note(
+                "Factors left out: " + "; ".join(f"{d.factor} ({d.reason})" for d in tree.dropped)
+            )
+        )
+    parts.append(h.details("the full tree as text", h.pre(full.render_text())))
+    return "".join(parts)
+
+
+def _headers(trials: Sequence[TrialRecord]) -> str:
+    rows = model.header_rows(trials)
+    if not rows:
+        return h.empty("no successful trial")
+    return h.note(
+        "Medians over successful trials. % of page bytes = bytes / (request headers + response "
+        "headers + bodies) of the trial (seed 000, Table 2). 'not recorded': the client does "
+        "not report it (h2load and Chromium do not count request header bytes; nghttp does)."
+    ) + h.header_table(rows)
+
+
+def _chosen_cell(store: Store, trials: Sequence[TrialRecord], cell: Cell | None) -> list[str]:
+    if cell is None:
+        line = h.empty("no successful trial: no median trial to show")
+        return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]
+    metric, median = model.median_trials(trials, cell)
+    if not median:
+        line = h.empty(f"the chosen cell has no successful trial: {cell.describe()}")
+        return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]
+    intro = h.note(f"Chosen cell: {cell.describe()}. Per protocol, its median trial by {metric}.")
+    rows = {p: model.waterfall_rows(store.resources(t.id or 0)) for p, t in median.items()}
+    t_max = max((r.end_ms for rs in rows.values() for r in rs), default=1.0)
+
+    def caption(p: str, t: TrialRecord) -> str:
+        return f"{p}: repetition {t.repetition}, {metric} {getattr(t, metric):.0f} ms"
+
+    falls = h.side_by_side(
+        [
+            (caption(p, t), svg.waterfall(rows[p], t_max_ms=t_max, title=f"waterfall {p}"))
+            for p, t in median.items()
+        ]
+    )
+    waterfalls = (
+        intro
+        + h.note(
+            "Bars from request start to last byte, light until the first byte (where the client "
+            "reports it), one colour per connection; same time axis for every protocol."
+        )
+        + falls
+    )
+    dirs = {p: store.artifacts_dir(t.trial_key, t.attempt) for p, t in median.items()}
+    return [
+        h.section("waterfalls", waterfalls),
+        h.section("filmstrips", intro + _filmstrips(dirs)),
+        h.section("frames", intro + _frames(dirs, rows)),
+    ]
+
+
+NO_FILMSTRIP = "no filmstrip recorded (run with client chromium:filmstrip=1)"
+
+
+def _filmstrips(dirs: Mapping[str, Path]) -> str:
+    frames = {p: artifacts.filmstrip_frames(d) for p, d in dirs.items()}
+    progress = {p: artifacts.visual_progress(d) for p, d in dirs.items()}
+    parts = []
+    if any(frames.values()):
+        times = model.filmstrip_times(f[-1][0] for f in frames.values() if f)
+        parts.append(h.note("What was on screen at the same instants for every protocol."))
+        for p, fs in frames.items():
+            parts.append(h.h3(p))
+            if not fs:
+                parts.append(h.empty(NO_FILMSTRIP))
+                continue
+            uris: dict[str, str] = {}
+            strip = []
+            for t in times:
+                name = model.frame_at(fs, t)
+                if name is not None and name not in uris:
+                    uris[name] = artifacts.thumbnail_uri(dirs[p] / "filmstrip" / name)
+                strip.append((t, None if name is None else uris[name]))
+            parts.append(h.filmstrip(strip))
+    else:
+        parts.append(h.empty(NO_FILMSTRIP))
+    curves = {p: c for p, c in progress.items() if c}
+    if curves:
+        parts.append(h.h3("visual progress"))
+        parts.append(
+            svg.step_chart(
+                curves,
+                x_label="ms from navigation start",
+                y_label="visual completeness",
+                title="visual progress",
+                y_max=1.0,
+            )
+        )
+    return "".join(parts)
+
+
+def _frames(dirs: Mapping[str, Path], rows: Mapping[str, list[svg.WaterfallRow]]) -> str:
+    h2 = [p for p in dirs if p.startswith("h2")]
+    if not h2:
+        return h.empty("the chosen cell has no HTTP/2 trial")
+    parts = []
+    for p in h2:
+        lanes, files = artifacts.frame_log_rows(dirs[p])
+        if lanes:
+            source = f"from the frame log ({', '.join(files)}): one mark per DATA frame received"
+        else:
+            lanes = model.frame_rows_from_resources(rows[p])
+            source = (
+                "derived from resource timings (no frame log recorded for this trial): one lane "
+                "per stream, from its first byte to its last"
+            )
+        t_max = max((b for lane in lanes for _, b, _ in lane.spans), default=1.0)
+        parts.append(h.h3(f"{p}: {source}"))
+        parts.append(svg.timeline(lanes, t_max_ms=t_max, title=f"streams over time, {p}"))
+    return "".join(parts)
+
+
+def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
+    exp = artifacts.experiment_info(out_dir)
+    m = artifacts.machine()
+    versions: dict[str, set[str]] = defaultdict(set)
+    for vj in {t.versions_json for t in trials}:
+        try:
+            for tool, ver in json.loads(vj).items():
+                versions[str(tool)].add(str(ver))
+        except (ValueError, AttributeError):
+            versions["(unreadable versions_json)"].add(vj[:60])
+    seeds = sorted({t.seed for t in trials})
+    rows = [
+        ("experiment", ", ".join(sorted({t.experiment for t in trials})) or "–"),
+        ("experiment file", exp.source or "not recorded (no experiment.json)"),
+        ("experiment seed", "–" if exp.seed is None else str(exp.seed)),
+        ("trials planned / attempts stored", f"{exp.trials or '–'} / {len(trials)}"),
+        ("trial seeds (loss processes)", f"{len(seeds)} distinct, stored with every trial"),
+        ("report seed (bootstrap, tree)", str(rng_seed)),
+        (
+            "tool versions",
+            "; ".join(f"{k} {', '.join(sorted(v))}" for k, v in sorted(versions.items())) or "–",
+        ),
+        ("h2lab (report)", h2lab.__version__),
+        ("machine (report)", f"{m.node}: {m.system}"),
+        (
+            "CPUs, memory",
+            f"{m.cpus or '?'} CPUs, "
+            + ("?" if m.memory_bytes is None else f"{m.memory_bytes / 2**30:.1f} GiB"),
+        ),
+        ("Python", m.python),
+    ]
+    parts = [h.table(("", ""), rows)]
+    if seeds:
+        parts.append(h.details("trial seeds", h.pre(" ".join(str(s) for s in seeds[:1000]))))
+    if exp.text:
+        parts.append(h.details("experiment file", h.pre(exp.text)))
+    if trials:
+        try:
+            config = json.dumps(json.loads(trials[0].config_json), indent=1, sort_keys=True)
+        except ValueError:
+            config = trials[0].config_json
+        parts.append(h.details("resolved configuration of the first trial", h.pre(config)))
+    return "".join(parts)

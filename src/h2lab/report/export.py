@@ -1,0 +1,63 @@
+"""``trials`` and ``resources`` as CSV and Parquet, read from SQLite in one query per table and
+written column by column by pyarrow (no per-row Python objects beyond the query's tuples)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+# pyarrow ships no type information; its use is confined to this module.
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.csv as pacsv  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
+
+TABLES = {"trials": TRIAL_COLUMNS, "resources": RESOURCE_COLUMNS}
+_ARROW_TYPES = {"TEXT": pa.string(), "REAL": pa.float64(), "INTEGER": pa.int64()}
+BATCH_ROWS = 100_000
+"""Rows per fetch: bounds the memory of the Python tuples of one batch."""
+
+
+def arrow_type(sql_type: str) -> pa.DataType:
+    """The column's declared SQLite type (first word of its declaration) as an Arrow type."""
+    return _ARROW_TYPES[sql_type.split()[0]]
+
+
+def read_table(db: sqlite3.Connection, table: str) -> pa.Table:
+    """Every row of ``table`` (``trials`` or ``resources``) in id/insertion order."""
+    columns = TABLES[table]
+    names = list(columns)
+    schema = pa.schema([(n, arrow_type(t)) for n, t in columns.items()])
+    order = "id" if "id" in columns else "rowid"
+    cur = db.execute(f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}")
+    batches = []
+    while rows := cur.fetchmany(BATCH_ROWS):
+        cols = list(zip(*rows, strict=True))
+        batches.append(
+            pa.record_batch(
+                [pa.array(c, type=schema.field(i).type) for i, c in enumerate(cols)],
+                schema=schema,
+            )
+        )
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def export_tables(db_path: Path, out_dir: Path) -> list[Path]:
+    """Write ``trials.csv``, ``resources.csv``, ``trials.parquet`` and ``resources.parquet``
+    to ``out_dir``; the paths written."""
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    written = []
+    try:
+        for table in TABLES:
+            data = read_table(db, table)
+            csv_path = out_dir / f"{table}.csv"
+            pacsv.write_csv(
+                data, csv_path, write_options=pacsv.WriteOptions(quoting_style="needed")
+            )
+            parquet_path = out_dir / f"{table}.parquet"
+            pq.write_table(data, parquet_path)
+            written += [csv_path, parquet_path]
+    finally:
+        db.close()
+    return written

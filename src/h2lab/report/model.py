@@ -1,0 +1,522 @@
+"""What the report shows, computed from stored trials (pure: records in, plain data out).
+
+Which metric for which client: a client that measured a browser metric (``plt_ms`` or
+``speed_index_ms``) for some trial is a *browser*; its cells are judged on ``plt_ms`` and
+``speed_index_ms``; every other client's cells on ``pdt_ms`` (seed 002's page download time).
+The *primary* metric of a cell (for the tree, the heatmap and the median trials) is ``plt_ms``
+for a browser (``speed_index_ms`` if it has no ``plt_ms``), else ``pdt_ms``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from h2lab.analysis.factors import Cell, CellFactors, cell_factors
+from h2lab.analysis.verdict import Analysis, CellStats, Verdict, cell_of
+from h2lab.report.svg import LinePoint, TimelineRow, WaterfallRow
+from h2lab.store import TrialRecord
+
+TRANSPORT_METRIC = "pdt_ms"
+BROWSER_METRICS = ("plt_ms", "speed_index_ms")
+METRIC_NAMES = {
+    "pdt_ms": "page download time (ms)",
+    "plt_ms": "page load time (ms)",
+    "speed_index_ms": "SpeedIndex (ms)",
+}
+NUMERIC_FACTORS = (
+    "object_count",
+    "object_size_bytes",
+    "origins",
+    "rtt_ms",
+    "down_rate_bps",
+    "up_rate_bps",
+    "loss_fraction",
+)
+"""The numbers of :meth:`CellFactors.features` a line plot can use."""
+FACTOR_NAMES = {
+    "object_count": "objects on the page",
+    "object_size_bytes": "object size (bytes)",
+    "origins": "origins (hosts)",
+    "rtt_ms": "RTT (ms)",
+    "down_rate_bps": "downlink rate (bit/s)",
+    "up_rate_bps": "uplink rate (bit/s)",
+    "loss_fraction": "downlink loss (fraction)",
+    "page": "page",
+    "network": "network",
+    "client": "client",
+    "server": "server",
+}
+MIN_TREE_CELLS = 4
+"""Fewer labelled cells draw no tree: one split needs at least two cells on each side to say
+more than "these two cells differ"."""
+
+
+# ------------------------------------------------------------------------- trials and metrics
+
+
+def latest_ok(trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+    """One record per trial: its latest successful attempt (trials that never succeeded are
+    left out; the verdict table counts them as failures)."""
+    best: dict[str, TrialRecord] = {}
+    for t in trials:
+        if t.status != "ok":
+            continue
+        have = best.get(t.trial_key)
+        if have is None or t.attempt > have.attempt:
+            best[t.trial_key] = t
+    return sorted(best.values(), key=lambda t: (t.id or 0, t.trial_key))
+
+
+def browser_clients(trials: Iterable[TrialRecord]) -> frozenset[str]:
+    return frozenset(
+        t.client for t in trials if t.plt_ms is not None or t.speed_index_ms is not None
+    )
+
+
+@dataclass(frozen=True)
+class MetricView:
+    """One main metric and the trials (every attempt) of the clients it judges."""
+
+    metric: str
+    trials: tuple[TrialRecord, ...]
+
+
+def metric_views(trials: Sequence[TrialRecord]) -> list[MetricView]:
+    """``pdt_ms`` over the non-browser clients, ``plt_ms`` and ``speed_index_ms`` over the
+    browsers; a metric no successful trial has is left out."""
+    browsers = browser_clients(trials)
+    out = []
+    for metric in (TRANSPORT_METRIC, *BROWSER_METRICS):
+        wanted = [t for t in trials if (t.client in browsers) == (metric != TRANSPORT_METRIC)]
+        if any(t.status == "ok" and getattr(t, metric) is not None for t in wanted):
+            out.append(MetricView(metric, tuple(wanted)))
+    return out
+
+
+def primary_metric(client: str, browsers: frozenset[str], trials: Sequence[TrialRecord]) -> str:
+    if client not in browsers:
+        return TRANSPORT_METRIC
+    if any(t.plt_ms is not None for t in trials if t.client == client):
+        return "plt_ms"
+    return "speed_index_ms"
+
+
+def primary_verdicts(analyses: Mapping[str, Analysis], browsers: frozenset[str]) -> list[Verdict]:
+    """Each cell's verdicts on its primary metric."""
+    browser_metric = "plt_ms" if "plt_ms" in analyses else "speed_index_ms"
+    out = []
+    for metric, a in analyses.items():
+        for v in a.verdicts:
+            wanted = browser_metric if v.cell.client in browsers else TRANSPORT_METRIC
+            if metric == wanted:
+                out.append(v)
+    return out
+
+
+# ------------------------------------------------------------------------------- verdicts
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One row of the verdict table, every field already text."""
+
+    page: str
+    network: str
+    server: str
+    client: str
+    tcp: str
+    pair: str
+    h1: str
+    """median [CI] of the h1 protocol"""
+    h2: str
+    ratio: str
+    """median s [CI]"""
+    outcome: str
+    n: str
+    failures: str
+
+
+def _ms(s: CellStats) -> str:
+    if s.median_ms is None or s.ci_low_ms is None or s.ci_high_ms is None:
+        return "–"
+    return f"{s.median_ms:.0f} [{s.ci_low_ms:.0f}, {s.ci_high_ms:.0f}]"
+
+
+def verdict_rows(analysis: Analysis) -> list[VerdictRow]:
+    rows = []
+    for v in analysis.verdicts:
+        r = v.ratio
+        ratio = (
+            "–"
+            if r.median_ratio is None or r.ci_low_ratio is None or r.ci_high_ratio is None
+            else f"{r.median_ratio:.3f} [{r.ci_low_ratio:.3f}, {r.ci_high_ratio:.3f}]"
+        )
+        n = f"{r.n_blocks} blocks ({v.h1.protocol} {v.h1.n}, {v.h2.protocol} {v.h2.n})"
+        if r.n_incomplete_blocks:
+            n += f", {r.n_incomplete_blocks} incomplete"
+        failures = str(v.n_failed)
+        missing = v.h1.n_missing + v.h2.n_missing
+        if missing:
+            failures += f" ({missing} without a value)"
+        if v.n_outliers_removed:
+            failures += f", {v.n_outliers_removed} outliers removed"
+        c = v.cell
+        rows.append(
+            VerdictRow(
+                c.page,
+                c.network,
+                c.server,
+                c.client,
+                f"{c.congestion_control} iw{c.initcwnd_packets}",
+                r.pair,
+                f"{v.h1.protocol}: {_ms(v.h1)}",
+                f"{v.h2.protocol}: {_ms(v.h2)}",
+                ratio,
+                v.outcome,
+                n,
+                failures,
+            )
+        )
+    return rows
+
+
+# ------------------------------------------------------------------------ distributions
+
+
+def values_by(
+    trials: Iterable[TrialRecord], metric: str, key: Callable[[TrialRecord], str]
+) -> dict[str, dict[str, list[float]]]:
+    """key(trial) -> protocol -> values of ``metric`` (successful trials with a value)."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for t in latest_ok(trials):
+        v = getattr(t, metric)
+        if v is not None:
+            out[key(t)][t.protocol].append(float(v))
+    return {k: dict(inner) for k, inner in sorted(out.items())}
+
+
+def cdf_series(analysis: Analysis) -> dict[str, list[float]]:
+    """Protocol -> the median of every cell (page × network × …) that has one."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for s in analysis.cell_stats:
+        if s.median_ms is not None:
+            out[s.protocol].append(s.median_ms)
+    return dict(sorted(out.items()))
+
+
+FactorsOf = Callable[[Cell], CellFactors]
+
+
+def numeric_factor_levels(
+    cells: Iterable[Cell], factors: FactorsOf = cell_factors
+) -> dict[str, dict[Cell, float]]:
+    """Numeric factor -> its finite value per cell, for factors known (and finite) in at least
+    two cells with at least two distinct values. Unknown values (imported pages, traces) and
+    unlimited rates are left out of that factor's plot."""
+    out: dict[str, dict[Cell, float]] = {}
+    feats = {c: factors(c).features() for c in cells}
+    for name in NUMERIC_FACTORS:
+        levels = {}
+        for c, f in feats.items():
+            v = f.get(name)
+            if isinstance(v, int | float) and math.isfinite(v):
+                levels[c] = float(v)
+        if len(set(levels.values())) >= 2:
+            out[name] = levels
+    return out
+
+
+def line_series(
+    trials: Iterable[TrialRecord], metric: str, levels: Mapping[Cell, float]
+) -> dict[str, list[LinePoint]]:
+    """Protocol -> (level, median, p25, p75) of ``metric`` over the trials at each level of a
+    factor (pooled over the other factors)."""
+    grouped: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for t in latest_ok(trials):
+        v = getattr(t, metric)
+        level = levels.get(cell_of(t))
+        if v is not None and level is not None:
+            grouped[t.protocol][level].append(float(v))
+    out: dict[str, list[LinePoint]] = {}
+    for protocol in sorted(grouped):
+        pts = []
+        for level, vals in sorted(grouped[protocol].items()):
+            q25, q50, q75 = np.quantile(np.asarray(vals), [0.25, 0.5, 0.75])
+            pts.append(LinePoint(level, float(q50), float(q25), float(q75)))
+        out[protocol] = pts
+    return out
+
+
+# ------------------------------------------------------------------------------- heatmap
+
+
+def format_level(factor: str, value: float | str) -> str:
+    if isinstance(value, str):
+        return value
+    if factor in ("down_rate_bps", "up_rate_bps"):
+        return "unlimited" if math.isinf(value) else f"{value / 1e6:g} Mbit/s"
+    if factor == "loss_fraction":
+        return f"{value * 100:g}%"
+    if factor == "rtt_ms":
+        return f"{value:g} ms"
+    if factor == "object_size_bytes":
+        return f"{value / 1000:g} KB" if value >= 1000 else f"{value:g} B"
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    pair: str
+    x_factor: str
+    y_factor: str
+    x_labels: tuple[str, ...]
+    y_labels: tuple[str, ...]
+    values: Mapping[tuple[int, int], tuple[float, int]]
+    """(column, row) -> (median s over the blocks pooled there, number of blocks)"""
+
+
+CATEGORICAL_AXES = ("page", "network", "client", "server")
+
+
+def _axis_values(
+    verdicts: Sequence[Verdict], factors: FactorsOf
+) -> dict[str, dict[Cell, float | str]]:
+    feats = {v.cell: factors(v.cell).features() for v in verdicts}
+    out: dict[str, dict[Cell, float | str]] = {}
+    for name in NUMERIC_FACTORS:
+        vals: dict[Cell, float | str] = {}
+        for c, f in feats.items():
+            v = f.get(name)
+            if isinstance(v, int | float):
+                vals[c] = float(v)
+        if len(vals) == len(feats) and len(set(vals.values())) >= 2:
+            out[name] = vals
+    for name in CATEGORICAL_AXES:
+        out[name] = {c: str(getattr(c, name)) for c in feats}
+    return out
+
+
+def choose_heatmap_axes(
+    verdicts: Sequence[Verdict], factors: FactorsOf = cell_factors
+) -> tuple[str, str]:
+    """The two factors whose combinations hold the most distinct cells (ties: numeric factors
+    first, then more levels); page × network when fewer than two factors vary."""
+    axes = _axis_values(verdicts, factors)
+    varying = [a for a, vals in axes.items() if len(set(vals.values())) >= 2]
+    best: tuple[tuple[int, int, int], str, str] | None = None
+    for i, a in enumerate(varying):
+        for b in varying[i + 1 :]:
+            filled = len({(axes[a][v.cell], axes[b][v.cell]) for v in verdicts})
+            numeric = (a in NUMERIC_FACTORS) + (b in NUMERIC_FACTORS)
+            levels = len(set(axes[a].values())) * len(set(axes[b].values()))
+            score = (filled, numeric, levels)
+            if best is None or score > best[0]:
+                best = (score, a, b)
+    if best is None:
+        return "page", "network"
+    return best[1], best[2]
+
+
+def heatmaps(verdicts: Sequence[Verdict], factors: FactorsOf = cell_factors) -> list[Heatmap]:
+    """One heatmap per pair (h2s/h1s, ...) over the chosen two factors."""
+    if not verdicts:
+        return []
+    xf, yf = choose_heatmap_axes(verdicts, factors)
+    axes = _axis_values(verdicts, factors)
+    out = []
+    for pair in sorted({v.ratio.pair for v in verdicts}):
+        pooled: dict[tuple[float | str, float | str], list[float]] = defaultdict(list)
+        for v in verdicts:
+            if v.ratio.pair == pair:
+                pooled[(axes[xf][v.cell], axes[yf][v.cell])].extend(v.ratio.ratios)
+        xs = sorted({k[0] for k in pooled}, key=_sort_key)
+        ys = sorted({k[1] for k in pooled}, key=_sort_key)
+        values = {
+            (xs.index(kx), ys.index(ky)): (float(np.median(r)), len(r))
+            for (kx, ky), r in pooled.items()
+            if r
+        }
+        out.append(
+            Heatmap(
+                pair,
+                xf,
+                yf,
+                tuple(format_level(xf, x) for x in xs),
+                tuple(format_level(yf, y) for y in ys),
+                values,
+            )
+        )
+    return out
+
+
+def _sort_key(v: float | str) -> tuple[int, float, str]:
+    return (0, v, "") if isinstance(v, float) else (1, 0.0, v)
+
+
+# --------------------------------------------------------------------------- header bytes
+
+
+@dataclass(frozen=True)
+class HeaderRow:
+    client: str
+    protocol: str
+    n: int
+    request_header_bytes: float | None
+    """median over trials; None: the client does not record it"""
+    response_header_bytes: float | None
+    body_bytes: float | None
+    request_share: float | None
+    """median of request header bytes / (request + response headers + bodies)"""
+    response_share: float | None
+
+
+def header_rows(trials: Iterable[TrialRecord]) -> list[HeaderRow]:
+    """Seed 000 Table 2: header bytes per protocol and their share of the page's bytes."""
+    by: dict[tuple[str, str], list[TrialRecord]] = defaultdict(list)
+    for t in latest_ok(trials):
+        by[(t.client, t.protocol)].append(t)
+
+    def med(xs: list[float]) -> float | None:
+        return float(np.median(xs)) if xs else None
+
+    out = []
+    for (client, protocol), rows in sorted(by.items()):
+        req = [float(t.request_header_bytes) for t in rows if t.request_header_bytes is not None]
+        resp = [float(t.response_header_bytes) for t in rows if t.response_header_bytes is not None]
+        body = [float(t.body_bytes) for t in rows if t.body_bytes is not None]
+        req_share, resp_share = [], []
+        for t in rows:
+            parts = (t.request_header_bytes, t.response_header_bytes, t.body_bytes)
+            total = sum(p or 0 for p in parts)
+            if total <= 0:
+                continue
+            if t.request_header_bytes is not None:
+                req_share.append(t.request_header_bytes / total)
+            if t.response_header_bytes is not None:
+                resp_share.append(t.response_header_bytes / total)
+        out.append(
+            HeaderRow(
+                client, protocol, len(rows), med(req), med(resp), med(body),
+                med(req_share), med(resp_share),
+            )
+        )  # fmt: skip
+    return out
+
+
+# ------------------------------------------------------------------- the chosen cell's trials
+
+
+def choose_cell(trials: Sequence[TrialRecord]) -> Cell | None:
+    """The browser cell with the most successful trials (ties: the first in sort order), else
+    the cell with the most successful trials of any client; None without successful trials."""
+    ok = latest_ok(trials)
+    if not ok:
+        return None
+    browsers = browser_clients(ok)
+    counts: dict[Cell, int] = defaultdict(int)
+    for t in ok:
+        counts[cell_of(t)] += 1
+    pool = [c for c in counts if c.client in browsers] or list(counts)
+    return min(pool, key=lambda c: (-counts[c], c.describe()))
+
+
+def median_trials(trials: Sequence[TrialRecord], cell: Cell) -> tuple[str, dict[str, TrialRecord]]:
+    """The cell's primary metric and, per protocol, its median trial (the lower middle one for
+    an even count), among successful trials with a value."""
+    browsers = browser_clients(trials)
+    metric = primary_metric(cell.client, browsers, trials)
+    by: dict[str, list[TrialRecord]] = defaultdict(list)
+    for t in latest_ok(trials):
+        if cell_of(t) == cell and getattr(t, metric) is not None:
+            by[t.protocol].append(t)
+    out = {}
+    for protocol, rows in sorted(by.items()):
+        rows.sort(key=lambda t: (getattr(t, metric), t.trial_key))
+        out[protocol] = rows[(len(rows) - 1) // 2]
+    return metric, out
+
+
+def waterfall_rows(resources: Iterable[Mapping[str, object]]) -> list[WaterfallRow]:
+    """Rows of the store's ``resources`` table (as dicts) as waterfall bars."""
+    out = []
+    for r in resources:
+        url = str(r["url"])
+        label = url.split("://", 1)[-1]
+        label = label.split("/", 1)[1] if "/" in label else label
+        ttfb = r.get("ttfb_ms")
+        out.append(
+            WaterfallRow(
+                label="/" + label,
+                start_ms=_num(r["start_ms"]),
+                ttfb_ms=None if ttfb is None else _num(ttfb),
+                end_ms=_num(r["end_ms"]),
+                connection=str(r["connection"]),
+                bytes=int(_num(r.get("bytes") or 0)),
+            )
+        )
+    return out
+
+
+def _num(v: object) -> float:
+    if isinstance(v, int | float):
+        return float(v)
+    raise TypeError(f"expected a number, got {v!r}")
+
+
+_DATA_FRAME = re.compile(
+    r"^\[\s*([\d.]+)\] recv DATA frame <length=(\d+), flags=0x[0-9a-f]+, stream_id=(\d+)>"
+)
+
+
+def frame_rows_from_log(text: str, connection: str) -> list[TimelineRow]:
+    """Streams of an nghttp ``-v`` frame log: every DATA frame received, at its time (the
+    log's clock, seconds from nghttp's start), with its length."""
+    spans: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+    for line in text.splitlines():
+        m = _DATA_FRAME.match(line)
+        if m:
+            t_ms = float(m.group(1)) * 1000
+            spans[int(m.group(3))].append((t_ms, t_ms, int(m.group(2))))
+    return [
+        TimelineRow(f"{connection} stream {sid}", connection, tuple(s))
+        for sid, s in sorted(spans.items(), key=lambda kv: kv[1][0][0])
+    ]
+
+
+def frame_rows_from_resources(rows: Sequence[WaterfallRow]) -> list[TimelineRow]:
+    """One lane per resource: bytes flowed from its first byte (else its request) to its end.
+    Derived from resource timings, not frames: an interval, not the frames inside it."""
+    return [
+        TimelineRow(
+            r.label,
+            r.connection,
+            ((r.ttfb_ms if r.ttfb_ms is not None else r.start_ms, r.end_ms, r.bytes),),
+        )
+        for r in sorted(rows, key=lambda r: (r.start_ms, r.end_ms))
+    ]
+
+
+def filmstrip_times(last_ms: Iterable[float], count: int = 10) -> list[float]:
+    """``count`` shared instants from 0 to the latest last frame, so that strips of several
+    trials line up column by column."""
+    end = max(last_ms, default=0.0)
+    if end <= 0:
+        return [0.0]
+    return [end * i / (count - 1) for i in range(count)]
+
+
+def frame_at(frames: Sequence[tuple[float, str]], t_ms: float) -> str | None:
+    """The frame on screen at ``t_ms``: the latest one at or before it (frames sorted)."""
+    chosen = None
+    for t, name in frames:
+        if t <= t_ms + 1e-9:
+            chosen = name
+        else:
+            break
+    return chosen

@@ -1,0 +1,293 @@
+"""Apache httpd 2.4 (Debian ``apache2``: mpm_event, mod_http2, mod_ssl): one generated config
+per lab, three virtual hosts per origin.
+
+Listens per origin address: h1c on :80 (``Protocols http/1.1``), h1s/h2s on :443 (``Protocols
+h2 http/1.1``, ALPN picks), h2c with prior knowledge on :8080 (``Protocols h2c http/1.1``,
+``H2Direct on``). One child process (as nginx's one worker), compression off (mod_deflate not
+loaded), no ETag, caching headers left alone, push off (mod_http2 would otherwise push every
+``Link: rel=preload`` it sees, which nginx does not).
+
+Every page is served from its manifest, the way a replay proxy does (docs/pages.md, "Replay"):
+mod_rewrite looks the request up in two ``txt:`` RewriteMaps, the exact method + host + request
+target first (the raw target, from ``THE_REQUEST``), then the first recorded resource with the
+same host and path, and passes it to an internal ``<Location>`` per resource under
+``/.h2lab/<token>/``, which carries the body (``Alias``), content type (``ForceType``) and kept
+headers (``Header always add``); redirects and bodiless statuses are ``Redirect <status>``. A
+request that matches nothing gets 404 and a line in ``unserved.log`` in the server's state folder.
+
+Apache will not serve as root (its workers run as ``www-data``) and h2lab's page store is under
+root's private home, so the bodies a page uses are copied into the server's state folder.
+Two limits of this replay: a recorded non-GET 200 with a body gets 405 from Apache's static
+file handler, and a request target with white space cannot be a ``txt:`` map key (such a
+resource is reached by path only).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from h2lab import procs
+from h2lab.errors import ProcessFailed, SpecError
+from h2lab.net import netns
+from h2lab.pages import Page, Resource
+from h2lab.servers import PORTS, ServeContext, register
+from h2lab.tls import LocalCA
+
+READY_TIMEOUT_S = 10.0
+# As nginx's MAX_CONCURRENT_STREAMS (mod_http2's default H2MaxSessionStreams is 100).
+MAX_CONCURRENT_STREAMS = 1000
+# Idle keep-alive, as nginx's keepalive_timeout (Apache's default is 5 s).
+IDLE_TIMEOUT_S = 120
+# Connections served at once by the one child; mod_http2 adds its own workers for streams.
+THREADS = 64
+UNSERVED_LOG = "unserved.log"
+BODIES = "apache-bodies"
+EXACT_MAP = "apache-exact.map"
+PATH_MAP = "apache-path.map"
+MODULES = Path("/usr/lib/apache2/modules")
+_MODULES = ("mpm_event", "authz_core", "mime", "alias", "rewrite", "headers", "ssl", "http2")
+_INTERNAL = "/.h2lab/"
+_EMPTY = "empty"
+
+
+def quote(text: str) -> str:
+    """A double-quoted Apache argument with no ``${VAR}`` expansion (``$`` comes from a Define
+    holding a dollar sign, as nginx's quote does) and no ``%`` format (``%%``)."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "${h2lab_dollar}")
+    return f'"{text}"'
+
+
+def header_value(text: str) -> str:
+    """A ``Header`` value: ``%`` starts a format specifier there."""
+    return quote(text.replace("%", "%%"))
+
+
+def body_name(res: Resource, i: int) -> str:
+    """The body's file name in the copy Apache serves from."""
+    if res.body_sha256 is not None:
+        return res.body_sha256
+    return f"r{i}" if res.size_bytes > 0 else _EMPTY
+
+
+def _redirect(res: Resource) -> bool:
+    return 300 <= res.status < 400 and res.header("location") is not None
+
+
+def render_maps(page: Page) -> tuple[str, str]:
+    """The ``txt:`` RewriteMaps (exact, by path): ``METHOD:host+target`` and ``host+path`` ->
+    resource index (``|`` would start a lookup's default value). Keys cannot hold white space;
+    such targets are left out."""
+    exact: dict[str, int] = {}
+    by_path: dict[str, int] = {}
+    for i, r in enumerate(page.resources):
+        exact.setdefault(f"{r.method}:{r.origin}{r.target}", i)
+        by_path.setdefault(f"{r.origin}{r.path}", i)
+
+    def text(m: dict[str, int]) -> str:
+        return "".join(f"{k} {i}\n" for k, i in m.items() if not re.search(r"\s", k))
+
+    return text(exact), text(by_path)
+
+
+def _alias(i: int, res: Resource, token: str, bodies: Path) -> str:
+    """Server level: a ``<Location>``'s own Alias is not seen after mod_rewrite's PT (the
+    location walk that mod_alias uses ran on the request's URI)."""
+    return f'Alias "{_INTERNAL}{token}/r{i}" {quote(str(bodies / body_name(res, i)))}'
+
+
+def _location(i: int, res: Resource, token: str) -> str:
+    lines = [f'<Location "{_INTERNAL}{token}/r{i}">']
+    for name, value in res.headers:
+        if name != "location":
+            lines.append(f"    Header always add {name} {header_value(value)}")
+    location = res.header("location")
+    if _redirect(res) and location is not None:
+        lines.append(f"    Redirect {res.status} {quote(location)}")
+    elif res.status != 200:
+        lines.append(f"    Redirect {res.status}")
+    else:
+        lines.append(f"    ForceType {quote(res.content_type or 'application/octet-stream')}")
+    lines.append("</Location>")
+    return "\n".join(lines)
+
+
+def _rules(d: Path, token: str, scheme: str) -> str:
+    """mod_rewrite rules of one virtual host: exact, then by path, else 404 and a log line."""
+    to = f'"{_INTERNAL}{token}/r%1" [PT,L]'
+    host = "${h2lab_lc:%{SERVER_NAME}}"
+    logged = "%{h2lab_host}e%{h2lab_target}e"
+    return f"""    RewriteEngine On
+    RewriteMap h2lab_exact "txt:{d / EXACT_MAP}"
+    RewriteMap h2lab_path "txt:{d / PATH_MAP}"
+    RewriteMap h2lab_lc int:tolower
+    RewriteRule "^/\\.h2lab/" - [R=404,L]
+    RewriteCond %{{THE_REQUEST}} "^\\S+ (\\S+)"
+    RewriteCond "${{h2lab_exact:%{{REQUEST_METHOD}}:{host}%1}}" "^(\\d+)$"
+    RewriteRule ^ {to}
+    RewriteCond %{{THE_REQUEST}} "^\\S+ ([^?\\s]+)"
+    RewriteCond "${{h2lab_path:{host}%1}}" "^(\\d+)$"
+    RewriteRule ^ {to}
+    RewriteCond %{{THE_REQUEST}} "^\\S+ (\\S+)"
+    RewriteRule ^ - [E=h2lab_target:%1,E=h2lab_host:{host},R=404,L]
+    CustomLog "{d / UNSERVED_LOG}" "%m {scheme}://{logged}" env=h2lab_target"""
+
+
+def render_config(page: Page, ctx: ServeContext, ca: LocalCA, token: str) -> str:
+    """Pure except for certificate creation: the apache2.conf text. ``token`` names the folder
+    of the internal per-resource locations; the bodies are in ``<state>/apache-bodies``."""
+    d = ctx.state_dir
+    if any(r.delay_ms for r in page.resources):
+        raise SpecError(page.name, "server", "apache cannot delay responses (use server origin)")
+    bodies = d / BODIES
+    listen = []
+    vhosts = []
+    for host in page.origins:
+        ip = ctx.origin_ips[host]
+        pair = ca.leaf(host)
+        for proto, port, extra in (
+            ("http/1.1", PORTS["h1c"], ""),
+            ("h2c http/1.1", PORTS["h2c"], "    H2Direct on\n"),
+            ("h2 http/1.1", PORTS["h2s"], ""),
+        ):
+            listen.append(f"Listen {ip}:{port}")
+            tls = ""
+            if port == PORTS["h2s"]:
+                tls = (
+                    f"    SSLEngine on\n    SSLCertificateFile {quote(str(pair.cert))}\n"
+                    f"    SSLCertificateKeyFile {quote(str(pair.key))}\n"
+                )
+            scheme = "https" if tls else "http"
+            vhosts.append(
+                f"""<VirtualHost {ip}:{port}>
+    ServerName {host}
+    Protocols {proto}
+{extra}{tls}{_rules(d, token, scheme)}
+</VirtualHost>"""
+            )
+    locations = "\n".join(
+        [_alias(i, r, token, bodies) for i, r in enumerate(page.resources) if r.status == 200]
+        + [_location(i, r, token) for i, r in enumerate(page.resources)]
+    )
+    modules = "\n".join(f"LoadModule {m}_module {MODULES / f'mod_{m}.so'}" for m in _MODULES)
+    return f"""# generated by h2lab for page {page.name} ({page.digest})
+ServerRoot {quote(str(d))}
+DefaultRuntimeDir {quote(str(d))}
+PidFile {quote(str(d / "apache.pid"))}
+ErrorLog {quote(str(d / "apache-error.log"))}
+LogLevel warn
+Mutex file:{d} default
+Define h2lab_dollar $
+{modules}
+User www-data
+Group www-data
+ServerName h2lab
+ServerTokens Prod
+ServerSignature Off
+UseCanonicalName Off
+StartServers 1
+ServerLimit 1
+ThreadLimit {THREADS}
+ThreadsPerChild {THREADS}
+MaxRequestWorkers {THREADS}
+MinSpareThreads 1
+MaxSpareThreads {THREADS}
+MaxConnectionsPerChild 0
+KeepAlive On
+MaxKeepAliveRequests 0
+KeepAliveTimeout {IDLE_TIMEOUT_S}
+EnableSendfile On
+FileETag None
+TypesConfig /dev/null
+H2MaxSessionStreams {MAX_CONCURRENT_STREAMS}
+H2Push off
+SSLProtocol -all +TLSv1.2 +TLSv1.3
+SSLSessionCache none
+SSLSessionTickets off
+SSLOpenSSLConfCmd NumTickets 0
+<Location "/">
+    Require all granted
+</Location>
+{chr(10).join(listen)}
+{chr(10).join(vhosts)}
+{locations}
+"""
+
+
+def copy_bodies(page: Page, bodies: Path) -> None:
+    """The bodies the page uses, readable by Apache's workers (hard links where possible)."""
+    bodies.mkdir(parents=True, exist_ok=True)
+    bodies.chmod(0o755)
+    (bodies / _EMPTY).touch()
+    for i, r in enumerate(page.resources):
+        dst = bodies / body_name(r, i)
+        if dst.exists() or (r.body_sha256 is None and r.size_bytes == 0):
+            continue
+        src = page.body_file(r)
+        try:
+            if not src.stat().st_mode & 0o004:
+                raise PermissionError(src)  # a link shares the mode: copy instead
+            os.link(src, dst)
+        except OSError:
+            shutil.copyfile(src, dst)
+            dst.chmod(0o644)
+
+
+class Apache:
+    name = "apache"
+    protocols = frozenset({"h1c", "h1p", "h1s", "h2s", "h2c"})
+
+    def version(self) -> str:
+        m = re.search(r"Apache/(\S+)", procs.version_text(["apache2", "-v"]))
+        return m.group(1) if m else "unknown"
+
+    @contextmanager
+    def serve(self, page: Page, ctx: ServeContext) -> Iterator[None]:
+        d = ctx.state_dir
+        d.mkdir(parents=True, exist_ok=True)
+        d.chmod(0o755)
+        copy_bodies(page, d / BODIES)
+        exact, by_path = render_maps(page)
+        (d / EXACT_MAP).write_text(exact)
+        (d / PATH_MAP).write_text(by_path)
+        (d / UNSERVED_LOG).touch()
+        conf = d / "apache2.conf"
+        conf.write_text(render_config(page, ctx, LocalCA(ctx.tls_dir), secrets.token_hex(8)))
+        procs.run(netns.exec_argv(ctx.netns, ["apache2", "-t", "-f", str(conf)]))
+        argv = netns.exec_argv(ctx.netns, ["apache2", "-f", str(conf), "-DFOREGROUND"])
+        out = d / "apache.out"
+        proc = procs.spawn(argv, log=out)
+        try:
+
+            def ready() -> bool:
+                if proc.poll() is not None:
+                    log = d / "apache-error.log"
+                    err = out.read_text(errors="replace")
+                    err += log.read_text(errors="replace") if log.exists() else ""
+                    raise ProcessFailed(["apache2"], proc.returncode, err[-500:])
+                return all(
+                    netns.tcp_port_open(ctx.netns, ctx.origin_ips[h], port)
+                    for h in page.origins
+                    for port in (PORTS["h1c"], PORTS["h2s"], PORTS["h2c"])
+                )
+
+            procs.wait_until(
+                "apache listening on every origin port", ready, timeout_s=READY_TIMEOUT_S
+            )
+            yield
+        finally:
+            procs.stop(proc)
+
+
+def _make(options: Mapping[str, str]) -> Apache:
+    if options:
+        raise ValueError(f"apache takes no options, got {', '.join(options)}")
+    return Apache()
+
+
+register("apache", _make)

@@ -1,0 +1,359 @@
+"""H2O (Debian ``h2o`` 2.2, built with mruby): one generated config per lab, one host per origin.
+
+Listens per origin address: h1c on :80, h1s/h2s on :443 (ALPN picks http/1.1 or h2), h2c with
+prior knowledge on :8080. H2O 2.2 takes h2c prior knowledge only when
+``http1-upgrade-to-http2`` is ON, a global switch, so its :80 also accepts ``Upgrade: h2c`` and
+prior knowledge (no client of h2lab asks for either there). Compression off (H2O's default),
+no etag, caching headers left alone, push off unless asked (H2O would otherwise push every
+``Link: rel=preload`` it sees, which nginx does not).
+
+Every page is served from its manifest, the way a replay proxy does (docs/pages.md, "Replay"):
+an mruby handler on ``/`` picks the resource for a request, the exact method + host + request
+target first, then the first recorded resource with the same host and path; a 200 with a body
+is then served by H2O's file handler through an internal redirect (``X-Reproxy-URL``) to a
+per-resource path under ``/.h2lab/<token>/``, which carries the content type and kept headers;
+redirects, bodiless statuses and other methods are answered by the handler itself. A request
+that matches nothing gets 404 and a line in ``unserved.log`` in the server's state folder.
+
+Options (``h2o:push=css-js``): ``push`` = ``none`` (default), ``preload`` (push what the
+manifest's own ``Link: rel=preload`` headers name), or a rule that adds preload links to the
+entry document for resources of its origin: ``critical-css`` (the first stylesheet), ``css-js``,
+``images``, ``all``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from h2lab import procs
+from h2lab.errors import ProcessFailed, SpecError
+from h2lab.net import netns
+from h2lab.pages import Page, Resource
+from h2lab.servers import PORTS, ServeContext, register
+from h2lab.tls import LocalCA
+
+READY_TIMEOUT_S = 10.0
+# Streams a connection may have open at once, as nginx's MAX_CONCURRENT_STREAMS (H2O's default
+# is 100; it queues requests beyond it rather than refusing them).
+MAX_CONCURRENT_STREAMS = 1000
+# Idle keep-alive, as nginx's keepalive_timeout (H2O's default is 10 s).
+IDLE_TIMEOUT_S = 120
+UNSERVED_LOG = "unserved.log"
+APP_FILE = "h2o-replay.rb"
+_INTERNAL = "/.h2lab/"
+# H2O 2.2 predates TLS 1.3 and its ssl-session-resumption leaves OpenSSL 3 sending two TLS 1.3
+# tickets after every handshake; nginx turns them off with NumTickets 0, so does this config.
+OPENSSL_CONF = """openssl_conf = h2lab
+[h2lab]
+ssl_conf = h2lab_ssl
+[h2lab_ssl]
+system_default = h2lab_tls
+[h2lab_tls]
+NumTickets = 0
+"""
+PUSH_RULES = ("none", "preload", "critical-css", "css-js", "images", "all")
+_BODILESS = frozenset({204, 304})
+
+
+def yaml_str(text: str) -> str:
+    """A double-quoted YAML scalar (JSON's escapes are YAML's; H2O interpolates nothing)."""
+    return json.dumps(text)
+
+
+def ruby_str(text: str) -> str:
+    """A single-quoted Ruby literal: no interpolation; only ``\\`` and ``'`` are escaped."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _is_css(r: Resource) -> bool:
+    return r.content_type.split(";")[0].strip().lower() == "text/css"
+
+
+def _is_js(r: Resource) -> bool:
+    ct = r.content_type.split(";")[0].strip().lower()
+    return ct in {"application/javascript", "text/javascript", "application/x-javascript"}
+
+
+def _is_image(r: Resource) -> bool:
+    return r.content_type.lower().startswith("image/")
+
+
+def push_targets(page: Page, rule: str) -> list[Resource]:
+    """Resources a push rule adds as preload links to the entry document: only 200 GETs with a
+    body on the entry's origin (HTTP/2 push is per origin). ``critical-css`` takes the first
+    stylesheet the entry HTML links to, else the first recorded one."""
+    entry = page.entry
+    same = [
+        r
+        for r in page.resources
+        if r.origin == entry.origin and r is not entry and r.status == 200 and r.method == "GET"
+        if r.size_bytes > 0
+    ]
+    if rule == "critical-css":
+        css = [r for r in same if _is_css(r)]
+        try:
+            html = page.body_file(entry).read_text(errors="replace")
+        except OSError:
+            html = ""
+        for m in re.finditer(r"<link\b[^>]*>", html, re.IGNORECASE):
+            tag = m.group(0)
+            if not re.search(r"""rel\s*=\s*["']?stylesheet""", tag, re.IGNORECASE):
+                continue
+            href = re.search(r"""href\s*=\s*["']?([^"'\s>]+)""", tag, re.IGNORECASE)
+            if href is None:
+                continue
+            target = re.sub(r"^(https?:)?//[^/]+", "", href.group(1))
+            found = [r for r in css if r.target == target]
+            if found:
+                return found[:1]
+        return css[:1]
+    if rule == "css-js":
+        return [r for r in same if _is_css(r) or _is_js(r)]
+    if rule == "images":
+        return [r for r in same if _is_image(r)]
+    if rule == "all":
+        return same
+    return []
+
+
+def _headers(page: Page, i: int, res: Resource, push: str) -> list[tuple[str, str]]:
+    """Response headers of resource ``i``: the kept ones, plus preload links on the entry."""
+    headers = list(res.headers)
+    if i == page.entry_index and push not in ("none", "preload"):
+        headers += [("link", f"<{r.target}>; rel=preload") for r in push_targets(page, push)]
+    return headers
+
+
+def _push_links(page: Page, i: int, res: Resource, push: str) -> list[str]:
+    """``Link`` values H2O is to push from for resource ``i``: with ``preload`` the recorded
+    ones, with a rule the ones it adds to the entry."""
+    if push == "none":
+        return []
+    if push == "preload":
+        return [v for k, v in res.headers if k == "link"]
+    return [v for k, v in _headers(page, i, res, push)[len(res.headers) :] if k == "link"]
+
+
+def _has_body(res: Resource) -> bool:
+    return res.body_sha256 is not None or res.size_bytes > 0
+
+
+def _file_served(res: Resource) -> bool:
+    """Served by H2O's file handler (the rest is answered by the mruby handler)."""
+    return res.status == 200 and res.method == "GET" and _has_body(res)
+
+
+def _internal_path(token: str, i: int) -> str:
+    return f"{_INTERNAL}{token}/r{i}"
+
+
+def render_app(page: Page, token: str, unserved_log: str, push: str = "none") -> str:
+    """The mruby replay handler (Rack): request -> resource, exact first, then by path."""
+    exact: dict[str, int] = {}
+    by_path: dict[str, int] = {}
+    for i, r in enumerate(page.resources):
+        exact.setdefault(f"{r.method} {r.origin}{r.target}", i)
+        by_path.setdefault(f"{r.origin}{r.path}", i)
+    responses = []
+    for i, r in enumerate(page.resources):
+        if _file_served(r):
+            links = ", ".join(_push_links(page, i, r, push))
+            link = ruby_str(links) if links else "nil"
+            responses.append(f"  [:reproxy, {ruby_str(_internal_path(token, i))}, {link}],")
+            continue
+        headers: dict[str, list[str]] = {}
+        if r.status not in _BODILESS:
+            headers["content-type"] = [r.content_type or "application/octet-stream"]
+        for name, value in _headers(page, i, r, push):
+            headers.setdefault(name, []).append(value)
+        pairs = ", ".join(
+            f"{ruby_str(k)} => {ruby_str(chr(10).join(v))}" for k, v in headers.items()
+        )
+        body = "nil"
+        if r.status not in _BODILESS and _has_body(r):
+            body = ruby_str(str(page.body_file(r)))
+        responses.append(f"  [:respond, {r.status}, {{{pairs}}}, {body}],")
+
+    def table(m: dict[str, int]) -> str:
+        return "".join(f"\n  {ruby_str(k)} => {i}," for k, i in m.items())
+
+    return f"""# generated by h2lab for page {page.name} ({page.digest})
+EXACT = {{{table(exact)}
+}}
+BY_PATH = {{{table(by_path)}
+}}
+RESPONSES = [
+{chr(10).join(responses)}
+]
+UNSERVED = {ruby_str(unserved_log)}
+INTERNAL = {ruby_str(_INTERNAL)}
+
+lambda do |env|
+  method = env["REQUEST_METHOD"]
+  host = (env["HTTP_HOST"] || env["SERVER_NAME"]).downcase
+  colon = host.index(":")
+  host = host[0, colon] if colon
+  path = env["PATH_INFO"]
+  query = env["QUERY_STRING"]
+  target = (query.nil? || query.empty?) ? path : path + "?" + query
+  rid = EXACT[method + " " + host + target] || BY_PATH[host + path]
+  if rid.nil? || path.start_with?(INTERNAL)
+    unless path.start_with?(INTERNAL)
+      File.open(UNSERVED, "a") do |f|
+        f.write(method + " " + env["rack.url_scheme"] + "://" + host + target + "\\n")
+      end
+    end
+    return [404, {{"content-type" => "text/plain", "content-length" => "0"}}, []]
+  end
+  response = RESPONSES[rid]
+  if response[0] == :reproxy
+    # H2O pushes the preload links of the handler's own response, not those that header.add
+    # puts on the file handler's (which still carries them, as the final response).
+    return [200, {{"x-reproxy-url" => response[1]}}, []] if response[2].nil?
+    return [200, {{"x-reproxy-url" => response[1], "link" => response[2]}}, []]
+  end
+  status, headers, body_file = response[1], response[2], response[3]
+  headers = headers.dup
+  if body_file.nil?
+    headers["content-length"] = "0" unless status == 204 || status == 304
+    return [status, headers, []]
+  end
+  body = File.open(body_file, "rb") {{ |f| f.read }}
+  headers["content-length"] = body.bytesize.to_s
+  [status, headers, [body]]
+end
+"""
+
+
+def _file_path(i: int, res: Resource, page: Page, token: str, push: str) -> str:
+    lines = [
+        f"{_internal_path(token, i)}:",
+        f"  file.file: {yaml_str(str(page.body_file(res)))}",
+        "  file.etag: OFF",
+        "  file.mime.settypes: {}",
+        f"  file.mime.setdefaulttype: {yaml_str(res.content_type or 'application/octet-stream')}",
+    ]
+    # H2O's YAML reader takes a directive more than once; header.add takes no list in 2.2.
+    lines += [f"  header.add: {yaml_str(f'{k}: {v}')}" for k, v in _headers(page, i, res, push)]
+    return "\n        ".join(lines)
+
+
+def render_config(
+    page: Page, ctx: ServeContext, ca: LocalCA, token: str, push: str = "none"
+) -> str:
+    """Pure except for certificate creation: the h2o.conf text (YAML). ``token`` names the
+    folder of the per-resource paths, which only the replay handler knows."""
+    d = ctx.state_dir
+    if any(r.delay_ms for r in page.resources):
+        raise SpecError(page.name, "server", "h2o cannot delay responses (use server origin)")
+    hosts = []
+    for host in page.origins:
+        ip = ctx.origin_ips[host]
+        pair = ca.leaf(host)
+        files = "".join(
+            f"\n      {_file_path(i, r, page, token, push)}"
+            for i, r in enumerate(page.resources)
+            if r.origin == host and _file_served(r)
+        )
+        hosts.append(
+            f"""
+  {yaml_str(host)}:
+    listen:
+      host: {ip}
+      port: {PORTS["h1c"]}
+    listen:
+      host: {ip}
+      port: {PORTS["h2c"]}
+    listen:
+      host: {ip}
+      port: {PORTS["h2s"]}
+      ssl:
+        certificate-file: {yaml_str(str(pair.cert))}
+        key-file: {yaml_str(str(pair.key))}
+        minimum-version: TLSv1.2
+    paths:
+      "/":
+        mruby.handler-file: {yaml_str(str(d / APP_FILE))}{files}"""
+        )
+    return f"""# generated by h2lab for page {page.name} ({page.digest})
+user: root
+pid-file: {yaml_str(str(d / "h2o.pid"))}
+error-log: {yaml_str(str(d / "h2o-error.log"))}
+num-threads: 1  # as nginx's worker_processes 1
+max-connections: 8192
+http1-request-timeout: {IDLE_TIMEOUT_S}
+http2-idle-timeout: {IDLE_TIMEOUT_S}
+http1-upgrade-to-http2: ON  # H2O 2.2 takes h2c prior knowledge only with this on
+http2-max-concurrent-requests-per-connection: {MAX_CONCURRENT_STREAMS}
+http2-push-preload: {"OFF" if push == "none" else "ON"}
+http2-casper: OFF
+reproxy: ON
+send-server-name: OFF
+ssl-session-resumption:
+  mode: off
+hosts:{"".join(hosts)}
+"""
+
+
+class H2o:
+    name = "h2o"
+    protocols = frozenset({"h1c", "h1p", "h1s", "h2s", "h2c"})
+
+    def __init__(self, push: str = "none") -> None:
+        self.push = push
+
+    def version(self) -> str:
+        m = re.search(r"h2o version (\S+)", procs.version_text(["h2o", "--version"]))
+        return m.group(1) if m else "unknown"
+
+    @contextmanager
+    def serve(self, page: Page, ctx: ServeContext) -> Iterator[None]:
+        ctx.state_dir.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_hex(8)
+        unserved = ctx.state_dir / UNSERVED_LOG
+        unserved.touch()
+        (ctx.state_dir / APP_FILE).write_text(render_app(page, token, str(unserved), self.push))
+        conf = ctx.state_dir / "h2o.conf"
+        conf.write_text(render_config(page, ctx, LocalCA(ctx.tls_dir), token, self.push))
+        ssl_conf = ctx.state_dir / "h2o-openssl.cnf"
+        ssl_conf.write_text(OPENSSL_CONF)
+        h2o = ["env", f"OPENSSL_CONF={ssl_conf}", "h2o", "-c", str(conf)]
+        procs.run(netns.exec_argv(ctx.netns, [*h2o, "-t"]))
+        argv = netns.exec_argv(ctx.netns, h2o)
+        out = ctx.state_dir / "h2o.out"
+        proc = procs.spawn(argv, log=out)
+        try:
+
+            def ready() -> bool:
+                if proc.poll() is not None:
+                    log = ctx.state_dir / "h2o-error.log"
+                    err = out.read_text(errors="replace")
+                    err += log.read_text(errors="replace") if log.exists() else ""
+                    raise ProcessFailed(["h2o"], proc.returncode, err[-500:])
+                return all(
+                    netns.tcp_port_open(ctx.netns, ctx.origin_ips[h], port)
+                    for h in page.origins
+                    for port in (PORTS["h1c"], PORTS["h2s"], PORTS["h2c"])
+                )
+
+            procs.wait_until("h2o listening on every origin port", ready, timeout_s=READY_TIMEOUT_S)
+            yield
+        finally:
+            procs.stop(proc)
+
+
+def _make(options: Mapping[str, str]) -> H2o:
+    unknown = sorted(set(options) - {"push"})
+    if unknown:
+        raise ValueError(f"h2o takes only push=..., got {', '.join(unknown)}")
+    push = options.get("push", "none")
+    if push not in PUSH_RULES:
+        raise ValueError(f"h2o push={push!r}: expected one of {', '.join(PUSH_RULES)}")
+    return H2o(push=push)
+
+
+register("h2o", _make)

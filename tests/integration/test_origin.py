@@ -1,0 +1,305 @@
+"""h2lab's Go origin server in the lab, with the client as the wire witness: nghttp -nv prints
+every frame it receives (stream id, length, END_STREAM), curl measures time to first byte, and
+origin/cmd/h3get fetches over HTTP/3 through Rattan."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from h2lab.net.lab import Lab, Link, TcpSettings
+from h2lab.pages import Page, resolve_page
+from h2lab.pages.manifest import PageWriter
+from h2lab.servers import ServeContext
+from h2lab.servers import get as get_server
+from h2lab.servers.origin import (
+    FRAME_LOG,
+    QLOG_DIR,
+    SOURCE_DIR,
+    UNSERVED_LOG,
+    build_env,
+    go_binary,
+)
+from h2lab.spec.network import parse_network
+
+HOST = "www.example.org"
+CDN = "static.cdn.example.net"
+IMAGES = "synthetic:n=10,size=100KB,origins=1"
+
+
+def _ctx(lab: Lab, name: str) -> ServeContext:
+    return ServeContext(lab.servers_ns, lab.origin_ips, lab.state_dir / name, lab.state_dir / "tls")
+
+
+def _run(ns: str, argv: list[str], timeout_s: float = 30) -> str:
+    return subprocess.run(
+        ["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, timeout=timeout_s,
+        check=True,
+    ).stdout  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame nghttp received."""
+
+    t_s: float
+    kind: str
+    stream: int
+    length: int
+    end_stream: bool
+
+
+_FRAME_RE = re.compile(
+    r"^\[\s*([\d.]+)\] recv (\w+) frame <length=(\d+), flags=0x([0-9a-f]+), stream_id=(\d+)>"
+)
+
+
+def parse_nghttp(out: str) -> list[Frame]:
+    frames = []
+    for line in out.splitlines():
+        m = _FRAME_RE.match(line)
+        if m:
+            t, kind, length, flags, stream = m.groups()
+            # END_STREAM is flag 0x1 on DATA and HEADERS (RFC 9113 §6.1, §6.2)
+            end = kind in ("DATA", "HEADERS") and bool(int(flags, 16) & 1)
+            frames.append(Frame(float(t), kind, int(stream), int(length), end))
+    return frames
+
+
+def nghttp(link: Link, urls: list[str], *extra: str) -> list[Frame]:
+    # Windows of 2^30-1 bytes (-w/-W): the client's flow control must not pace the server.
+    return parse_nghttp(
+        _run(link.client_ns, ["nghttp", "-nv", "-w", "30", "-W", "30", *extra, *urls])
+    )
+
+
+def data_streams(frames: list[Frame]) -> list[int]:
+    return [f.stream for f in frames if f.kind == "DATA" and f.length > 0]
+
+
+def switches(seq: list[int]) -> int:
+    return sum(1 for a, b in itertools.pairwise(seq) if a != b)
+
+
+def completion_order(frames: list[Frame]) -> list[int]:
+    return [f.stream for f in frames if f.end_stream]
+
+
+@pytest.fixture(scope="module")
+def images() -> Page:
+    return resolve_page(IMAGES)
+
+
+@pytest.fixture
+def image_lab(images: Page) -> Iterator[tuple[Lab, Link]]:
+    # 10 Mbit/s: 1 MB takes ~0.8 s, so the order of the 10 responses is visible in time too.
+    profile = parse_network("rtt=10ms,rate=10Mbps")
+    with Lab(images.origins) as lab, lab.link(profile, 1, TcpSettings()) as link:
+        yield lab, link
+
+
+def test_fcfs_sends_responses_one_after_another_in_request_order(
+    images: Page, image_lab: tuple[Lab, Link]
+) -> None:
+    lab, link = image_lab
+    ctx = _ctx(lab, "fcfs")
+    urls = [r.url() for r in images.resources[1:]]
+    with get_server("origin:scheduler=fcfs,framelog=1").serve(images, ctx):
+        frames = nghttp(link, urls)
+    seq = data_streams(frames)
+    requested = sorted(set(seq))  # nghttp opens streams in command-line order
+    order = list(dict.fromkeys(seq))
+    print(f"fcfs: DATA frames {len(seq)}, stream switches {switches(seq)}, order {order}")
+    assert len(requested) == 10
+    assert order == requested  # request order
+    assert switches(seq) == 9  # no interleaving at all
+    assert sum(f.length for f in frames if f.kind == "DATA") == 10 * 100_000
+    logged = [ln.split("\t") for ln in (ctx.state_dir / FRAME_LOG).read_text().splitlines()[1:]]
+    server_seq = [int(s) for _, _, s, kind, size in logged if kind == "DATA" and int(size) > 0]
+    assert server_seq == seq  # the server's frame log says what the wire says
+
+
+def test_rr_interleaves_every_response(images: Page, image_lab: tuple[Lab, Link]) -> None:
+    lab, link = image_lab
+    urls = [r.url() for r in images.resources[1:]]
+    with get_server("origin:scheduler=rr").serve(images, _ctx(lab, "rr")):
+        frames = nghttp(link, urls)
+    seq = data_streams(frames)
+    first = {s: seq.index(s) for s in set(seq)}
+    last = {s: len(seq) - 1 - seq[::-1].index(s) for s in set(seq)}
+    print(
+        f"rr: DATA frames {len(seq)}, stream switches {switches(seq)}, "
+        f"latest first frame #{max(first.values())}, earliest last frame #{min(last.values())}"
+    )
+    assert len(first) == 10
+    # Every response has started before any has finished: all ten are in flight together.
+    assert max(first.values()) < min(last.values())
+    assert switches(seq) >= len(seq) * 0.8  # almost every frame is of another stream
+
+
+def test_client_scheduler_follows_the_clients_weights(
+    images: Page, image_lab: tuple[Lab, Link]
+) -> None:
+    lab, link = image_lab
+    urls = [r.url() for r in images.resources[1:]]
+    # The first five requests get the lowest weight, the last five the highest (RFC 7540 §5.3.2).
+    weights = [f"-p{w}" for w in [1] * 5 + [256] * 5]
+    orders = {}
+    for sched in ("client", "rr"):
+        with get_server(f"origin:scheduler={sched}").serve(images, _ctx(lab, sched)):
+            orders[sched] = completion_order(nghttp(link, urls, "--no-dep", *weights))
+    requested = sorted(orders["client"])
+    heavy, light = set(requested[5:]), set(requested[:5])
+    print(f"completion order, weights 1x5 then 256x5: client {orders['client']}, rr {orders['rr']}")
+    assert set(orders["client"][:5]) == heavy and set(orders["client"][5:]) == light
+    assert set(orders["rr"][:5]) != heavy  # rr ignores weights: the order is not the client's
+
+
+@pytest.fixture(scope="module")
+def small_page(tmp_path_factory: pytest.TempPathFactory) -> Page:
+    root = tmp_path_factory.mktemp("pages")
+    html = (
+        b'<html><head><link rel="stylesheet" href="/a.css"><script src="/b.js"></script>'
+        b'</head><body><img src="/i1.png"><img src="/i2.png"><img src="/i3.png"></body></html>'
+    )
+    with PageWriter("origin-test", root=root) as w:
+        w.add(f"https://{HOST}/", html, content_type="text/html; charset=utf-8",
+              headers=[("Cache-Control", "max-age=60")])  # fmt: skip
+        w.add(f"https://{HOST}/a.css", b"body{color:red}" * 100, content_type="text/css")
+        w.add(f"https://{HOST}/b.js", b"var x=1;" * 100, content_type="application/javascript")
+        for i in (1, 2, 3):
+            w.add(f"https://{HOST}/i{i}.png", bytes([i]) * 5000, content_type="image/png")
+        w.add(f"https://{HOST}/slow.json", b"{}", content_type="application/json", delay_ms=100)
+        w.add(f"https://{HOST}/q?a=1", b"first", content_type="text/plain")
+        w.add(f"https://{HOST}/q?a=2", b"second", content_type="text/plain")
+        w.add(f"https://{HOST}/old", None, content_type="text/html", status=301,
+              headers=[("Location", f"https://{HOST}/")])  # fmt: skip
+        w.add(f"https://{HOST}/beacon", None, content_type="text/plain", status=204)
+        w.add(f"https://{CDN}/c.js", b"var c;", content_type="application/javascript")
+        return w.commit(f"https://{HOST}/")
+
+
+@pytest.fixture
+def small_lab(small_page: Page) -> Iterator[tuple[Lab, Link]]:
+    profile = parse_network("rtt=10ms")
+    with Lab(small_page.origins) as lab, lab.link(profile, 1, TcpSettings()) as link:
+        yield lab, link
+
+
+def _curl(link: Link, *args: str) -> str:
+    return _run(link.client_ns, ["curl", "-sk", *args])
+
+
+def test_replays_manifest_over_h1_h2_and_h2c(small_page: Page, small_lab: tuple[Lab, Link]) -> None:
+    lab, link = small_lab
+    ctx = _ctx(lab, "replay")
+    with get_server("origin").serve(small_page, ctx):
+        head = _curl(link, "-D", "-", "-o", "/dev/null", f"https://{HOST}/").lower()
+        assert head.startswith("http/2 200") and "cache-control: max-age=60" in head
+        assert "content-type: text/html; charset=utf-8" in head
+        assert _curl(link, "--http1.1", f"https://{HOST}/q?a=2") == "second"  # exact
+        assert _curl(link, f"http://{HOST}/q?a=9") == "first"  # same path
+        h2c = _curl(link, "--http2-prior-knowledge", "-D", "-", f"http://{HOST}:8080/b.js")
+        assert h2c.lower().startswith("http/2 200") and h2c.endswith("var x=1;" * 100)
+        head = _curl(link, "-D", "-", "-o", "/dev/null", f"http://{HOST}/old").lower()
+        assert head.startswith("http/1.1 301") and f"location: https://{HOST}/" in head
+        assert _curl(link, "-w", "%{http_code}", f"https://{HOST}/beacon") == "204"
+        assert _curl(link, f"https://{CDN}/c.js") == "var c;"
+        assert (
+            _curl(link, "-w", "%{http_code}", "-o", "/dev/null", f"https://{HOST}/x?y=1") == "404"
+        )
+    assert (ctx.state_dir / UNSERVED_LOG).read_text().splitlines() == [f"GET https://{HOST}/x?y=1"]
+
+
+def test_sleepy_images_delay_only_the_images(small_page: Page, small_lab: tuple[Lab, Link]) -> None:
+    lab, link = small_lab
+    paths = ["/", "/a.css", "/b.js", "/i1.png", "/i2.png", "/i3.png", "/slow.json"]
+    ttfb_ms: dict[str, list[float]] = {p: [] for p in paths}
+    with get_server("origin:delay_image=200ms").serve(small_page, _ctx(lab, "sleepy")):
+        for _ in range(3):
+            for p in paths:  # a new connection each: equal handshake time in every figure
+                t = _curl(
+                    link, "-o", "/dev/null", "-w", "%{time_starttransfer}", f"https://{HOST}{p}"
+                )
+                ttfb_ms[p].append(float(t) * 1000)
+    med = {p: statistics.median(v) for p, v in ttfb_ms.items()}
+    base = statistics.median([med[p] for p in ("/", "/a.css", "/b.js")])
+    deltas = {p: round(med[p] - base, 1) for p in paths}
+    print(f"TTFB medians minus the undelayed median ({base:.1f} ms): {deltas}")
+    for p in ("/i1.png", "/i2.png", "/i3.png"):
+        assert 180 <= deltas[p] <= 220, p
+    for p in ("/", "/a.css", "/b.js"):
+        assert abs(deltas[p]) <= 20, p
+    assert 80 <= deltas["/slow.json"] <= 120  # the manifest's own delay_ms
+
+
+def test_push_css_js_and_early_hints(small_page: Page, small_lab: tuple[Lab, Link]) -> None:
+    lab, link = small_lab
+    entry = f"https://{HOST}/"
+
+    def requested_and_pushed(out: str) -> tuple[set[str], set[str]]:
+        # nghttp prints a received header block's fields before the frame line; only
+        # PUSH_PROMISE frames carry a :path to the client. Sent HEADERS list theirs after it.
+        pushed = set(re.findall(r"recv \(stream_id=\d+\) :path: (\S+)", out))
+        requested, sending = set(), False
+        for line in out.splitlines():
+            if line.startswith("["):
+                sending = "] send HEADERS frame" in line
+            elif sending and line.strip().startswith(":path:"):
+                requested.add(line.split(":path:")[1].strip())
+        return requested, pushed
+
+    runs = {}
+    for push in ("css-js", "none"):
+        with get_server(f"origin:push={push}").serve(small_page, _ctx(lab, f"push-{push}")):
+            runs[push] = requested_and_pushed(_run(link.client_ns, ["nghttp", "-nva", entry]))
+    print(f"push=css-js: requested, pushed = {runs['css-js']}; push=none: {runs['none']}")
+    assert runs["css-js"][1] == {"/a.css", "/b.js"}
+    assert not runs["css-js"][0] & {"/a.css", "/b.js"}  # pushed, so not requested
+    assert runs["none"][1] == set() and {"/a.css", "/b.js"} <= runs["none"][0]
+
+    with get_server("origin:early_hints=css-js").serve(small_page, _ctx(lab, "hints")):
+        for flag in ("--http2", "--http1.1"):
+            head = _curl(link, flag, "-D", "-", "-o", "/dev/null", entry).lower()
+            print(f"early hints {flag}: {head.splitlines()[:4]}")
+            hints, final = re.split(r"\r?\n\r?\n", head, maxsplit=1)  # h2: bare \n
+            assert re.match(r"http/[\d.]+ 103", hints)
+            assert "link: </a.css>; rel=preload; as=style" in hints
+            assert "link: </b.js>; rel=preload; as=script" in hints
+            assert re.match(r"http/[\d.]+ 200", final) and "link:" not in final
+
+
+@pytest.fixture(scope="module")
+def h3get(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("h3get") / "h3get"
+    subprocess.run(
+        [go_binary(), "build", "-o", str(out), "./cmd/h3get"], cwd=SOURCE_DIR, env=build_env(),
+        check=True, timeout=600,
+    )  # fmt: skip
+    return out
+
+
+def test_h3_serves_every_resource_over_the_link(
+    small_page: Page, small_lab: tuple[Lab, Link], h3get: Path
+) -> None:
+    lab, link = small_lab
+    ctx = _ctx(lab, "h3")
+    urls = [r.url() for r in small_page.resources]
+    resolve = [f"-resolve={h}:{lab.origin_ips[h]}" for h in small_page.origins]
+    with get_server("origin:qlog=1").serve(small_page, ctx):
+        out = _run(link.client_ns, [str(h3get), *resolve, *urls]).splitlines()
+    print("h3get:\n" + "\n".join(out))
+    for res, line in zip(small_page.resources, out, strict=True):
+        status, size, _, _, proto, url = line.split()
+        assert proto == "HTTP/3.0" and url == res.url()
+        assert int(status) == res.status and int(size) == res.size_bytes
+    qlogs = list((ctx.state_dir / QLOG_DIR).glob("*_server.sqlog"))
+    assert len(qlogs) == 2  # one QUIC connection per origin
+    assert all(q.stat().st_size > 0 for q in qlogs)

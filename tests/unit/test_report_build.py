@@ -1,0 +1,120 @@
+"""h2lab.report.write_report on stores built in memory (no lab): every section is there, an
+empty section says so in one line, the exports hold the store's rows, the HTML is self-contained."""
+
+from __future__ import annotations
+
+import csv
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pytest
+
+from h2lab.clients import ResourceTiming
+from h2lab.report import NoResults, write_report
+from h2lab.report.build import NO_FILMSTRIP
+from h2lab.report.html import SECTIONS
+from h2lab.store import Store
+from tests.unit.test_report_model import trial
+
+
+class _Headings(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.h2: list[str] = []
+        self.sections: dict[str, str] = {}
+        self._in_h2 = False
+        self._refs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._in_h2 = tag == "h2"
+        self._refs += [v or "" for k, v in attrs if k in ("src", "href")]
+
+    def handle_data(self, data: str) -> None:
+        if self._in_h2:
+            self.h2.append(data)
+            self._in_h2 = False
+
+
+def headings_and_refs(text: str) -> tuple[list[str], list[str]]:
+    p = _Headings()
+    p.feed(text)
+    return p.h2, p._refs
+
+
+def section_html(text: str, sid: str) -> str:
+    m = re.search(rf'<(section|footer) id="{sid}">(.*?)</\1>', text, re.S)
+    assert m, sid
+    return m.group(2)
+
+
+def test_no_store_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(NoResults, match=r"no results\.sqlite"):
+        write_report(tmp_path)
+
+
+def test_empty_store_every_section_says_why_it_is_empty(tmp_path: Path) -> None:
+    Store(tmp_path).close()
+    path = write_report(tmp_path)
+    text = path.read_text()
+    heads, refs = headings_and_refs(text)
+    assert heads == list(SECTIONS.values())
+    assert all(r.startswith(("data:", "#")) for r in refs)
+    for sid in SECTIONS:
+        if sid != "repro":
+            body = section_html(text, sid)
+            assert body.count('class="empty"') >= 1, sid
+    for name in ("trials.csv", "resources.csv", "trials.parquet", "resources.parquet"):
+        assert (tmp_path / name).is_file()
+    assert pq.read_table(tmp_path / "trials.parquet").num_rows == 0
+
+
+def test_small_store_every_section_with_its_figures(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    res = (
+        ResourceTiming("https://o1/index.html", "o1", 0.0, 10.0, 20.0, 1000, "h2s", "o1#0"),
+        ResourceTiming("https://o1/obj/1.png", "o1", 21.0, 30.0, 40.0, 10000, "h2s", "o1#0"),
+    )
+    for net in ("rtt=20ms", "rtt=100ms"):
+        for r in range(3):
+            for protocol, v in (("h1s", 100.0), ("h2s", 80.0)):
+                t = trial(protocol, r, v + r, network=net, client="chromium", plt=v * 1.1 + r)
+                store.add_trial(t, res)
+                store.add_trial(trial(protocol, r, v + r, network=net), res)
+    store.close()
+    timings: dict[str, float] = {}
+    text = write_report(tmp_path, rng_seed=3, timings=timings).read_text()
+    heads, refs = headings_and_refs(text)
+    assert heads == list(SECTIONS.values())
+    assert all(r.startswith(("data:", "#")) for r in refs)
+    assert set(timings) >= {"analysis", "tree", "export"}
+    verdicts = section_html(text, "verdicts")
+    assert verdicts.count("<tbody>") == 2  # pdt (h2load) and plt (chromium)
+    assert "h2 faster" in verdicts
+    assert 'aria-label="CDF' in section_html(text, "cdf")
+    assert "against rtt_ms" in section_html(text, "factors")
+    assert "rtt_ms × client" in section_html(text, "heatmap")
+    assert 'aria-label="decision tree"' in section_html(text, "tree")
+    assert "not recorded" in section_html(text, "headers")
+    assert section_html(text, "waterfalls").count('aria-label="waterfall') == 2
+    assert NO_FILMSTRIP in section_html(text, "filmstrips")
+    assert "derived from resource timings" in section_html(text, "frames")
+    assert "report seed (bootstrap, tree)</td><td>3" in section_html(text, "repro")
+    with (tmp_path / "resources.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 24 * 2
+    assert rows[0]["url"] == "https://o1/index.html"
+    assert pq.read_table(tmp_path / "trials.parquet").num_rows == 24
+
+
+def test_too_few_cells_for_a_tree_says_so(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for r in range(2):
+        store.add_trial(trial("h1s", r, 100.0))
+        store.add_trial(trial("h2s", r, 90.0))
+    store.close()
+    text = write_report(tmp_path).read_text()
+    assert "too few cells to fit a tree: 1 cell(s)" in section_html(text, "tree")
+    assert "no numeric factor varies" in section_html(text, "factors")
+    assert "the chosen cell has no HTTP/2 trial" not in text
