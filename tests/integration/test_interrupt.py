@@ -116,6 +116,7 @@ name = "kill9-five-times"
 seed = 5
 repetitions = 15
 timeout_s = 30
+retries = 1
 [factors]
 protocol = ["h1c", "h1s", "h2c", "h2s"]
 network = ["rtt=2ms,rate=100Mbps"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import shutil
 import signal
 import time
 import traceback
@@ -241,6 +242,9 @@ def run_one(
     never leaves its link to the next one."""
     attempt = store.attempts(t.experiment, t.key) + 1
     artifacts = store.artifacts_dir(t.key, attempt)
+    # A run killed during this attempt left its files here (the attempt was never stored):
+    # start clean, so no log of the lost attempt is read as this one's.
+    shutil.rmtree(artifacts, ignore_errors=True)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
     t0 = time.monotonic()
     cpu_before = parse_cpu_times(Path("/proc/stat").read_text())
