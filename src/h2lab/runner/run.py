@@ -19,7 +19,7 @@ from types import FrameType
 
 from h2lab import clients, servers
 from h2lab.clients import LoadContext, LoadResult, ResourceTiming
-from h2lab.errors import H2LabError
+from h2lab.errors import H2LabError, TrialFailed
 from h2lab.metrics.counters import busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
 from h2lab.net.lab import Lab, Link, TcpSettings
@@ -63,10 +63,14 @@ def tool_versions(server: str, client: clients.ClientAdapter) -> dict[str, str]:
     from h2lab import __version__
     from h2lab.net.rattan import RATTAN_VERSION
 
+    try:
+        server_version = servers.get(server).version()
+    except H2LabError as exc:  # e.g. a missing binary: its trials fail, with the reason
+        server_version = f"unavailable ({exc.line()})"
     return {
         "h2lab": __version__,
         "rattan": RATTAN_VERSION,
-        server: servers.get(server).version(),
+        server: server_version,
         client.name: client.version(),
     }
 
@@ -166,6 +170,7 @@ def run_trials(
         links = Links(lab)
         stack.callback(links.close)
         current: tuple[str, str] | None = None
+        server_error: str | None = None
         for t in todo:
             if current != (t.page, t.server):
                 serving.close()
@@ -175,8 +180,13 @@ def run_trials(
                     state_dir=lab.state_dir / "server",
                     tls_dir=lab.state_dir / "tls",
                 )
-                serving.enter_context(servers.get(t.server).serve(pages[t.page], ctx))
-                current = (t.page, t.server)
+                current, server_error = (t.page, t.server), None
+                try:
+                    serving.enter_context(servers.get(t.server).serve(pages[t.page], ctx))
+                except H2LabError as exc:
+                    # the trials of this stretch fail with the server's own line; the run
+                    # goes on (the adapter stopped whatever it had started)
+                    server_error = f"server {t.server} did not start: {exc.line()}"
             if t.client not in adapters:
                 adapters[t.client] = clients.get(t.client)
                 stack.callback(adapters[t.client].close)
@@ -186,10 +196,10 @@ def run_trials(
             for _ in range(1 + retries):
                 record = run_one(
                     lab, links, client, pages[t.page], t, store, timeout_s,
-                    versions[(t.server, t.client)],
+                    versions[(t.server, t.client)], server_error,
                 )  # fmt: skip
                 written.append(record)
-                if record.status == "ok":
+                if record.status == "ok" or server_error:
                     break
             if on_progress:
                 on_progress(t, record)
@@ -237,6 +247,7 @@ def run_one(
     store: Store,
     timeout_s: float,
     versions: dict[str, str],
+    server_error: str | None = None,
 ) -> TrialRecord:
     """One trial; its row (ok or failed) is committed before this returns. A failed trial
     never leaves its link to the next one."""
@@ -252,6 +263,8 @@ def run_one(
     resources: tuple[ResourceTiming, ...] = ()
     error = None
     try:
+        if server_error:
+            raise TrialFailed(server_error)
         link = links.get(t.network, t.seed, t.tcp)
         before = read_counters(link.client_ns, lab.servers_ns)
         ctx = LoadContext(

@@ -1,0 +1,120 @@
+"""The seed papers' experiments (experiments/seeds/*.toml, issue #8): every file validates,
+and its quick variant runs end to end with every trial ok and a report written.
+
+The full variants are run by `make reproduce` (scripts/reproduce.sh), not here. Each quick run
+prints its wall time (`pytest -s` or `-rP` shows it); all of them together should stay under
+about ten minutes on the 2-core reference machine.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import subprocess
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")
+SEEDS = sorted((ROOT / "experiments" / "seeds").glob("*.toml"))
+QUICK_BUDGET_S = 60.0  # per quick run (a warning above it, not a failure)
+TOTAL_BUDGET_S = 600.0  # all quick runs together
+VALIDATE_LINE = re.compile(r"ok, (\d+) trials \((\d+) with --quick\)")
+
+_quick_wall: dict[str, float] = {}
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [p.stem for p in paths]
+
+
+def _counts(path: Path) -> tuple[int, int]:
+    proc = subprocess.run(
+        [H2LAB, "validate", str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, f"{path.name}: {proc.stdout}{proc.stderr}"
+    m = VALIDATE_LINE.search(proc.stdout)
+    assert m, f"{path.name}: unexpected validate output {proc.stdout!r}"
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_seed_files_exist() -> None:
+    # issue #8 lists ten claims; seed 000 Fig. 1, 2-3, 5, 6, Table 2; seed 001 grid and push;
+    # seed 002; seed 003; seed 004; the real corpus.
+    assert len(SEEDS) >= 11, [p.name for p in SEEDS]
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=_ids(SEEDS))
+def test_seed_experiment_validates(path: Path) -> None:
+    full, quick = _counts(path)
+    print(f"{path.name}: {full} trials full, {quick} with --quick")
+    assert full > 0 and 0 < quick <= full
+    assert quick <= 12, f"{path.name}: quick variant too large for CI ({quick} trials)"
+    text = path.read_text()
+    assert text.startswith("#"), f"{path.name}: needs a comment header quoting the claim"
+    assert "[quick]" in text
+
+
+@pytest.fixture(scope="module")
+def quick_walls() -> Iterator[dict[str, float]]:
+    yield _quick_wall
+    if _quick_wall:
+        total = sum(_quick_wall.values())
+        lines = "\n".join(f"  {k:36s} {v:6.1f} s" for k, v in sorted(_quick_wall.items()))
+        print(f"\nquick runs:\n{lines}\n  total {total:.1f} s")
+        if total > TOTAL_BUDGET_S:
+            warnings.warn(
+                f"quick runs took {total:.0f} s (budget {TOTAL_BUDGET_S:.0f} s)", stacklevel=2
+            )
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=_ids(SEEDS))
+def test_seed_experiment_quick_runs(
+    path: Path, tmp_path: Path, quick_walls: dict[str, float]
+) -> None:
+    _, expected = _counts(path)
+    out = tmp_path / path.stem
+    started = time.monotonic()
+    proc = subprocess.run(
+        [H2LAB, "run", str(path), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    wall = time.monotonic() - started
+    quick_walls[path.stem] = wall
+    print(f"{path.name}: quick run {wall:.1f} s, {expected} trials")
+    assert proc.returncode == 0, (
+        f"{path.name}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    db = out / "results.sqlite"
+    assert db.is_file()
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(
+            "SELECT trial_key, status, error, attempt FROM trials WHERE warmup = 0 "
+            "ORDER BY trial_key, attempt"
+        ).fetchall()
+    finally:
+        con.close()
+    last: dict[str, tuple[str, str | None]] = {}
+    for key, status, error, _attempt in rows:
+        last[key] = (status, error)
+    # every trial of the quick variant is stored and ended ok (a retried trial counts by its
+    # last attempt; the failed attempts before it are printed)
+    assert len(last) == expected, f"{path.name}: {len(last)} trials stored, {expected} expected"
+    bad = {k: v for k, v in last.items() if v[0] != "ok"}
+    assert not bad, f"{path.name}: trials not ok: {bad}"
+    retried = [r for r in rows if r[1] != "ok"]
+    if retried:
+        print(f"{path.name}: {len(retried)} failed attempt(s) retried: {retried}")
+    assert (out / "report.html").is_file()
+    if wall > QUICK_BUDGET_S:
+        warnings.warn(
+            f"{path.name}: quick run took {wall:.0f} s (budget {QUICK_BUDGET_S:.0f} s)",
+            stacklevel=2,
+        )

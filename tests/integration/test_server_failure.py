@@ -1,0 +1,55 @@
+"""Issue #6: a server that fails to start fails its trials with the server's own error line,
+the run goes on with the other servers, and nothing is left running."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from tests.integration.conftest import H2LAB, lab_processes
+
+EXPERIMENT = """
+name = "server-failure"
+seed = 3
+[factors]
+protocol = ["h1s", "h2s"]
+network = ["rtt=2ms"]
+page = ["synthetic:n=2,size=1KB,origins=1"]
+server = ["h2o", "nginx"]
+"""
+
+
+def _path_without(tmp_path: Path, missing: str) -> str:
+    """A PATH with every program of the system's but ``missing``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for folder in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"):
+        if not Path(folder).is_dir():
+            continue
+        for exe in Path(folder).iterdir():
+            link = bin_dir / exe.name
+            if exe.name != missing and not link.exists():
+                link.symlink_to(exe)
+    return str(bin_dir)
+
+
+def test_missing_server_binary_fails_its_trials_and_the_run_goes_on(tmp_path: Path) -> None:
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EXPERIMENT)
+    out = tmp_path / "out"
+    env = {**os.environ, "PATH": _path_without(tmp_path, "h2o")}
+    done = subprocess.run(
+        [H2LAB, "run", str(exp), "--out", str(out)], env=env, capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    db = sqlite3.connect(out / "results.sqlite")
+    rows = db.execute("SELECT server, protocol, status, error FROM trials").fetchall()
+    for row in rows:
+        print(row)
+    h2o = [r for r in rows if r[0] == "h2o"]
+    assert len(h2o) == 2 and all(r[2] == "failed" for r in h2o)
+    assert all(r[3].startswith("server h2o did not start: ") and "h2o" in r[3][26:] for r in h2o)
+    assert [r[2] for r in rows if r[0] == "nginx"] == ["ok", "ok"]
+    assert lab_processes() == []
