@@ -254,6 +254,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         jobs[f"validate:{case}"] = (["validate", str(path)], root)
         jobs[f"run:{case}"] = (["run", str(path), "--out", str(outs[case])], root)
     jobs["bogus-flag"] = (["load", "x", "--bogus"], root)
+    warc = (PROJECT / "corpus" / "warc" / "baidu.warc.gz").read_bytes()
+    (root / "cut.warc.gz").write_bytes(warc[: len(warc) // 2])
+    (root / "notjson.har").write_text("<html>not a HAR</html>")
+    (root / "site").mkdir()
+    (root / "site" / "other.html").write_text("<p>hi</p>")
+    for name, source in BAD_IMPORTS.items():
+        jobs[f"import:{name}"] = (["pages", "import", str(root / source)], root)
     jobs["demo"] = (["validate", "experiments/demo.toml"], PROJECT)
 
     before = _ip_netns() or set()
@@ -283,6 +290,25 @@ def test_bad_file(runs: Runs, command: str, case: str) -> None:
     assert reason in line
     assert result.stdout == ""
     assert not runs.outs[case].exists()
+
+
+BAD_IMPORTS = {
+    "truncated-warc": "cut.warc.gz",
+    "har-not-json": "notjson.har",
+    "folder-without-entry": "site#index.html",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_IMPORTS))
+def test_bad_import(runs: Runs, case: str) -> None:
+    """Issue #5: bad input to `h2lab pages import` is one line naming the file, exit 2, and
+    no page is written (the cache is not even created: see the next test)."""
+    result = runs.results[f"import:{case}"]
+    assert result.returncode == 2, result
+    line = _one_line(result.stderr)
+    named = str(runs.root / BAD_IMPORTS[case].split("#")[0])
+    assert line.startswith(f"h2lab: {named}"), line
+    assert result.stdout == ""
 
 
 def test_nothing_made_on_disk_or_in_the_kernel(runs: Runs) -> None:
