@@ -29,3 +29,9 @@ integration: setup
 
 clean: setup
 	$(VENV)/h2lab clean
+
+# Every seed paper's experiment, full variants, into reproduction/<name>/ (long; resumable;
+# not part of CI). See REPRODUCTION.md.
+.PHONY: reproduce
+reproduce: setup
+	@scripts/reproduce.sh

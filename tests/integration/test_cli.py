@@ -65,9 +65,12 @@ def test_demo_runs_the_shipped_experiment_and_exports(tmp_path: Path) -> None:
     assert all(status == "ok" for _, _, status, *_ in rows)
     h2load_h2s = {c for client, p, _, c, _, _ in rows if client == "h2load" and p == "h2s"}
     assert h2load_h2s == {2}  # one per origin, 2 origins
-    browser = [r for r in rows if r[0] == "chromium"]
+    browser = [r for r in rows if r[0].startswith("chromium")]
     assert len(browser) == 12 and all(plt and si for *_, plt, si in browser)
     assert all(plt is None for client, *_, plt, _ in rows if client == "h2load")
+    report = (out / "report.html").read_text()
+    assert f"report: {out / 'report.html'}" in done.stdout
+    assert report.count("data:image/jpeg") >= 2  # filmstrips of the median trials, inline
     exported = subprocess.run([H2LAB, "export", str(out), "--csv"], capture_output=True, text=True)
     assert exported.returncode == 0, exported.stderr
     with (out / "trials.csv").open() as f:

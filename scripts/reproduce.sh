@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Run every seed experiment (experiments/seeds/*.toml, full variants) into reproduction/<name>/,
+# each ending with its report (reproduction/<name>/report.html). Resumable: rerunning skips the
+# trials already stored in reproduction/<name>/results.sqlite. Prints each experiment's wall
+# time and the total. Not part of CI (many hours; see REPRODUCTION.md for the estimate).
+#
+#   scripts/reproduce.sh                 # all of them (make reproduce)
+#   scripts/reproduce.sh 001-push 000-table2-header-bytes   # a subset, by file name
+#   REPRO_OUT=/data/repro scripts/reproduce.sh              # another results folder
+set -u
+cd "$(dirname "$0")/.."
+H2LAB=.venv/bin/h2lab
+OUT=${REPRO_OUT:-reproduction}
+mkdir -p "$OUT"
+
+if [ $# -gt 0 ]; then
+    files=()
+    for name in "$@"; do
+        f="experiments/seeds/${name%.toml}.toml"
+        [ -f "$f" ] || { echo "reproduce: no such experiment: $f" >&2; exit 2; }
+        files+=("$f")
+    done
+else
+    files=(experiments/seeds/*.toml)
+fi
+
+fmt() { printf '%dh %02dm %02ds' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); }
+
+start_all=$(date +%s)
+failed=()
+summary=()
+for f in "${files[@]}"; do
+    name=$(basename "$f" .toml)
+    echo "== $name -> $OUT/$name ($($H2LAB validate "$f" | sed 's/.*: //'))"
+    t0=$(date +%s)
+    if $H2LAB run "$f" --out "$OUT/$name"; then status=ok; else status="FAILED ($?)"; failed+=("$name"); fi
+    t1=$(date +%s)
+    summary+=("$(printf '%-32s %-12s %s' "$name" "$status" "$(fmt $((t1 - t0)))")")
+done
+end_all=$(date +%s)
+
+echo
+echo "reproduce: wall time per experiment"
+printf '  %s\n' "${summary[@]}"
+echo "reproduce: total wall time $(fmt $((end_all - start_all))) for ${#files[@]} experiment(s) into $OUT/"
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "reproduce: failed: ${failed[*]} (rerun to resume; stored trials are skipped)" >&2
+    exit 1
+fi
