@@ -1,9 +1,9 @@
-"""Issue #6 with a real browser: HTTP/3 to the Go origin, and the `client` scheduler following
-Chromium's priorities. (Chromium 156 here does not act on the origin's 103 Early Hints, which
-curl shows on the wire: tests/integration/test_origin.py; see docs/origin.md.)"""
+"""Issue #6 with a real browser: HTTP/3 to the Go origin, 103 Early Hints acted on before the
+HTML arrives, and the `client` scheduler following Chromium's priorities."""
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -41,6 +41,44 @@ def test_h3_every_request_over_quic_and_no_tcp(tmp_path: Path) -> None:
     )
     assert len(h3) == 9 and {p for _, p, _, _ in h3} == {"h3"}
     assert by["h3"].tcp_connections == 0 and by["h2s"].tcp_connections >= 2
+
+
+def _netlog_requests(netlog: Path) -> list[tuple[int, str, str]]:
+    """(time ms, event, URL) of every request start and response of a Chromium NetLog."""
+    log = json.loads(netlog.read_text())
+    names = {v: k for k, v in log["constants"]["logEventTypes"].items()}
+    urls: dict[int, str] = {}
+    out = []
+    for e in log["events"]:
+        name, source = names.get(e["type"], ""), e["source"]["id"]
+        url = e.get("params", {}).get("url")
+        if name == "URL_REQUEST_START_JOB" and url:
+            urls[source] = url
+            out.append((int(e["time"]), "start", url))
+        elif name == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS" and source in urls:
+            out.append((int(e["time"]), "response", urls[source]))
+    return out
+
+
+def test_early_hints_start_the_hinted_requests_before_the_html(tmp_path: Path) -> None:
+    """The HTML waits 400 ms at the server; its 103 names the 4 images. The hinted requests
+    are made by the browser process, not the page (DevTools of the page does not see them),
+    so the browser's NetLog is the witness."""
+    out = tmp_path / "out"
+    page = "synthetic:n=4,size=10KB,origins=1"
+    records = run_experiment(
+        out, "hints", {"protocol": ["h2s"], "network": ["rtt=20ms"], "page": [page],
+                       "server": ["origin:early_hints=images,delay_html=400ms"],
+                       "client": ["chromium:netlog=1"]},
+        seed=1, repetitions=1,
+    )  # fmt: skip
+    assert [r.status for r in records] == ["ok"], [r.error for r in records]
+    (netlog,) = out.glob("artifacts/*/netlog-*.json")
+    events = _netlog_requests(netlog)
+    html = next(t for t, kind, u in events if kind == "response" and u.endswith("index.html"))
+    hinted = [t for t, kind, u in events if kind == "start" and u.endswith(".png")][:4]
+    print(f"HTML response at {html}, hinted image requests at {hinted} (NetLog ms)")
+    assert len(hinted) == 4 and all(t < html - 300 for t in hinted)
 
 
 def test_client_scheduler_follows_chromium_priorities(tmp_path: Path) -> None:

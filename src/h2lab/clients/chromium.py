@@ -44,7 +44,9 @@ two animation frames and 100 ms (so the paint that follows it is in the trace).
 
 Options (``chromium:device=mobile,cpu=4``): ``device`` desktop (1366x768) or mobile (412x823,
 DPR 1.75, touch; Lighthouse's phone), ``cpu`` CPU slowdown factor (DevTools CPU throttling),
-``netlog`` and ``keylog`` (1: write a NetLog / SSLKEYLOGFILE per browser to the trial folder),
+``netlog`` and ``keylog`` (1: a NetLog / SSLKEYLOGFILE per browser, moved into the folder of
+the last trial that browser loaded when it exits; it covers every trial since it started),
+``idle`` (a duration: after the load event, also wait for that much network silence),
 ``filmstrip`` (1: keep the frames as JPEG files in the trial folder), ``restart`` (1: a new
 browser for every trial, as browsertime does; ``bench/overhead.py`` compares the two).
 """
@@ -666,6 +668,10 @@ class _Browser:
     """the next trial's tab, being made ready (or ready) since the previous trial's trace"""
     disposing: _Reply | None = None
     """the previous trial's context, being closed"""
+    logs: tuple[Path, ...] = ()
+    """the browser's NetLog / SSLKEYLOGFILE (options netlog, keylog), complete when it exits"""
+    last_artifacts: Path | None = None
+    """the artifacts folder of the last trial it loaded: its logs are moved there at exit"""
 
     def alive(self) -> bool:
         return not self.cdp.closed.is_set()
@@ -792,6 +798,12 @@ class Chromium:
             os.close(fd)
         cdp = _Cdp(cmd_write, out_read)
         handle = _Browser(proc, cdp, ctx.netns, ctx.link_generation, status_file, pid_file)
+        handle.logs = tuple(
+            work / name
+            for name, on in ((f"netlog-{n}.json", self.options.netlog),
+                             (f"keylog-{n}.txt", self.options.keylog))
+            if on
+        )  # fmt: skip
         try:
             cdp.call("Browser.getVersion", timeout_s=LAUNCH_TIMEOUT_S)
         except (TimeoutError, _PipeClosed, _CdpError) as exc:
@@ -815,6 +827,12 @@ class Chromium:
             if pid and procs.pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
             procs.stop(handle.proc, grace_s=2)
+        # A NetLog is complete only once the browser has exited: it goes with the last trial
+        # this browser loaded (it covers every trial since the browser started).
+        for log in handle.logs:
+            if log.exists() and handle.last_artifacts is not None:
+                handle.last_artifacts.mkdir(parents=True, exist_ok=True)
+                shutil.move(log, handle.last_artifacts / log.name)
 
     def _close_browser(self, flags: tuple[str, ...]) -> None:
         handle = self._browsers.pop(flags, None)
@@ -848,6 +866,7 @@ class Chromium:
             raise TrialFailed(f"chromium cannot run {protocol} ({self.protocol_note})")
         handle = self._browser(protocol, ctx)
         self._last[protocol] = handle
+        handle.last_artifacts = ctx.artifacts_dir
         url = page_url(page, protocol)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         tab: _Tab | None = None
