@@ -158,11 +158,13 @@ def run(
     experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")],
     out: Annotated[Path, typer.Option("--out", help="results folder (resumes if it exists)")],
     quick: Annotated[
-        bool, typer.Option("--quick", help="the file's [quick] variant: fewer repetitions/levels")
+        bool, typer.Option("--quick", help="the file's \\[quick] variant: fewer repetitions/levels")
     ] = False,
 ) -> None:
-    """Run an experiment: every trial is stored in OUT/results.sqlite as it ends; a rerun
-    into the same OUT skips trials already stored. Ends by writing OUT/report.html."""
+    """Run an experiment and write OUT/report.html.
+
+    Every trial is stored in OUT/results.sqlite as it ends; a rerun into the same OUT skips
+    trials already stored."""
     from h2lab.report import write_report
     from h2lab.spec.experiment import load_experiment
 
@@ -175,8 +177,9 @@ def run(
 
 @app.command()
 def validate(experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")]) -> None:
-    """Check an experiment file (and its [quick] variant) without running it; print how many
-    trials it expands to."""
+    """Check an experiment file without running it; print how many trials it expands to.
+
+    The file's quick variant (its \\[quick] table) is checked too."""
     from h2lab.runner.matrix import expand
     from h2lab.spec.experiment import load_experiment
 
@@ -191,8 +194,7 @@ def validate(experiment: Annotated[Path, typer.Argument(help="experiment file (T
 def demo(
     out: Annotated[Path, typer.Option("--out", help="results folder")] = Path("h2lab-out/demo"),
 ) -> None:
-    """Run the shipped demo experiment (experiments/demo.toml), print its table and write
-    its report."""
+    """Run the demo experiment (experiments/demo.toml), print its table, write its report."""
     from h2lab.spec.experiment import load_experiment
 
     exp = load_experiment(DEMO_EXPERIMENT)
@@ -226,11 +228,13 @@ def load(
         str,
         typer.Argument(help="synthetic:n=64,size=10KB,origins=1, warc:FILE, har:FILE, a page id"),
     ],
-    protocol: Annotated[str, typer.Option(help="h1c, h1p, h1s, h2c or h2s (comma list ok)")],
+    protocol: Annotated[str, typer.Option(help="h1c, h1p, h1s, h2c, h2s or h3 (comma list ok)")],
     network: Annotated[str, typer.Option(help="profile name or rtt=..,down=..,up=..,loss=..")],
-    server: Annotated[str, typer.Option(help="server")] = "nginx",
+    server: Annotated[
+        str, typer.Option(help="nginx, h2o, apache, origin:scheduler=fcfs, haproxy:backend=nginx")
+    ] = "nginx",
     client: Annotated[
-        str, typer.Option(help="h2load, or chromium[:device=mobile,cpu=4] (h1c, h1s, h2s)")
+        str, typer.Option(help="h2load, nghttp, or chromium:device=mobile,cpu=4,filmstrip=1")
     ] = "h2load",
     repeat: Annotated[int, typer.Option(help="trials per protocol", min=1, max=1000)] = 1,
     cc: Annotated[str, typer.Option(help="TCP congestion control")] = "cubic",
@@ -316,8 +320,10 @@ def export(
 
 @app.command()
 def report(out: Annotated[Path, typer.Argument(help="results folder")]) -> None:
-    """Write OUT/report.html (one self-contained file: verdicts with CIs, figures, decision
-    tree, waterfalls, filmstrips) and CSV + Parquet of trials and resources."""
+    """Write OUT/report.html and CSV + Parquet of trials and resources.
+
+    One self-contained file: verdicts with CIs, figures, decision tree, waterfalls,
+    filmstrips."""
     from h2lab.report import write_report
 
     if not (out / "results.sqlite").exists():
@@ -506,15 +512,16 @@ def pages_synth(
 
 @pages_app.command("import")
 def pages_import(
-    source: Annotated[str, typer.Argument(help="FILE.warc[.gz], FILE.har, or FOLDER[#ENTRY]")],
+    source: Annotated[str, typer.Argument(help="FILE.warc\\[.gz], FILE.har, or FOLDER#ENTRY")],
     name: Annotated[str | None, typer.Option(help="page name (default: from the file)")] = None,
     host: Annotated[str | None, typer.Option(help="folder import: the origin's host name")] = None,
     follow_symlinks: Annotated[
         bool, typer.Option(help="folder import: follow symlinks that leave the folder")
     ] = False,
 ) -> None:
-    """Import a real page (WARC, HAR with bodies, or a folder) into the page store; prints
-    its id, and a note for each response skipped or dropped."""
+    """Import a real page (WARC, HAR with bodies, or a folder) into the page store.
+
+    Prints its id, and a note for each response skipped or dropped."""
     from h2lab.pages.importers import read_capture, read_folder, store
 
     spec = source
