@@ -94,6 +94,25 @@ def stop(
         proc.wait(timeout=grace_s)
 
 
+def run_together(
+    jobs: Sequence[tuple[Sequence[str], Path]], timeout_s: float
+) -> list[subprocess.Popen[bytes]]:
+    """Start every ``(argv, log)`` at once and wait for all of them together for at most
+    ``timeout_s``; on return or on :class:`WaitTimeout` none of them is left running."""
+    running = [spawn(argv, log=log) for argv, log in jobs]
+    deadline = time.monotonic() + timeout_s
+    try:
+        for proc in running:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired as exc:
+                raise WaitTimeout(f"{len(running)} process(es) to finish", timeout_s) from exc
+    finally:
+        for proc in running:
+            stop(proc, grace_s=1)
+    return running
+
+
 def wait_until(
     what: str, condition: Callable[[], bool], *, timeout_s: float, poll_s: float = 0.01
 ) -> None:

@@ -12,10 +12,10 @@ from h2lab.clients.h2load import (
     Connection,
     argv_for,
     plan,
-    url_for,
 )
 from h2lab.pages import Page, Resource
 from h2lab.pages.synthetic import layout, parse
+from h2lab.servers import url_for
 
 
 def page(spec: str) -> Page:

@@ -76,14 +76,13 @@ from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
 from h2lab.errors import H2LabError, TrialFailed, UnitError, WaitTimeout, telling_line
 from h2lab.metrics.visual import Frame, visual_metrics
 from h2lab.pages import Page
-from h2lab.servers import PORTS
+from h2lab.servers import PORTS, url_for
 from h2lab.units import parse_duration_ms
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 """Debian's binary, without the /usr/bin/chromium shell wrapper (and its /etc/chromium.d)."""
 
 PROTOCOLS = frozenset({"h1c", "h1s", "h2s", "h3"})
-_SCHEME = {"h1c": "http", "h1s": "https", "h2s": "https", "h3": "https"}
 
 # The brief's flags for a browser that must not reach the internet, plus no HTTPS upgrade of
 # http:// navigations (h1c would silently become h2s) and no QUIC.
@@ -265,10 +264,7 @@ def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> t
 
 
 def page_url(page: Page, protocol: str) -> str:
-    port = PORTS[protocol]
-    scheme = _SCHEME[protocol]
-    default = {"http": 80, "https": 443}[scheme]
-    return page.entry.url(scheme, None if port == default else port)
+    return url_for(page.entry, protocol)
 
 
 # ------------------------------------------------------------------ DevTools events -> rows

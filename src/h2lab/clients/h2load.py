@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from h2lab import procs
 from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
-from h2lab.errors import TrialFailed
+from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import h2load as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS
+from h2lab.servers import url_for
 
 BROWSER_CONNECTIONS_PER_HOST = 6  # Chrome/Firefox per-host limit for HTTP/1.1
 
@@ -39,7 +38,6 @@ _FLAGS = {
     "h2s": ["--npn-list=h2"],
     "h2c": ["--no-tls-proto=h2c"],  # HTTP/2 with prior knowledge
 }
-_SCHEME = {"h1c": "http", "h1p": "http", "h1s": "https", "h2s": "https", "h2c": "http"}
 
 
 @dataclass(frozen=True)
@@ -73,12 +71,6 @@ def plan(page: Page, protocol: str) -> list[Connection]:
     return conns
 
 
-def url_for(res: Resource, protocol: str) -> str:
-    port = PORTS[protocol]
-    default = {"http": 80, "https": 443}[_SCHEME[protocol]]
-    return res.url(_SCHEME[protocol], None if port == default else port)
-
-
 def argv_for(conn: Connection, protocol: str, log_file: str) -> list[str]:
     n = len(conn.resources)
     return [
@@ -107,22 +99,16 @@ class H2load:
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
         conns = plan(page, protocol)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        running = []
+        jobs = []
         for i, conn in enumerate(conns):
             log = ctx.artifacts_dir / f"h2load-{i}.log"
             argv = netns.exec_argv(ctx.netns, argv_for(conn, protocol, str(log)))
-            running.append((conn, procs.spawn(argv, log=ctx.artifacts_dir / f"h2load-{i}.out")))
-        deadline = time.monotonic() + ctx.timeout_s
+            jobs.append((argv, ctx.artifacts_dir / f"h2load-{i}.out"))
         try:
-            for _, proc in running:
-                try:
-                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired as exc:
-                    raise TrialFailed(f"h2load did not finish within {ctx.timeout_s:g} s") from exc
-        finally:
-            for _, proc in running:
-                procs.stop(proc, grace_s=1)
-        return self._collect(running, protocol, ctx)
+            finished = procs.run_together(jobs, ctx.timeout_s)
+        except WaitTimeout as exc:
+            raise TrialFailed(f"h2load did not finish within {ctx.timeout_s:g} s") from exc
+        return self._collect(list(zip(conns, finished, strict=True)), protocol, ctx)
 
     def _collect(
         self,

@@ -27,26 +27,19 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from h2lab import procs
 from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
-from h2lab.errors import TrialFailed
+from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import nghttp as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS
+from h2lab.servers import url_for
 
-_SCHEME = {"h2s": "https", "h2c": "http"}
+PROTOCOLS = frozenset({"h2s", "h2c"})
 WINDOW_BITS = 30  # h2load's default for -w and -W (h2load --help, nghttp2 1.52)
-
-
-def url_for(res: Resource, protocol: str) -> str:
-    scheme = _SCHEME[protocol]
-    port = PORTS[protocol]
-    return res.url(scheme, None if port == {"http": 80, "https": 443}[scheme] else port)
 
 
 @dataclass(frozen=True)
@@ -68,7 +61,7 @@ class Invocation:
 
 def plan(page: Page, protocol: str, entry_html: str) -> list[Invocation]:
     """Pure: the nghttp processes of one page load (``entry_html``: the entry's body)."""
-    if protocol not in _SCHEME:
+    if protocol not in PROTOCOLS:
         raise ValueError(f"nghttp loads h2s and h2c, not {protocol}")
     entry = page.entry
     entry_url = url_for(entry, protocol)
@@ -103,7 +96,7 @@ def argv_for(inv: Invocation, har_file: str) -> list[str]:
 
 class Nghttp:
     name = "nghttp"
-    protocols = frozenset(_SCHEME)
+    protocols = PROTOCOLS
 
     def version(self) -> str:
         m = re.search(r"nghttp2/(\S+)", procs.version_text(["nghttp", "--version"]))
@@ -116,23 +109,17 @@ class Nghttp:
         entry_html = page.body_file(page.entry).read_text(errors="replace")
         invocations = plan(page, protocol, entry_html)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        running = []
+        jobs = []
         for i, inv in enumerate(invocations):
             har = ctx.artifacts_dir / f"nghttp-{i}.har"
             har.unlink(missing_ok=True)
             argv = netns.exec_argv(ctx.netns, argv_for(inv, str(har)))
-            running.append((inv, procs.spawn(argv, log=ctx.artifacts_dir / f"nghttp-{i}.out")))
-        deadline = time.monotonic() + ctx.timeout_s
+            jobs.append((argv, ctx.artifacts_dir / f"nghttp-{i}.out"))
         try:
-            for _, proc in running:
-                try:
-                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired as exc:
-                    raise TrialFailed(f"nghttp did not finish within {ctx.timeout_s:g} s") from exc
-        finally:
-            for _, proc in running:
-                procs.stop(proc, grace_s=1)
-        return self._collect(running, protocol, ctx)
+            finished = procs.run_together(jobs, ctx.timeout_s)
+        except WaitTimeout as exc:
+            raise TrialFailed(f"nghttp did not finish within {ctx.timeout_s:g} s") from exc
+        return self._collect(list(zip(invocations, finished, strict=True)), protocol, ctx)
 
     def _collect(
         self,

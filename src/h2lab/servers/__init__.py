@@ -9,13 +9,30 @@ from pathlib import Path
 from typing import Protocol
 
 from h2lab.errors import SpecError
-from h2lab.pages import Page
+from h2lab.pages import Page, Resource
 from h2lab.spec.options import parse_named
 
 # Ports per protocol, the same on every origin address. h1c on :80, TLS (h1s/h2s, ALPN
 # decides) on :443, h2c with prior knowledge on its own port.
 PORTS = {"h1c": 80, "h1p": 80, "h1s": 443, "h2s": 443, "h2c": 8080, "h3": 443}
 """TCP ports, except ``h3``: UDP 443."""
+
+SCHEMES = {
+    "h1c": "http",
+    "h1p": "http",
+    "h2c": "http",
+    "h1s": "https",
+    "h2s": "https",
+    "h3": "https",
+}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def url_for(res: Resource, protocol: str) -> str:
+    """The URL a client fetches ``res`` at over ``protocol`` (the port only where it is not
+    the scheme's default: h2c's 8080)."""
+    scheme, port = SCHEMES[protocol], PORTS[protocol]
+    return res.url(scheme, None if port == _DEFAULT_PORTS[scheme] else port)
 
 
 @dataclass(frozen=True)
