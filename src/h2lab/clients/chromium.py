@@ -478,6 +478,14 @@ class _CdpError(Exception):
 
 
 _CLOSED = "h2lab.pipeClosed"
+
+_AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+_CHILD_COMMANDS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("Network.enable", {}),
+    ("Target.setAutoAttach", _AUTO_ATTACH),
+    ("Runtime.runIfWaitingForDebugger", {}),
+)
+"""What a page's child target (cross-site iframe, worker) gets when it attaches."""
 """The event every session listener gets once when the pipe closes."""
 
 Listener = Callable[[str, dict[str, Any]], None]
@@ -609,9 +617,13 @@ class _Tab:
     Events of the session arrive on the reader thread: Network events go to :attr:`log`, the
     load event, trace completion, a renderer crash and the pipe closing set :attr:`signal`."""
 
-    def __init__(self, context_id: str, session: str) -> None:
+    def __init__(self, context_id: str, session: str, cdp: _Cdp | None = None) -> None:
         self.context_id = context_id
         self.session = session
+        self.cdp = cdp
+        self.children: list[str] = []
+        """sessions of the page's own targets: cross-site iframes (their own renderer under
+        site isolation) and workers, attached as they start (``Target.setAutoAttach``)"""
         self.log = NetworkLog()
         self.signal = threading.Event()
         self.loaded = False
@@ -623,6 +635,8 @@ class _Tab:
     def on(self, method: str, params: dict[str, Any]) -> None:
         if method.startswith("Network."):
             self.log.on(method, params)
+        elif method == "Target.attachedToTarget":
+            self._attach(params["sessionId"])
         elif method == "Page.loadEventFired":
             if self._navigating:
                 self.loaded = True
@@ -636,6 +650,27 @@ class _Tab:
         elif method == _CLOSED:
             self.closed = True
             self.signal.set()
+
+    def _attach(self, child: str) -> None:
+        """A target of the page started, paused: its Network events join the page's log (request
+        ids are the browser's, unique across processes; a cross-site frame's document request
+        starts on the parent's session and ends on the frame's), its own children attach too,
+        then it runs. Called on the
+        reader thread, so nothing here waits for an answer."""
+        cdp = self.cdp
+        if cdp is None:
+            return
+        self.children.append(child)
+
+        def on_child(method: str, params: dict[str, Any]) -> None:
+            if method.startswith("Network."):
+                self.log.on(method, params)
+            elif method == "Target.attachedToTarget":
+                self._attach(params["sessionId"])
+
+        cdp.listen(child, on_child)
+        for method, params in _CHILD_COMMANDS:
+            cdp.send(method, params, child)
 
     def navigating(self) -> None:
         """From now on a load event is the page's own (not the blank page's)."""
@@ -906,7 +941,8 @@ class Chromium:
 
     def _dispose(self, cdp: _Cdp, tab: _Tab) -> _Reply:
         """Close the tab's browser context (its cache, cookies, sockets); do not wait."""
-        cdp.listen(tab.session, None)
+        for session in (tab.session, *tab.children):
+            cdp.listen(session, None)
         return cdp.send("Target.disposeBrowserContext", {"browserContextId": tab.context_id})
 
     def _new_tab(self, cdp: _Cdp) -> _Tab:
@@ -926,13 +962,14 @@ class Chromium:
             {"targetId": target_id, "flatten": True},
             timeout_s=TAB_TIMEOUT_S,
         )["sessionId"]
-        tab = _Tab(context_id, session)
+        tab = _Tab(context_id, session, cdp)
         cdp.listen(session, tab.on)
         screen = {"angle": 0, "type": "portraitPrimary" if device.mobile else "landscapePrimary"}
         commands: list[tuple[str, dict[str, Any]]] = [
             ("Network.enable", {}),
             ("Page.enable", {}),
             ("Network.setBypassServiceWorker", {"bypass": True}),
+            ("Target.setAutoAttach", _AUTO_ATTACH),
             ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
             (
                 "Emulation.setDeviceMetricsOverride",
