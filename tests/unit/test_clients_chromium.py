@@ -9,6 +9,7 @@ from PIL import Image
 
 from h2lab import clients
 from h2lab.clients.chromium import (
+    Chromium,
     NetworkLog,
     Options,
     launch_flags,
@@ -189,3 +190,32 @@ def test_network_log_keeps_a_redirect_as_its_own_row_with_statuses() -> None:
         ("https://a.test/old", 301, pytest.approx(100.0)),
         ("https://a.test/new", 200, pytest.approx(300.0)),
     ]
+
+
+class _FakeCdp:
+    """Answers SystemInfo.getProcessInfo with the browser's summed CPU seconds in turn."""
+
+    def __init__(self, cpu_s: list[float]) -> None:
+        self.cpu_s = cpu_s
+        self.calls = 0
+
+    def call(self, method: str, params: Any = None, session: str = "", timeout_s: float = 0) -> Any:
+        assert method == "SystemInfo.getProcessInfo"
+        value = self.cpu_s[min(self.calls, len(self.cpu_s) - 1)]
+        self.calls += 1
+        return {"processInfo": [{"type": "browser", "id": 1, "cpuTime": value}]}
+
+
+def test_wait_quiet_returns_after_two_quiet_polls_in_a_row() -> None:
+    # a renderer starting: 40 ms of CPU per 50 ms poll, then 1 ms, a burst, then quiet
+    cdp = _FakeCdp([0.0, 0.04, 0.08, 0.12, 0.121, 0.16, 0.161, 0.162])
+    Chromium._wait_quiet(cdp)  # type: ignore[arg-type]
+    assert cdp.calls == 8  # the lone quiet poll after 0.12 s did not count
+
+
+def test_wait_quiet_gives_up_at_its_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("h2lab.clients.chromium.QUIET_TIMEOUT_S", 0.3)
+    busy = [0.04 * i for i in range(100)]
+    cdp = _FakeCdp(busy)
+    Chromium._wait_quiet(cdp)  # type: ignore[arg-type]
+    assert 4 <= cdp.calls <= 8  # polls at 50 ms for 0.3 s, then the load goes on

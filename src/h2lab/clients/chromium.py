@@ -17,9 +17,10 @@ on); tracing starts; ``Page.navigate``; the load event; two animation frames and
 :data:`SCREENSHOT_SETTLE_MS` (the page's timing read meanwhile); the trace is read back as one
 stream. Then, off the page load: the context is closed without waiting, the analysis (trace,
 SpeedIndex, HAR) runs on one thread while the next trial's context and page are made on
-another (mostly Chromium starting a renderer); ``load`` returns when the analysis is done, and
-the next ``load`` waits for its tab and for the old context to be gone. Only DevTools calls
-cross threads; the connection (:class:`_Cdp`) is safe for that.
+another (mostly Chromium starting a renderer); ``load`` returns when the analysis is done, the
+old context is gone and Chromium is quiet again (:data:`QUIET_CPU_SHARE`: a renderer goes on
+starting for about a second after it answers, and a load begun meanwhile is slower). Only
+DevTools calls cross threads; the connection (:class:`_Cdp`) is safe for that.
 
 Clean state per trial. Each trial gets a new browser context (Chromium's off-the-record
 profile): its own HTTP cache, cookies, socket pools and HTTP/2 sessions, all dropped when the
@@ -65,7 +66,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,18 @@ LAUNCH_TIMEOUT_S = 30.0
 """Longest wait for a browser to answer its first DevTools command (Playwright's default)."""
 TAB_TIMEOUT_S = 10.0
 """Longest wait for one step of making or closing a tab (they take 0.01-0.3 s here)."""
+
+QUIET_CPU_SHARE = 0.1
+"""Chromium is quiet when all its processes together used less than this share of one core
+over :data:`QUIET_POLL_S`, twice in a row. A new tab's renderer answers DevTools after
+~0.25 s but goes on starting for ~1 s more (0.8-1.0 s of CPU on this 2-core machine);
+a load begun meanwhile measured (20 trials of the demo page, h2s, cable, three runs each)
+plt 852-871 vs 796-803 ms, fcp 228-266 vs 200-206 ms and SpeedIndex 621-640 vs 558-564 ms
+against a load begun 1.5 s later."""
+QUIET_POLL_S = 0.05
+QUIET_TIMEOUT_S = 5.0
+"""Longest wait for quiet; a browser still busy then is used anyway (a slow machine must not
+stop the run)."""
 
 PROTOCOL_FLAGS: Mapping[str, tuple[str, ...]] = {
     "h1c": (),
@@ -695,8 +708,8 @@ class _Browser:
     generation: int
     status_file: Path
     pid_file: Path
-    spare: Future[_Tab] | None = None
-    """the next trial's tab, being made ready (or ready) since the previous trial's trace"""
+    ready: _Tab | None = None
+    """the next trial's tab, made after the previous trial's trace, the browser quiet since"""
     disposing: _Reply | None = None
     """the previous trial's context, being closed"""
     logs: tuple[Path, ...] = ()
@@ -844,10 +857,7 @@ class Chromium:
         return handle
 
     def _stop(self, handle: _Browser) -> None:
-        spare, handle.spare = handle.spare, None
-        if spare is not None:
-            with contextlib.suppress(Exception):
-                spare.result(timeout=LAUNCH_TIMEOUT_S)
+        handle.ready = None
         with contextlib.suppress(Exception):
             handle.cdp.call("Browser.close", timeout_s=2)
         handle.cdp.close()
@@ -922,22 +932,52 @@ class Chromium:
         analysis = self._threads().submit(self._analyse, raw, url, ctx)
         if self.options.restart:
             self._close_handle(handle)
-        else:
-            handle.spare = self._threads().submit(self._new_tab, handle.cdp)
-        return analysis.result()
+            return analysis.result()
+        spare = self._threads().submit(self._new_tab, handle.cdp)
+        result = analysis.result()
+        # Nothing of this browser may still be starting when the next load begins, in this
+        # browser or in another (h1s and h2s alternate between two): the next tab is made and
+        # the browser quiet before this returns. A failure here is the next trial's to meet.
+        with contextlib.suppress(TimeoutError, _PipeClosed, _CdpError):
+            handle.ready = self._settle(handle, spare.result(timeout=LAUNCH_TIMEOUT_S))
+        return result
 
     def _take_spare(self, handle: _Browser) -> _Tab:
-        """The tab made ready after the last trial (or a new one), once the last trial's
-        context is gone: a load never shares the browser with another context's renderer."""
+        """The tab made ready after the last trial, or a new one made ready now."""
+        ready, handle.ready = handle.ready, None
+        if ready is not None:
+            return ready
+        return self._settle(handle, self._new_tab(handle.cdp))
+
+    def _settle(self, handle: _Browser, tab: _Tab) -> _Tab:
+        """``tab`` once the last trial's context is gone and the browser is quiet: a load never
+        shares the browser with another context's renderer, or the CPU with one starting."""
         disposing, handle.disposing = handle.disposing, None
         if disposing is not None:
             with contextlib.suppress(TimeoutError, _PipeClosed, _CdpError):
                 disposing.result(TAB_TIMEOUT_S)
-        spare, handle.spare = handle.spare, None
-        if spare is not None:
-            with contextlib.suppress(TimeoutError, _PipeClosed, _CdpError):
-                return spare.result(timeout=LAUNCH_TIMEOUT_S)
-        return self._new_tab(handle.cdp)
+        self._wait_quiet(handle.cdp)
+        return tab
+
+    @staticmethod
+    def _wait_quiet(cdp: _Cdp) -> None:
+        """Until the browser's processes are quiet (:data:`QUIET_CPU_SHARE`): a renderer still
+        starting, or a closed context's going, must not share the CPU with the load."""
+        last: float | None = None
+        quiet_polls = 0
+        deadline = time.monotonic() + QUIET_TIMEOUT_S
+        while time.monotonic() < deadline:
+            t = time.monotonic()
+            info = cdp.call("SystemInfo.getProcessInfo", timeout_s=TAB_TIMEOUT_S)
+            cpu_s = sum(float(p.get("cpuTime", 0)) for p in info.get("processInfo", ()))
+            if last is not None:
+                quiet_polls = (
+                    quiet_polls + 1 if cpu_s - last < QUIET_CPU_SHARE * QUIET_POLL_S else 0
+                )
+                if quiet_polls >= 2:
+                    return
+            last = cpu_s
+            time.sleep(max(0.0, QUIET_POLL_S - (time.monotonic() - t)))
 
     def _dispose(self, cdp: _Cdp, tab: _Tab) -> _Reply:
         """Close the tab's browser context (its cache, cookies, sockets); do not wait."""
