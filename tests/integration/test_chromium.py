@@ -201,5 +201,11 @@ def test_back_to_back_trials_are_isolated(tmp_path: Path) -> None:
             assert r.tcp_connections is not None and 1 < r.tcp_connections <= 6
         print(f"{r.protocol} r{r.repetition}: plt_ms={r.plt_ms:.0f} "
               f"si={r.speed_index_ms:.0f} tcp_connections={r.tcp_connections} "
-              f"bytes_down={r.bytes_down} bound={bound:.0f}")  # fmt: skip
+              f"bytes_down={r.bytes_down} bound={bound:.0f} "
+              f"request_header_bytes={r.request_header_bytes}")  # fmt: skip
     db.close()
+    # nginx counted every trial's request headers (13 requests): HPACK makes h2's far smaller
+    header_bytes = {(r.protocol, r.repetition): r.request_header_bytes or 0 for r in records}
+    for rep in range(3):
+        h1, h2 = header_bytes[("h1s", rep)], header_bytes[("h2s", rep)]
+        assert h1 > 13 * 200 and 0 < h2 < h1 / 5, header_bytes

@@ -35,6 +35,52 @@ def url_for(res: Resource, protocol: str) -> str:
     return res.url(scheme, None if port == _DEFAULT_PORTS[scheme] else port)
 
 
+REQUEST_LOG = "requests.log"
+"""A server that can tells, one line per request, ``<bytes> <protocol>``: the bytes of the
+request's line and headers as it received them (nginx's ``$request_length``: HTTP/1.x the
+request line and header lines; HTTP/2 the HEADERS frame's payload, HPACK-compressed)."""
+
+H2_FRAME_HEADER_BYTES = 9
+
+
+def request_header_bytes(lines: str) -> int:
+    """Request header bytes on the wire for the lines of a :data:`REQUEST_LOG`: HTTP/2 adds
+    the 9-byte header of each HEADERS frame to what the server counted."""
+    total = 0
+    for line in lines.splitlines():
+        size, _, proto = line.partition(" ")
+        if size.isdigit():
+            total += int(size) + (H2_FRAME_HEADER_BYTES if proto.startswith("HTTP/2") else 0)
+    return total
+
+
+class RequestLog:
+    """The :data:`REQUEST_LOG` of the server in ``state_dir`` (or of its backend, behind
+    HAProxy), read from a mark on: the request header bytes of one trial."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self._paths = (state_dir / REQUEST_LOG, state_dir / "backend" / REQUEST_LOG)
+
+    def mark(self) -> dict[Path, int]:
+        return {p: p.stat().st_size for p in self._paths if p.exists()}
+
+    def since(self, mark: dict[Path, int]) -> int | None:
+        """Bytes of the requests logged since ``mark``; None when the server keeps no log."""
+        found = False
+        total = 0
+        for p in self._paths:
+            if not p.exists():
+                continue
+            found = True
+            start = mark.get(p, 0)
+            with p.open("rb") as f:
+                if f.seek(0, 2) < start:  # a new log (the server started again)
+                    start = 0
+                f.seek(start)
+                total += request_header_bytes(f.read().decode(errors="replace"))
+        return total if found else None
+
+
 @dataclass(frozen=True)
 class ServeContext:
     """Everything a server needs to serve a page inside the lab."""

@@ -9,7 +9,9 @@ internal exact-match location (its status, content type, kept headers and body f
 maps pick the resource for a request: the exact method + host + request target first, then the
 first recorded resource with the same host and path (query strings that differ, as
 WebPageReplay and Mahimahi tolerate them). A request that matches nothing gets 404 and a line in
-``unserved.log`` in the server's state folder.
+``unserved.log`` in the server's state folder. Every request also writes its header bytes as
+received (``$request_length``) to ``requests.log`` (:data:`h2lab.servers.REQUEST_LOG`): the
+runner's ``request_header_bytes`` for clients that cannot count them (h2load, Chromium).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, ServeContext, register
+from h2lab.servers import PORTS, REQUEST_LOG, ServeContext, register
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
@@ -95,7 +97,8 @@ def render_maps(page: Page) -> str:
         "" $h2lab_path;
         default $h2lab_exact;
     }}
-    log_format h2lab_unserved '$request_method $scheme://$host$request_uri';"""
+    log_format h2lab_unserved '$request_method $scheme://$host$request_uri';
+    log_format h2lab_request '$request_length $server_protocol';"""
 
 
 def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> str:
@@ -123,6 +126,7 @@ def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> str:
         location {_INTERNAL} {{
             internal;
             access_log {d / UNSERVED_LOG} h2lab_unserved;
+            access_log {d / REQUEST_LOG} h2lab_request;
             return 404;
         }}
         {locations}
@@ -138,7 +142,6 @@ error_log {d}/nginx-error.log warn;
 events {{ worker_connections 8192; }}
 http {{
     types {{ }}
-    access_log off;
     sendfile on;
     tcp_nopush on;  # headers and body in full packets, as production configs do
     tcp_nodelay on;
@@ -155,6 +158,7 @@ http {{
     ssl_session_tickets off;
     ssl_conf_command NumTickets 0;  # OpenSSL sends 2 TLS 1.3 tickets even with tickets off
 {render_maps(page)}
+    access_log {d / REQUEST_LOG} h2lab_request;
 {"".join(servers)}
 }}
 """
