@@ -175,6 +175,10 @@ class Nginx:
     @contextmanager
     def serve(self, page: Page, ctx: ServeContext) -> Iterator[None]:
         ctx.state_dir.mkdir(parents=True, exist_ok=True)
+        # the request log is this run's alone: a server serving next (the origin) keeps none,
+        # and must not be read as logging nothing
+        request_log = ctx.state_dir / REQUEST_LOG
+        request_log.unlink(missing_ok=True)
         conf = ctx.state_dir / "nginx.conf"
         conf.write_text(render_config(page, ctx, LocalCA(ctx.tls_dir)))
         procs.run(netns.exec_argv(ctx.netns, ["nginx", "-t", "-q", "-c", str(conf)]))
@@ -198,6 +202,7 @@ class Nginx:
             yield
         finally:
             procs.stop(proc)
+            request_log.unlink(missing_ok=True)
 
 
 def _make(options: Mapping[str, str]) -> Nginx:
