@@ -76,6 +76,7 @@ def _run_experiment(exp_path: Path | None, exp: object, out: Path) -> None:
                 "repetitions": exp.repetitions,
                 "retries": exp.retries,
                 "warmup": exp.warmup,
+                "outlier_rule": exp.outlier_rule,
                 "trials": len(trials),
                 "text": exp_path.read_text() if exp_path else None,
             },

@@ -118,3 +118,21 @@ def test_too_few_cells_for_a_tree_says_so(tmp_path: Path) -> None:
     assert "too few cells to fit a tree: 1 cell(s)" in section_html(text, "tree")
     assert "no numeric factor varies" in section_html(text, "factors")
     assert "the chosen cell has no HTTP/2 trial" not in text
+
+
+def test_the_experiments_outlier_rule_is_applied_and_recorded(tmp_path: Path) -> None:
+    """experiment.json says ``outlier_rule = "2sd"``: a wild h2 value is left out of the
+    comparison (the verdict row counts it), and the reproducibility table names the rule."""
+    store = Store(tmp_path)
+    for r in range(12):
+        store.add_trial(trial("h1s", r, 100.0 + r % 3))
+        store.add_trial(trial("h2s", r, 5000.0 if r == 0 else 80.0 + r % 3))
+    store.close()
+    (tmp_path / "experiment.json").write_text('{"name": "t", "outlier_rule": "2sd"}')
+    text = write_report(tmp_path, rng_seed=1).read_text()
+    assert "1 outliers removed" in section_html(text, "verdicts")
+    assert "outlier rule</td><td>2sd" in section_html(text, "repro")
+    (tmp_path / "experiment.json").write_text('{"name": "t"}')
+    text = write_report(tmp_path, rng_seed=1).read_text()
+    assert "outliers removed" not in section_html(text, "verdicts")
+    assert "outlier rule</td><td>none" in section_html(text, "repro")

@@ -267,6 +267,14 @@ def test_retries_warmup_and_factor_tables(tmp_path: Path) -> None:
     assert (e.field, e.reason) == ("retries", "must be an integer 0..10, got 11")
 
 
+def test_outlier_rule_is_none_or_2sd(tmp_path: Path) -> None:
+    text = 'name = "t"\n[factors]\nprotocol = ["h1s"]\nnetwork = ["lan"]\npage = ["synthetic:"]\n'
+    assert load_experiment(_write(tmp_path, text)).outlier_rule is None
+    assert load_experiment(_write(tmp_path, 'outlier_rule = "2sd"\n' + text)).outlier_rule == "2sd"
+    e = _error(tmp_path, 'outlier_rule = "3sd"\n' + text)
+    assert (e.field, e.reason) == ("outlier_rule", "must be one of none, 2sd, got '3sd'")
+
+
 def test_import_page_paths_are_relative_to_the_experiment_file(tmp_path: Path) -> None:
     (tmp_path / "pages").mkdir()
     (tmp_path / "pages" / "x.har").write_text("{}")

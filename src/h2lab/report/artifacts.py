@@ -14,6 +14,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from h2lab.analysis.verdict import OutlierRule
 from h2lab.report.model import frame_rows_from_log
 from h2lab.report.svg import TimelineRow
 
@@ -118,6 +119,8 @@ class ExperimentInfo:
     trials: int | None
     text: str | None
     """the experiment file's content when it is still there (and small)"""
+    outlier_rule: OutlierRule | None = None
+    """the experiment's ``outlier_rule`` (None: every value kept)"""
 
 
 def experiment_info(out_dir: Path) -> ExperimentInfo:
@@ -141,4 +144,5 @@ def experiment_info(out_dir: Path) -> ExperimentInfo:
         data.get("seed") if isinstance(data.get("seed"), int) else None,
         data.get("trials") if isinstance(data.get("trials"), int) else None,
         text,
+        "2sd" if data.get("outlier_rule") == "2sd" else None,
     )

@@ -67,8 +67,12 @@ def write_report(
         trials = timed("load", store.trials)
         rng = np.random.default_rng(rng_seed)
         views = model.metric_views(trials)
+        rule = artifacts.experiment_info(out_dir).outlier_rule
         analyses = timed(
-            "analysis", lambda: {v.metric: analyze(v.trials, rng, metric=v.metric) for v in views}
+            "analysis",
+            lambda: {
+                v.metric: analyze(v.trials, rng, metric=v.metric, outlier_rule=rule) for v in views
+            },
         )
         browsers = model.browser_clients(trials)
         primary = model.primary_verdicts(analyses, browsers)
@@ -392,6 +396,7 @@ def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
         ("trials planned / attempts stored", f"{exp.trials or '–'} / {len(trials)}"),
         ("trial seeds (loss processes)", f"{len(seeds)} distinct, stored with every trial"),
         ("report seed (bootstrap, tree)", str(rng_seed)),
+        ("outlier rule", exp.outlier_rule or "none (every value kept)"),
         (
             "tool versions",
             "; ".join(f"{k} {', '.join(sorted(v))}" for k, v in sorted(versions.items())) or "–",

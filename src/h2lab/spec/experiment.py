@@ -25,9 +25,11 @@ TOP_KEYS = {
     "timeout_s",
     "retries",
     "warmup",
+    "outlier_rule",
     "factors",
     "quick",
 }
+OUTLIER_RULES = ("none", "2sd")
 QUICK_KEYS = {"repetitions", "warmup", "timeout_s", "factors"}
 MAX_RETRIES = 10
 MAX_WARMUP = 100
@@ -67,6 +69,9 @@ class Experiment:
     """extra attempts of a failed trial, run at once; every failed attempt stays stored"""
     warmup: int = 0
     """trials run first and stored with ``warmup = 1``, never analysed (the first cell's)"""
+    outlier_rule: str | None = None
+    """``"2sd"``: the report drops, per cell and protocol, values more than 2 standard
+    deviations from their mean before comparing (seed 002 §3.4); None keeps every value"""
     also: tuple[Factors, ...] = ()
     """further factor tables (``[[factors]]``), each crossed on its own; their trials are
     added to those of ``factors`` (explicit combinations)"""
@@ -199,6 +204,13 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
         )
     retries = _bounded_int(source, "retries", raw.get("retries", 0), MAX_RETRIES)
     warmup = _bounded_int(source, "warmup", raw.get("warmup", 0), MAX_WARMUP)
+    outlier_rule = raw.get("outlier_rule", "none")
+    if outlier_rule not in OUTLIER_RULES:
+        raise SpecError(
+            source,
+            "outlier_rule",
+            f"must be one of {', '.join(OUTLIER_RULES)}, got {outlier_rule!r}",
+        )
     factors = raw.get("factors")
     tables = factors if isinstance(factors, list) else [factors]
     if not tables or not all(isinstance(t, dict) for t in tables):
@@ -217,6 +229,7 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
         source=source,
         retries=retries,
         warmup=warmup,
+        outlier_rule=None if outlier_rule == "none" else outlier_rule,
         also=matrices[1:],
     )
 
