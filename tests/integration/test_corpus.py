@@ -14,9 +14,10 @@ from h2lab.pages.manifest import PageWriter
 from tests.integration.conftest import ROOT, run_experiment
 
 WARCS = ("wikipedia", "baidu", "reddit", "yahoo")
-USED_AT_LEAST = {"wikipedia": 0.95, "baidu": 0.95, "reddit": 0.95, "yahoo": 0.75}
-"""Share of the recorded responses the replay serves to Chromium. Yahoo's capture (Servo,
-2018) holds 38 responses Chromium never asks for: 4 fonts in formats it does not pick (.eot,
+USED_AT_LEAST = {"wikipedia": 0.95, "baidu": 0.95, "reddit": 0.9, "yahoo": 0.75}
+"""Share of the recorded responses the replay serves to Chromium. Reddit's ad script decides
+by timing whether to load two more (64-66 of 68 across runs). Yahoo's capture (Servo, 2018)
+holds 38 responses Chromium never asks for: 4 fonts in formats it does not pick (.eot,
 .woff beside .woff2), 20 images lazy-loaded on scroll, 14 beacons and long polls whose URLs
 carry the time of the recording (docs/pages-import.md)."""
 

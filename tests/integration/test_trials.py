@@ -54,3 +54,41 @@ def test_all_protocols_run_and_land_in_store(tmp_path: Path) -> None:
     assert n_trials == 5
     assert n_res == 5 * len(page.resources)
     assert conns == len(page.origins)
+
+
+def test_parallel_h2load_clients_each_load_the_whole_page(tmp_path: Path) -> None:
+    """Seed 002's parallel clients: ``h2load:clients=4`` loads the page 4 times at once, each
+    client with its own connection per origin; nginx counts 4 times the requests of one."""
+    one, four = (
+        run_experiment(
+            tmp_path / name,
+            name,
+            {
+                "protocol": ["h1p", "h2c"],
+                "network": ["rtt=40ms,down=10Mbps,up=2Mbps"],
+                "page": [DEMO_PAGE],
+                "client": [client],
+            },
+            seed=5,
+            repetitions=1,
+        )
+        for name, client in (("one", "h2load"), ("four", "h2load:clients=4"))
+    )
+    page = resolve_page(DEMO_PAGE)
+    for single, r in zip(
+        sorted(one, key=lambda r: r.protocol), sorted(four, key=lambda r: r.protocol), strict=True
+    ):
+        assert r.status == "ok", r.error
+        print(
+            f"{r.protocol}: pdt_ms 1 client {single.pdt_ms:.0f}, 4 clients {r.pdt_ms:.0f}; "
+            f"tcp_connections {single.tcp_connections} / {r.tcp_connections}; "
+            f"request_header_bytes {single.request_header_bytes} / {r.request_header_bytes}"
+        )
+        assert r.body_bytes == 4 * page.total_body_bytes
+        assert r.tcp_connections == 4 * len(page.origins)
+        assert r.request_header_bytes is not None and single.request_header_bytes is not None
+        assert r.request_header_bytes >= 4 * single.request_header_bytes * 0.9
+        assert r.pdt_ms is not None and single.pdt_ms is not None and r.pdt_ms > single.pdt_ms
+    db = sqlite3.connect(tmp_path / "four" / "results.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM resources").fetchone()[0] == 0
+    db.close()

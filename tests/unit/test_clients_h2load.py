@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from h2lab import clients
 from h2lab.clients import h2load as h2load_client
 from h2lab.clients.h2load import (
     BROWSER_CONNECTIONS_PER_HOST,
     Connection,
+    H2load,
     argv_for,
     plan,
 )
@@ -133,3 +135,12 @@ def test_argv_for_other_protocols(
 def test_adapter_declares_every_protocol() -> None:
     assert h2load_client.H2load.protocols == frozenset({"h1c", "h1p", "h1s", "h2c", "h2s"})
     assert h2load_client.H2load.name == "h2load"
+
+
+def test_clients_option_runs_n_clients_per_process_with_n_times_the_requests() -> None:
+    p = page("synthetic:n=2,size=1KB,origins=1")
+    (conn,) = plan(p, "h2c")
+    argv = argv_for(conn, "h2c", "log", clients=40)
+    assert argv[2:6] == ["-c40", "-t1", "-n120", "-m3"]
+    adapter = clients.get("h2load:clients=40")
+    assert isinstance(adapter, H2load) and adapter.clients == 40

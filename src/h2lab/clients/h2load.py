@@ -10,8 +10,14 @@ Per origin, as browsers and seed 002 do:
 h2load hands every connection (``-c``) the same URI list from the start, so each connection
 here is its own h2load process (``-c 1``) with its own share of the URIs. All processes of a
 trial start together; ``pdt_ms`` is from the earliest request start to the latest response end
-over all their request logs. h2load does not report request header bytes (NULL in the store);
-it does report response header bytes as received.
+over all their request logs. h2load does not report request header bytes (nginx counts them,
+see ``servers.REQUEST_LOG``); it does report response header bytes as received.
+
+Option ``clients`` (``h2load:clients=40``, seed 002's 40 parallel clients): that many page
+loads at once, each with its own connections; every process above runs ``-c N`` with N times
+its requests, h2load giving each of its clients an equal share. ``pdt_ms`` is then the time
+until the last of the N page loads ended. h2load's request log does not say which client made a
+request, so a trial of several clients stores no per-resource rows.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from h2lab.pages import Page, Resource
 from h2lab.servers import url_for
 
 BROWSER_CONNECTIONS_PER_HOST = 6  # Chrome/Firefox per-host limit for HTTP/1.1
+MAX_CLIENTS = 100
 
 _FLAGS = {
     "h1c": ["--h1"],
@@ -71,14 +78,14 @@ def plan(page: Page, protocol: str) -> list[Connection]:
     return conns
 
 
-def argv_for(conn: Connection, protocol: str, log_file: str) -> list[str]:
+def argv_for(conn: Connection, protocol: str, log_file: str, clients: int = 1) -> list[str]:
     n = len(conn.resources)
     return [
         "h2load",
         *_FLAGS[protocol],
-        "-c1",
+        f"-c{clients}",
         "-t1",
-        f"-n{n}",
+        f"-n{clients * n}",
         f"-m{conn.in_flight}",
         f"--log-file={log_file}",
         *(url_for(r, protocol) for r in conn.resources),
@@ -88,6 +95,9 @@ def argv_for(conn: Connection, protocol: str, log_file: str) -> list[str]:
 class H2load:
     name = "h2load"
     protocols = frozenset(_FLAGS)
+
+    def __init__(self, clients: int = 1) -> None:
+        self.clients = clients
 
     def version(self) -> str:
         m = re.search(r"nghttp2/(\S+)", procs.version_text(["h2load", "--version"]))
@@ -102,7 +112,7 @@ class H2load:
         jobs = []
         for i, conn in enumerate(conns):
             log = ctx.artifacts_dir / f"h2load-{i}.log"
-            argv = netns.exec_argv(ctx.netns, argv_for(conn, protocol, str(log)))
+            argv = netns.exec_argv(ctx.netns, argv_for(conn, protocol, str(log), self.clients))
             jobs.append((argv, ctx.artifacts_dir / f"h2load-{i}.out"))
         try:
             finished = procs.run_together(jobs, ctx.timeout_s)
@@ -124,37 +134,43 @@ class H2load:
                 summary = parse.parse_summary(text)
             except parse.H2loadParseError as exc:
                 raise TrialFailed(f"{conn.id}: h2load exited {proc.returncode}: {exc}") from exc
-            if summary.requests_succeeded != len(conn.resources):
+            wanted = self.clients * len(conn.resources)
+            if summary.requests_succeeded != wanted:
                 tail = text.strip().splitlines()[-1:] or [""]
                 raise TrialFailed(
-                    f"{conn.id}: {summary.requests_succeeded}/{len(conn.resources)} requests "
+                    f"{conn.id}: {summary.requests_succeeded}/{wanted} requests "
                     f"succeeded ({tail[0]})"
                 )
             rows = parse.in_request_order(
                 parse.parse_log((ctx.artifacts_dir / f"h2load-{i}.log").read_text())
             )
             bad = [r.status for r in rows if not 200 <= r.status < 400]
-            if bad or len(rows) != len(conn.resources):
+            if bad or len(rows) != wanted:
                 raise TrialFailed(f"{conn.id}: statuses {bad} in {len(rows)} logged requests")
             header_bytes += summary.header_bytes
             body_bytes += summary.data_bytes
             per_conn.append((conn, rows))
         t0 = min(r.start_us for _, rows in per_conn for r in rows)
         t_end = max(r.end_us for _, rows in per_conn for r in rows)
-        resources = tuple(
-            ResourceTiming(
-                url=url_for(res, protocol),
-                origin=conn.origin,
-                start_ms=(row.start_us - t0) / 1000,
-                ttfb_ms=None,
-                end_ms=(row.end_us - t0) / 1000,
-                bytes=res.size_bytes,
-                protocol=protocol,
-                connection=conn.id,
-                status=row.status,
+        # rows of several clients cannot be told apart: none are kept then
+        resources = (
+            ()
+            if self.clients > 1
+            else tuple(
+                ResourceTiming(
+                    url=url_for(res, protocol),
+                    origin=conn.origin,
+                    start_ms=(row.start_us - t0) / 1000,
+                    ttfb_ms=None,
+                    end_ms=(row.end_us - t0) / 1000,
+                    bytes=res.size_bytes,
+                    protocol=protocol,
+                    connection=conn.id,
+                    status=row.status,
+                )
+                for conn, rows in per_conn
+                for res, row in zip(conn.resources, rows, strict=True)
             )
-            for conn, rows in per_conn
-            for res, row in zip(conn.resources, rows, strict=True)
         )
         return LoadResult(
             pdt_ms=(t_end - t0) / 1000,
@@ -166,9 +182,13 @@ class H2load:
 
 
 def _make(options: Mapping[str, str]) -> H2load:
-    if options:
-        raise ValueError(f"h2load takes no options (got {', '.join(sorted(options))})")
-    return H2load()
+    unknown = sorted(set(options) - {"clients"})
+    if unknown:
+        raise ValueError(f"h2load takes only the option clients (got {', '.join(unknown)})")
+    raw = options.get("clients", "1")
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_CLIENTS:
+        raise ValueError(f"clients must be an integer 1..{MAX_CLIENTS}, got {raw!r}")
+    return H2load(int(raw))
 
 
 register("h2load", _make)
