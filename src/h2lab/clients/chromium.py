@@ -491,6 +491,7 @@ class _CdpError(Exception):
 
 
 _CLOSED = "h2lab.pipeClosed"
+"""The event every session listener gets once when the pipe closes."""
 
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 _CHILD_COMMANDS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -499,7 +500,6 @@ _CHILD_COMMANDS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("Runtime.runIfWaitingForDebugger", {}),
 )
 """What a page's child target (cross-site iframe, worker) gets when it attaches."""
-"""The event every session listener gets once when the pipe closes."""
 
 Listener = Callable[[str, dict[str, Any]], None]
 
@@ -668,8 +668,7 @@ class _Tab:
         """A target of the page started, paused: its Network events join the page's log (request
         ids are the browser's, unique across processes; a cross-site frame's document request
         starts on the parent's session and ends on the frame's), its own children attach too,
-        then it runs. Called on the
-        reader thread, so nothing here waits for an answer."""
+        then it runs. Called on the reader thread, so nothing here waits for an answer."""
         cdp = self.cdp
         if cdp is None:
             return
@@ -913,7 +912,7 @@ class Chromium:
         tab: _Tab | None = None
 
         try:
-            tab = self._take_spare(handle)
+            tab = self._take_ready(handle)
             raw = self._measure(tab, handle.cdp, url, ctx)
         except TrialFailed:
             if tab is not None and handle.alive():
@@ -942,7 +941,7 @@ class Chromium:
             handle.ready = self._settle(handle, spare.result(timeout=LAUNCH_TIMEOUT_S))
         return result
 
-    def _take_spare(self, handle: _Browser) -> _Tab:
+    def _take_ready(self, handle: _Browser) -> _Tab:
         """The tab made ready after the last trial, or a new one made ready now."""
         ready, handle.ready = handle.ready, None
         if ready is not None:
