@@ -3,6 +3,9 @@ between trials (h2lab's way) against restarting it every trial (browsertime's wa
 
     .venv/bin/python bench/overhead.py [--trials 20] [--network cable]
 
+Also prints the median plt_ms, fcp_ms and speed_index_ms (h1s and h2s together) of each way,
+so a change to what happens between loads shows whether it touches the loads themselves.
+
 Overhead of a trial = its wall time in the runner (``duration_s``: link, context, page load,
 trace, SpeedIndex, HAR, store commit) minus its ``plt_ms``. Target (issue #4): median
 <= 0.3 s on the demo page across 20 trials. Needs root.
@@ -26,8 +29,11 @@ DEMO_PAGE = "synthetic:n=32,size=10KB,origins=2"
 TARGET_S = 0.3
 
 
-def measure(client: str, network: str, trials: int, out: Path) -> tuple[list[float], float]:
-    """(overhead per trial in s, page loads per minute) for ``trials`` h2s/h1s trials."""
+def measure(
+    client: str, network: str, trials: int, out: Path
+) -> tuple[list[float], float, dict[str, float]]:
+    """(overhead per trial in s, page loads per minute, median page metrics in ms) for
+    ``trials`` h2s/h1s trials."""
     factors = validate_factors(
         "bench",
         {"protocol": ["h1s", "h2s"], "network": [network], "page": [DEMO_PAGE], "client": [client]},
@@ -44,7 +50,11 @@ def measure(client: str, network: str, trials: int, out: Path) -> tuple[list[flo
     if failed:
         raise SystemExit(f"{client}: {len(failed)} trials failed: {failed[0]}")
     overheads = [(r.duration_s or 0) - (r.plt_ms or 0) / 1000 for r in records]
-    return overheads, len(records) / wall_s * 60
+    metrics = {
+        m: statistics.median(v for r in records if (v := getattr(r, m)) is not None)
+        for m in ("plt_ms", "fcp_ms", "speed_index_ms")
+    }
+    return overheads, len(records) / wall_s * 60, metrics
 
 
 def main() -> int:
@@ -55,13 +65,21 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="h2lab-overhead-") as tmp:
         for client in ("chromium", "chromium:restart=1"):
-            overheads, per_min = measure(client, args.network, args.trials, Path(tmp) / client)
-            rows.append((client, overheads, per_min))
+            overheads, per_min, metrics = measure(
+                client, args.network, args.trials, Path(tmp) / client
+            )
+            rows.append((client, overheads, per_min, metrics))
     print(f"\ndemo page {DEMO_PAGE} over {args.network}, {args.trials} trials (h1s and h2s)\n")
-    print(f"{'client':<20} {'median_overhead_s':>17} {'p90_overhead_s':>14} {'loads_per_min':>13}")
-    for client, overheads, per_min in rows:
+    print(
+        f"{'client':<20} {'median_overhead_s':>17} {'p90_overhead_s':>14} {'loads_per_min':>13}"
+        f" {'plt_ms':>7} {'fcp_ms':>7} {'speed_index_ms':>14}"
+    )
+    for client, overheads, per_min, m in rows:
         p90 = statistics.quantiles(overheads, n=10)[-1]
-        print(f"{client:<20} {statistics.median(overheads):>17.3f} {p90:>14.3f} {per_min:>13.1f}")
+        print(
+            f"{client:<20} {statistics.median(overheads):>17.3f} {p90:>14.3f} {per_min:>13.1f}"
+            f" {m['plt_ms']:>7.0f} {m['fcp_ms']:>7.0f} {m['speed_index_ms']:>14.0f}"
+        )
     kept = statistics.median(rows[0][1])
     verdict = "yes" if kept <= TARGET_S else "NO"
     print(f"\nmedian overhead, browser kept: {kept:.3f} s (target <= {TARGET_S} s) {verdict}")
