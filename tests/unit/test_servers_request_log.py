@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from h2lab.servers import REQUEST_LOG, RequestLog, request_header_bytes
+from h2lab.servers import BACKEND_DIR, REQUEST_LOG, RequestLog, request_header_bytes
 
 
 def test_http2_lines_gain_the_frame_header_and_http1_lines_do_not() -> None:
@@ -14,7 +14,7 @@ def test_http2_lines_gain_the_frame_header_and_http1_lines_do_not() -> None:
 
 def test_request_log_counts_only_what_was_logged_since_the_mark(tmp_path: Path) -> None:
     log = tmp_path / REQUEST_LOG
-    backend = tmp_path / "backend" / REQUEST_LOG
+    backend = tmp_path / BACKEND_DIR / REQUEST_LOG
     requests = RequestLog(tmp_path)
     assert requests.since(requests.mark()) is None  # a server that keeps no log
     log.write_text("100 HTTP/1.1\n")

@@ -35,8 +35,11 @@ def url_for(res: Resource, protocol: str) -> str:
     return res.url(scheme, None if port == _DEFAULT_PORTS[scheme] else port)
 
 
+BACKEND_DIR = "backend"
+"""The state folder of a proxy's backend server, inside the proxy's (HAProxy)."""
+
 REQUEST_LOG = "requests.log"
-"""A server that can tells, one line per request, ``<bytes> <protocol>``: the bytes of the
+"""Where a server that can writes, one line per request, ``<bytes> <protocol>``: the bytes of the
 request's line and headers as it received them (nginx's ``$request_length``: HTTP/1.x the
 request line and header lines; HTTP/2 the HEADERS frame's payload, HPACK-compressed)."""
 
@@ -59,7 +62,7 @@ class RequestLog:
     HAProxy), read from a mark on: the request header bytes of one trial."""
 
     def __init__(self, state_dir: Path) -> None:
-        self._paths = (state_dir / REQUEST_LOG, state_dir / "backend" / REQUEST_LOG)
+        self._paths = (state_dir / REQUEST_LOG, state_dir / BACKEND_DIR / REQUEST_LOG)
 
     def mark(self) -> dict[Path, int]:
         return {p: p.stat().st_size for p in self._paths if p.exists()}

@@ -36,7 +36,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, UnitError
 from h2lab.net import netns
 from h2lab.pages import Page
-from h2lab.servers import PORTS, ServeContext, ServerAdapter, get, register
+from h2lab.servers import BACKEND_DIR, PORTS, ServeContext, ServerAdapter, get, register
 from h2lab.units import format_size, parse_size_bytes
 
 READY_TIMEOUT_S = 10.0
@@ -150,7 +150,7 @@ class Haproxy:
         origin_ips = {h: ctx.origin_ips[h] for h in page.origins}
         backends = backend_ips(page.origins)
         ctx.state_dir.mkdir(parents=True, exist_ok=True)
-        backend_ctx = replace(ctx, origin_ips=backends, state_dir=ctx.state_dir / "backend")
+        backend_ctx = replace(ctx, origin_ips=backends, state_dir=ctx.state_dir / BACKEND_DIR)
         conf = ctx.state_dir / "haproxy.cfg"
         conf.write_text(
             render_config(origin_ips, backends, self.tuning, str(ctx.state_dir / "haproxy.pid"))
