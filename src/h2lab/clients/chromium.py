@@ -1196,9 +1196,13 @@ class Chromium:
         """Why a load failed: a crashed browser (with its exit signal) or the protocol's line."""
         if isinstance(exc, _PipeClosed) or not handle.alive():
             # the pipe closes when Chromium dies; the wrapper writes its status right after
+            # (the shell creates the file before it writes the number: wait for the number)
             with contextlib.suppress(WaitTimeout):
                 procs.wait_until(
-                    "chromium's exit status", handle.status_file.exists, timeout_s=2, poll_s=0.02
+                    "chromium's exit status",
+                    lambda: procs.read_int_file(handle.status_file) is not None,
+                    timeout_s=2,
+                    poll_s=0.02,
                 )
         status = procs.read_int_file(handle.status_file)
         self._close_handle(handle)
