@@ -16,14 +16,16 @@ from tests.integration.conftest import H2LAB, h2lab_netns, lab_processes
 EXPERIMENT = """
 name = "interrupt"
 seed = 11
-repetitions = 3
+repetitions = 8
 timeout_s = 60
 [factors]
 protocol = ["h1s", "h2s"]
 network = ["rtt=100ms,down=5Mbps,up=1Mbps"]
 page = ["synthetic:n=24,size=20KB,origins=2"]
 """
-TOTAL_TRIALS = 6
+TOTAL_TRIALS = 16
+"""enough that the run is still going when the signal comes (with 6, a loaded machine
+sometimes finished them all before the first stored trial was seen)"""
 
 
 def _ok_keys(out: Path) -> list[str]:
