@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import shutil
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -122,15 +123,40 @@ class _Terminated(KeyboardInterrupt):
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated()
+def signals_as_interrupt() -> Iterator[Callable[[], None]]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt; yields a check that raises it again if a
+    signal came but its exception was lost.
 
-    old = signal.signal(signal.SIGTERM, handler)
+    CPython runs a signal's handler at the next bytecode, and when the signal arrives while
+    ``subprocess`` forks, that bytecode is in an at-fork hook (logging's ``_releaseLock``),
+    where exceptions are printed and ignored: the run went on to the end and exited 0. The
+    check, called between trials, stops the run there instead (and the traceback of the lost
+    exception is not printed).
+    """
+    received: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        raise _Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    def check() -> None:
+        if received:
+            raise _Terminated() if received[0] == signal.SIGTERM else KeyboardInterrupt()
+
+    unraisable_hook = sys.unraisablehook
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if not (received and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            unraisable_hook(unraisable)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    sys.unraisablehook = hook
     try:
-        yield
+        yield check
     finally:
-        signal.signal(signal.SIGTERM, old)
+        sys.unraisablehook = unraisable_hook
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 ProgressFn = Callable[[TrialSpec, TrialRecord | None], None]
@@ -162,7 +188,7 @@ def run_trials(
     adapters: dict[str, clients.ClientAdapter] = {}
     written: list[TrialRecord] = []
     with (
-        sigterm_as_interrupt(),
+        signals_as_interrupt() as interrupted,
         Lab(origins) as lab,
         ExitStack() as stack,
         ExitStack() as serving,
@@ -172,6 +198,7 @@ def run_trials(
         current: tuple[str, str] | None = None
         server_error: str | None = None
         for t in todo:
+            interrupted()
             if current != (t.page, t.server):
                 serving.close()
                 ctx = ServeContext(
@@ -194,6 +221,7 @@ def run_trials(
             if (t.server, t.client) not in versions:
                 versions[(t.server, t.client)] = tool_versions(t.server, client)
             for _ in range(1 + retries):
+                interrupted()
                 record = run_one(
                     lab, links, client, pages[t.page], t, store, timeout_s,
                     versions[(t.server, t.client)], server_error,
@@ -203,6 +231,7 @@ def run_trials(
                     break
             if on_progress:
                 on_progress(t, record)
+        interrupted()
     return written
 
 
