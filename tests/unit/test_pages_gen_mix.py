@@ -71,6 +71,11 @@ def test_parse_and_names() -> None:
         ("synthetic:httparchive2024:origins=0", "p.origins", "must be 1..64, got 0"),
         ("synthetic:httparchive2024:inline=lots", "p.inline", "'lots': "),
         ("synthetic:httparchive2024:inline=1GB", "p.inline", "must be 0..10000000"),
+        ("synthetic:mix:css=3", "p.css", "'3': expected COUNT/BYTES like 7/250KB"),
+        ("synthetic:mix:img=-1/10KB", "p.img", "must be 0..1000, got -1"),
+        ("synthetic:mix:js=2/10XB", "p.js", "'2/10XB': "),
+        ("synthetic:mix:html=2/10KB", "p", "'synthetic:mix:html=2/10KB': name at least one"),
+        ("synthetic:mix:css=1/1KB,svg=1/1KB", "p.svg", "unknown key"),
     ],
 )
 def test_parse_errors(spec: str, field: str, reason: str) -> None:
@@ -101,6 +106,31 @@ def test_awp_follows_seed_002_tables_1_and_2(cache: Path) -> None:
         assert got == row, n
     assert page.entry.origin == "o1.h2lab.test"
     assert refs(page) == urls(page)
+
+
+def test_mix_has_exactly_the_composition_asked(cache: Path) -> None:
+    """Seed 000 Fig. 6's page like the EFF front page: 1 critical CSS + 2 CSS, 7 JS (10 CSS/JS),
+    18 images, 1 font; each type's bytes exact, the entry document its own size."""
+    spec = parse("synthetic:mix:css=3/90KB,js=7/250KB,img=18/700KB,font=1/40KB")
+    assert spec.name == "synthetic:mix:css=3/90KB,js=7/250KB,font=1/40KB,img=18/700KB"
+    page = materialize(spec)
+    counts = Counter(kind(r.content_type) for r in page.resources)
+    assert counts == {"html": 1, "css": 3, "js": 7, "font": 1, "img": 18}
+    by_kind = bytes_by_kind(page)
+    assert {k: by_kind[k] for k in ("css", "js", "img", "font")} == {
+        "css": 90_000,
+        "js": 250_000,
+        "img": 700_000,
+        "font": 40_000,
+    }
+    assert refs(page) == urls(page)
+    # the first stylesheet in the head is /css/00.css: the origin's critical-css rule
+    html = page.body_file(page.entry).read_text()
+    assert re.findall(r'rel="stylesheet" href="//[^/]+(/css/\d+\.css)"', html)[0] == "/css/00.css"
+    framed = materialize(parse("synthetic:mix:html=3/30KB,img=2/20KB,origins=2"))
+    assert Counter(kind(r.content_type) for r in framed.resources) == {"html": 3, "img": 2}
+    assert bytes_by_kind(framed)["html"] == 30_000
+    assert len(framed.origins) == 2 and refs(framed) == urls(framed)
 
 
 def test_httparchive2024_median_page(cache: Path) -> None:

@@ -3,7 +3,10 @@
 * ``awp``: the Average Web Page of seed 002 (HTTP Archive, May 2015): 100 requests, 2 MB,
   16 domains; bytes and request counts per type from its Table 1, requests per domain and type
   from its Table 2;
-* ``httparchive2024``: the median desktop page of the HTTP Archive, 2024: 71 requests, ~2.6 MB.
+* ``httparchive2024``: the median desktop page of the HTTP Archive, 2024: 71 requests, ~2.6 MB;
+* ``mix``: any composition, given as count/bytes per type, e.g. seed 000 Fig. 6's page like the
+  EFF front page: ``synthetic:mix:css=3/90KB,js=7/250KB,img=18/700KB,font=1/40KB`` (the first
+  CSS file is the critical one the push and hint rules name).
 
 Either can be built with ``inline=``: every CSS, JS and image body of at most that size is put
 into the HTML (``<style>``, ``<script>``, ``data:`` URI) instead of being requested, the h1
@@ -49,6 +52,7 @@ from h2lab.pages.gen_common import (
 
 AWP_KIND = "awp"
 HA_KIND = "httparchive2024"
+MIX_KIND = "mix"
 TYPES = ("html", "css", "js", "font", "img", "flash", "other")
 INLINE_TYPES = ("css", "js", "img")
 INLINE_DEFAULT_BYTES = 4096  # Vite's build.assetsInlineLimit default (4 KiB)
@@ -115,6 +119,63 @@ class HaSpec(MixSpec):
         )
 
 
+@dataclass(frozen=True)
+class CustomSpec(MixSpec):
+    """``synthetic:mix:``: ``counts[type]`` resources of ``type`` sharing ``type_bytes[type]``
+    bytes. ``html`` counts the entry document (default 1, its own size); ``html=3/30KB`` adds
+    two iframes and makes the three documents 30 KB together."""
+
+    counts: tuple[tuple[str, int], ...] = ()
+    type_bytes: tuple[tuple[str, int], ...] = ()
+    origins: int = 1
+
+    @property
+    def name(self) -> str:
+        parts = [
+            f"{kind}={n}/{size_text(b)}"
+            for (kind, n), (_, b) in zip(self.counts, self.type_bytes, strict=True)
+        ]
+        if self.origins != 1:
+            parts.append(f"origins={self.origins}")
+        return f"synthetic:{MIX_KIND}" + self._suffix(parts)
+
+
+MAX_MIX_COUNT = 1000
+MAX_MIX_TYPE_BYTES = 100 * 1000**2
+
+
+def _count_bytes(text: str) -> tuple[int, int]:
+    count, sep, size = text.partition("/")
+    if not sep:
+        raise ValueError(f"expected COUNT/BYTES like 7/250KB, got {text!r}")
+    return int(count), parse_size(size)
+
+
+def parse_mix(body: str, spec: str, source: str, where: str) -> CustomSpec:
+    f = read_fields(body, spec, (*TYPES, "origins", "inline", "seed"), source, where)
+    inline, seed = _common(f, source, where)
+    origins = convert(f, "origins", int, 1, source, where)
+    in_range(origins, 1, MAX_ORIGINS, source, where, "origins")
+    counts, type_bytes = [], []
+    for kind in TYPES:
+        if kind not in f:
+            continue
+        n, size = convert(f, kind, _count_bytes, (0, 0), source, where)
+        in_range(n, 1 if kind == "html" else 0, MAX_MIX_COUNT, source, where, kind)
+        in_range(size, 0, MAX_MIX_TYPE_BYTES, source, where, kind)
+        counts.append((kind, n))
+        type_bytes.append((kind, size))
+    if not any(n for kind, n in counts if kind != "html"):
+        raise SpecError(source, where, f"{spec!r}: name at least one resource, e.g. css=1/10KB")
+    return CustomSpec(
+        inline_bytes=inline,
+        seed=seed,
+        counts=tuple(counts),
+        type_bytes=tuple(type_bytes),
+        origins=origins,
+    )
+
+
 def _inline(text: str) -> int:
     if text in {"on", "yes", "true"}:
         return INLINE_DEFAULT_BYTES
@@ -155,8 +216,17 @@ class _Part:
     body: Body | None = None
 
 
-def _plan(spec: AwpSpec | HaSpec) -> tuple[list[_Part], dict[str, int]]:
+def _plan(spec: AwpSpec | HaSpec | CustomSpec) -> tuple[list[_Part], dict[str, int]]:
     """Parts (the entry html first) and bytes per type."""
+    if isinstance(spec, CustomSpec):
+        counts = {"html": 1, **dict(spec.counts)}
+        names = origin_names(spec.origins)
+        kinds = [(kind, i) for kind in TYPES for i in range(counts.get(kind, 0))]
+        parts = [
+            _Part(kind, i, names[0] if n == 0 else names[n % len(names)])
+            for n, (kind, i) in enumerate(kinds)
+        ]
+        return parts, {"html": 0, **dict(spec.type_bytes)}
     if isinstance(spec, AwpSpec):
         names = origin_names(len(AWP_DOMAINS))
         per_type: dict[str, list[str]] = {t: [] for t in TYPES}
@@ -301,7 +371,7 @@ def _entry_html(title: str, parts: list[_Part], inline: set[int]) -> str:
     )
 
 
-def build(spec: AwpSpec | HaSpec) -> Iterator[Body]:
+def build(spec: AwpSpec | HaSpec | CustomSpec) -> Iterator[Body]:
     rng = random.Random(f"h2lab-{type(spec).__name__}-{spec.seed}")
     parts, type_bytes = _plan(spec)
     entry, rest = parts[0], parts[1:]

@@ -105,11 +105,16 @@ class SyntheticSpec:
 
 
 PageSpec = (
-    SyntheticSpec | gen_images.ImagesSpec | gen_cssjs.CssJsSpec | gen_mix.AwpSpec | gen_mix.HaSpec
+    SyntheticSpec
+    | gen_images.ImagesSpec
+    | gen_cssjs.CssJsSpec
+    | gen_mix.AwpSpec
+    | gen_mix.HaSpec
+    | gen_mix.CustomSpec
 )
 """Every parsed synthetic spec."""
 
-GENERATORS = ("images", "cssjs", "awp", "httparchive2024")
+GENERATORS = ("images", "cssjs", "awp", "httparchive2024", "mix")
 
 
 def parse(spec: str, source: str = "page", field: str = "page") -> PageSpec:
@@ -125,6 +130,8 @@ def parse(spec: str, source: str = "page", field: str = "page") -> PageSpec:
             return gen_mix.parse_awp(rest, spec, source, field)
         if head == gen_mix.HA_KIND:
             return gen_mix.parse_ha(rest, spec, source, field)
+        if head == gen_mix.MIX_KIND:
+            return gen_mix.parse_mix(rest, spec, source, field)
         if ":" in body or "," in body:
             raise SpecError(
                 source, f"{field}.generator", f"unknown {head!r} (known: {', '.join(GENERATORS)})"
