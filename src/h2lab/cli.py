@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -77,6 +78,7 @@ def _run_experiment(exp_path: Path | None, exp: object, out: Path) -> None:
                 "retries": exp.retries,
                 "warmup": exp.warmup,
                 "outlier_rule": exp.outlier_rule,
+                "compare": dataclasses.asdict(exp.compare) if exp.compare else None,
                 "trials": len(trials),
                 "text": exp_path.read_text() if exp_path else None,
             },
@@ -320,16 +322,50 @@ def export(
 
 
 @app.command()
-def report(out: Annotated[Path, typer.Argument(help="results folder")]) -> None:
+def report(
+    out: Annotated[Path, typer.Argument(help="results folder")],
+    compare: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--compare",
+            metavar="FACTOR=BASELINE",
+            help="compare every other level of a factor with BASELINE, paired per repetition "
+            "(e.g. server=origin:push=none; repeat for more baselines of the same factor); "
+            "default: the experiment's [compare]",
+        ),
+    ] = None,
+) -> None:
     """Write OUT/report.html and CSV + Parquet of trials and resources.
 
     One self-contained file: verdicts with CIs, figures, decision tree, waterfalls,
     filmstrips."""
     from h2lab.report import write_report
 
+    compared = _parse_compare(compare)
     if not (out / "results.sqlite").exists():
         raise SpecError(str(out), "results.sqlite", "no results store in this folder")
-    print(f"report: {write_report(out)}")
+    print(f"report: {write_report(out, compare=compared)}")
+
+
+def _parse_compare(texts: list[str] | None) -> tuple[str, tuple[str, ...]] | None:
+    from h2lab.spec.experiment import COMPARE_FACTORS
+
+    if not texts:
+        return None
+    factors, baselines = set(), []
+    for text in texts:
+        factor, sep, baseline = text.partition("=")
+        if not sep or factor not in COMPARE_FACTORS or not baseline:
+            raise SpecError(
+                "--compare",
+                text,
+                f"must be FACTOR=BASELINE with FACTOR one of {', '.join(COMPARE_FACTORS)}",
+            )
+        factors.add(factor)
+        baselines.append(baseline)
+    if len(factors) > 1:
+        raise SpecError("--compare", " ".join(texts), "every --compare must name the same factor")
+    return factors.pop(), tuple(baselines)
 
 
 @app.command()

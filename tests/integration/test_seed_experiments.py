@@ -12,6 +12,7 @@ import re
 import sqlite3
 import subprocess
 import time
+import tomllib
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,35 @@ def _counts(path: Path) -> tuple[int, int]:
     m = VALIDATE_LINE.search(proc.stdout)
     assert m, f"{path.name}: unexpected validate output {proc.stdout!r}"
     return int(m.group(1)), int(m.group(2))
+
+
+COLUMNS = {
+    "page": "page",
+    "network": "network",
+    "server": "server",
+    "client": "client",
+    "congestion_control": "congestion_control",
+    "initcwnd": "initcwnd_packets",
+}
+
+
+def _assert_compared(out: Path, factor: str) -> None:
+    """[compare]: the levels of a repetition shared one seed, and the report compares them."""
+    others = ", ".join(c for f, c in COLUMNS.items() if f != factor)
+    con = sqlite3.connect(out / "results.sqlite")
+    try:
+        groups = con.execute(
+            f"SELECT COUNT(DISTINCT seed), COUNT(DISTINCT {COLUMNS[factor]}) FROM trials "
+            f"WHERE warmup = 0 GROUP BY {others}, repetition"
+        ).fetchall()
+    finally:
+        con.close()
+    assert groups and all(seeds == 1 for seeds, _ in groups), groups
+    assert any(levels > 1 for _, levels in groups), groups
+    section = re.search(
+        r'<section id="compare">(.*?)</section>', (out / "report.html").read_text(), re.S
+    )
+    assert section and " pairs</td>" in section.group(1)
 
 
 def test_seed_files_exist() -> None:
@@ -113,6 +143,9 @@ def test_seed_experiment_quick_runs(
     if retried:
         print(f"{path.name}: {len(retried)} failed attempt(s) retried: {retried}")
     assert (out / "report.html").is_file()
+    compared = tomllib.loads(path.read_text()).get("compare", {}).get("factor")
+    if compared:
+        _assert_compared(out, compared)
     if wall > QUICK_BUDGET_S:
         warnings.warn(
             f"{path.name}: quick run took {wall:.0f} s (budget {QUICK_BUDGET_S:.0f} s)",

@@ -68,6 +68,11 @@ BAD_FILES = {
         "factors.network[0].loss",
         "cannot exceed 100%",
     ),
+    "compare-baseline": (
+        _experiment(extra='[compare]\nfactor = "network"\nbaseline = "3g"\n'),
+        "compare.baseline",
+        "'3g' is not a level of network (levels: cable)",
+    ),
 }
 
 # run as the installed executable; everything else runs in the zygote
@@ -254,6 +259,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         jobs[f"validate:{case}"] = (["validate", str(path)], root)
         jobs[f"run:{case}"] = (["run", str(path), "--out", str(outs[case])], root)
     jobs["bogus-flag"] = (["load", "x", "--bogus"], root)
+    jobs["bad-compare-flag"] = (["report", str(root), "--compare", "sever=nginx"], root)
     warc = (PROJECT / "corpus" / "warc" / "baidu.warc.gz").read_bytes()
     (root / "cut.warc.gz").write_bytes(warc[: len(warc) // 2])
     (root / "notjson.har").write_text("<html>not a HAR</html>")
@@ -323,6 +329,14 @@ def test_unknown_flag(runs: Runs) -> None:
     line = _one_line(result.stderr)
     assert line.startswith("h2lab: ")
     assert "No such option: --bogus" in line
+    assert result.stdout == ""
+
+
+def test_bad_compare_flag(runs: Runs) -> None:
+    result = runs.results["bad-compare-flag"]
+    assert result.returncode == 2
+    line = _one_line(result.stderr)
+    assert line.startswith("h2lab: --compare: sever=nginx: must be FACTOR=BASELINE"), line
     assert result.stdout == ""
 
 

@@ -142,7 +142,7 @@ def outcome_of(ci_low_ratio: float, ci_high_ratio: float, n_blocks: int = MIN_BL
 
 
 @dataclass(frozen=True)
-class _Values:
+class CellValues:
     """The usable values of one protocol in one cell, by block, plus the counts of the rest."""
 
     by_block: dict[str, float]
@@ -156,9 +156,9 @@ def _check_metric(metric: str) -> None:
         raise ValueError(f"metric must be a TrialRecord time field (…_ms), got {metric!r}")
 
 
-def _collect(
+def collect_values(
     trials: Iterable[TrialRecord], metric: str, outlier_rule: OutlierRule | None
-) -> dict[Cell, dict[str, _Values]]:
+) -> dict[Cell, dict[str, CellValues]]:
     """Cell -> protocol -> values. A trial retried after failures counts once: its successful
     attempt if any (the latest), else as one failure."""
     _check_metric(metric)
@@ -180,14 +180,14 @@ def _collect(
             missing[key] += 1
         else:
             values[last.block] = float(value)
-    out: dict[Cell, dict[str, _Values]] = defaultdict(dict)
+    out: dict[Cell, dict[str, CellValues]] = defaultdict(dict)
     for (cell, protocol), values in by_block.items():
         kept = values
         if outlier_rule == "2sd":
             # the rule depends on the value only, so equal values share one fate
             removed = set(split_outliers(list(values.values()), OUTLIER_SDS).removed)
             kept = {b: v for b, v in values.items() if v not in removed}
-        out[cell][protocol] = _Values(
+        out[cell][protocol] = CellValues(
             kept, failed[(cell, protocol)], missing[(cell, protocol)], len(values) - len(kept)
         )
     return out
@@ -197,7 +197,7 @@ def _stats(
     cell: Cell,
     protocol: str,
     metric: str,
-    v: _Values,
+    v: CellValues,
     rng: np.random.Generator,
     resamples: int,
     confidence: float,
@@ -231,8 +231,8 @@ def _ratio(
     h2: str,
     h1: str,
     metric: str,
-    a: _Values,
-    b: _Values,
+    a: CellValues,
+    b: CellValues,
     rng: np.random.Generator,
     resamples: int,
     confidence: float,
@@ -283,10 +283,10 @@ def analyze(
 ) -> Analysis:
     """Per-cell statistics of every protocol and a verdict for every (h2, h1) pair of
     ``pairs`` present in a cell (both protocols have trials there)."""
-    data = _collect(trials, metric, outlier_rule)
+    data = collect_values(trials, metric, outlier_rule)
     stats: list[CellStats] = []
     out: list[Verdict] = []
-    for cell in sorted(data, key=_cell_order):
+    for cell in sorted(data, key=cell_order):
         protocols = data[cell]
         by_protocol = {
             p: _stats(cell, p, metric, protocols[p], rng, resamples, confidence)
@@ -306,7 +306,7 @@ def analyze(
     return Analysis(tuple(stats), tuple(out), metric, outlier_rule)
 
 
-def _cell_order(c: Cell) -> tuple[str, str, str, str, str, int]:
+def cell_order(c: Cell) -> tuple[str, str, str, str, str, int]:
     return (c.page, c.network, c.server, c.client, c.congestion_control, c.initcwnd_packets)
 
 

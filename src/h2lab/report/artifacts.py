@@ -121,6 +121,8 @@ class ExperimentInfo:
     """the experiment file's content when it is still there (and small)"""
     outlier_rule: OutlierRule | None = None
     """the experiment's ``outlier_rule`` (None: every value kept)"""
+    compare: tuple[str, tuple[str, ...]] | None = None
+    """the experiment's ``[compare]``: (factor, baselines)"""
 
 
 def experiment_info(out_dir: Path) -> ExperimentInfo:
@@ -145,4 +147,13 @@ def experiment_info(out_dir: Path) -> ExperimentInfo:
         data.get("trials") if isinstance(data.get("trials"), int) else None,
         text,
         "2sd" if data.get("outlier_rule") == "2sd" else None,
+        _compare_of(data.get("compare")),
     )
+
+
+def _compare_of(value: object) -> tuple[str, tuple[str, ...]] | None:
+    if isinstance(value, dict):
+        factor, baselines = value.get("factor"), value.get("baselines")
+        if isinstance(factor, str) and isinstance(baselines, list):
+            return factor, tuple(str(b) for b in baselines)
+    return None

@@ -15,9 +15,10 @@ from typing import TypeVar
 import numpy as np
 
 import h2lab
+from h2lab.analysis.compare import compare_levels
 from h2lab.analysis.factors import Cell
 from h2lab.analysis.stats import DEFAULT_RESAMPLES
-from h2lab.analysis.verdict import Analysis, Verdict, analyze, cell_of
+from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze, cell_of
 from h2lab.errors import H2LabError
 from h2lab.report import artifacts, model, svg
 from h2lab.report import html as h
@@ -41,6 +42,7 @@ def write_report(
     chosen_cell: Cell | None = None,
     rng_seed: int = 0,
     timings: dict[str, float] | None = None,
+    compare: tuple[str, tuple[str, ...]] | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` (one self-contained file) and ``trials.csv``,
     ``resources.csv``, ``trials.parquet``, ``resources.parquet`` next to it; returns the
@@ -49,7 +51,8 @@ def write_report(
     ``chosen_cell``: the cell whose median trials get waterfalls, filmstrips and a frame
     timeline (default: the browser cell with the most trials, else any). ``rng_seed`` seeds
     the bootstrap and the tree (recorded in the report). ``timings``, when given, receives the
-    seconds spent in each phase.
+    seconds spent in each phase. ``compare`` (factor, baselines) sets the paired comparison on
+    another factor (default: the experiment's ``[compare]``).
     """
     if not (out_dir / "results.sqlite").is_file():
         raise NoResults(out_dir)
@@ -67,7 +70,8 @@ def write_report(
         trials = timed("load", store.trials)
         rng = np.random.default_rng(rng_seed)
         views = model.metric_views(trials)
-        rule = artifacts.experiment_info(out_dir).outlier_rule
+        info = artifacts.experiment_info(out_dir)
+        rule = info.outlier_rule
         analyses = timed(
             "analysis",
             lambda: {
@@ -80,6 +84,7 @@ def write_report(
             "figures",
             lambda: [
                 h.section("verdicts", _verdicts(views, analyses)),
+                h.section("compare", _compare(views, rng, rule, compare, info.compare)),
                 h.section("cdf", _cdfs(views, analyses)),
                 h.section("boxes", _boxes(views)),
                 h.section("factors", _factors(views, trials)),
@@ -141,6 +146,49 @@ def _verdicts(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis
         alone = {s.cell for s in a.cell_stats} - paired
         if alone:
             parts.append(h.note(f"{len(alone)} cell(s) without an h1/h2 pair are not in the table"))
+    return "".join(parts)
+
+
+def _compare(
+    views: Sequence[model.MetricView],
+    rng: np.random.Generator,
+    rule: OutlierRule | None,
+    asked: tuple[str, tuple[str, ...]] | None,
+    designed: tuple[str, tuple[str, ...]] | None,
+) -> str:
+    chosen = asked or designed
+    if chosen is None:
+        return h.empty(
+            "no factor to compare besides the protocol (experiment key [compare], or "
+            "h2lab report DIR --compare FACTOR=BASELINE)"
+        )
+    if not views:
+        return h.empty(NO_METRIC)
+    factor, baselines = chosen
+    named = " or ".join(baselines)
+    how = (
+        "they ran back to back with one loss seed ([compare] in the experiment)"
+        if chosen == designed
+        else "paired by repetition number only: the experiment did not name this factor in "
+        "[compare], so the two did not share a seed or run back to back"
+    )
+    parts = [
+        h.note(
+            f"Every level of {factor} against {named}, per cell and protocol: s = "
+            "metric(level)/metric(baseline) per repetition, the baseline's trial being the one "
+            f"of the same repetition in the cell that differs only in {factor}; {how}. "
+            "Median s with its "
+            f"bootstrap 95% CI ({DEFAULT_RESAMPLES} resamples); 'level faster' when the whole "
+            "CI is ≤ 0.95, 'baseline faster' when ≥ 1.05, else 'tie'."
+        )
+    ]
+    for v in views:
+        rows = compare_levels(v.trials, rng, factor, baselines, metric=v.metric, outlier_rule=rule)
+        parts.append(h.h3(_metric_title(v)))
+        if not rows:
+            parts.append(h.empty(f"no cell has both {named} and another level of {factor}"))
+            continue
+        parts.append(h.compare_table(factor, [model.compare_row(r) for r in rows]))
     return "".join(parts)
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from h2lab.report.model import HeaderRow, VerdictRow
+from h2lab.report.model import CompareRow, HeaderRow, VerdictRow
 
 SECTIONS: dict[str, str] = {
     "verdicts": "Verdicts",
+    "compare": "Paired comparison on another factor",
     "cdf": "CDFs across pages",
     "boxes": "Box plots per network and protocol",
     "factors": "Against each numeric factor",
@@ -38,6 +39,7 @@ th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .h2-faster{background:#cfe3f7}.h1-faster{background:#fbe0c7}.tie{background:#eee}
 .too-few-blocks{color:#888}
+.level-faster{background:#cfe3f7}.baseline-faster{background:#fbe0c7}
 .note{color:#555;font-size:.9em}.empty{color:#777;font-style:italic}
 .wide{overflow-x:auto}.side{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
 .strip{display:flex;gap:4px;overflow-x:auto}.strip figure{margin:0;text-align:center;
@@ -126,6 +128,32 @@ def verdict_table(rows: Sequence[VerdictRow]) -> str:
             + "".join(f"<td>{e(c)}</td>" for c in cells)
             + f'<td class="{e(cls)}">{e(r.outcome)}</td>'
             + f"<td>{e(r.n)}</td><td>{e(r.failures)}</td></tr>"
+        )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def compare_table(factor: str, rows: Sequence[CompareRow]) -> str:
+    heads = (
+        "cell (other factors)",
+        "protocol",
+        factor,
+        "baseline",
+        "baseline median ms",
+        "level median ms",
+        "s = level/baseline [CI]",
+        "outcome",
+        "n",
+    )
+    head = "".join(f"<th>{e(x)}</th>" for x in heads)
+    body = []
+    for r in rows:
+        cls = r.outcome.replace(" ", "-")
+        body.append(
+            "<tr>"
+            + "".join(f"<td>{e(c)}</td>" for c in (r.cell, r.protocol, r.level, r.baseline))
+            + "".join(f'<td class="num">{e(c)}</td>' for c in (r.baseline_ms, r.level_ms))
+            + f"<td>{e(r.ratio)}</td>"
+            + f'<td class="{e(cls)}">{e(r.outcome)}</td><td>{e(r.n)}</td></tr>'
         )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 

@@ -9,6 +9,7 @@ for a browser (``speed_index_ms`` if it has no ``plt_ms``), else ``pdt_ms``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import defaultdict
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from h2lab.analysis.compare import COMPARABLE, LevelRatio
 from h2lab.analysis.factors import Cell, CellFactors, cell_factors
 from h2lab.analysis.verdict import Analysis, CellStats, Verdict, cell_of
 from h2lab.report.svg import LinePoint, TimelineRow, WaterfallRow
@@ -184,6 +186,53 @@ def verdict_rows(analysis: Analysis) -> list[VerdictRow]:
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One row of the comparison table, every field already text."""
+
+    cell: str
+    """the cell's factors other than the compared one"""
+    protocol: str
+    level: str
+    baseline: str
+    baseline_ms: str
+    level_ms: str
+    ratio: str
+    outcome: str
+    n: str
+
+
+def compare_row(r: LevelRatio) -> CompareRow:
+    field = COMPARABLE[r.factor]
+    others = [
+        f"{getattr(r.cell, f.name)}"
+        if f.name != "initcwnd_packets"
+        else f"iw{r.cell.initcwnd_packets}"
+        for f in dataclasses.fields(r.cell)
+        if f.name != field
+    ]
+    ratio = (
+        "–"
+        if r.median_ratio is None or r.ci_low_ratio is None or r.ci_high_ratio is None
+        else f"{r.median_ratio:.3f} [{r.ci_low_ratio:.3f}, {r.ci_high_ratio:.3f}]"
+    )
+
+    def ms(v: float | None) -> str:
+        return "–" if v is None else f"{v:.0f}"
+
+    return CompareRow(
+        " | ".join(others),
+        r.protocol,
+        r.level,
+        r.baseline,
+        ms(r.baseline_median_ms),
+        ms(r.level_median_ms),
+        ratio,
+        r.outcome,
+        f"{r.n_pairs} pairs",
+    )
 
 
 # ------------------------------------------------------------------------ distributions

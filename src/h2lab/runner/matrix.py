@@ -75,11 +75,39 @@ def block_seed(experiment_seed: int, block: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+def pair_block(
+    page: str,
+    network: NetworkProfile,
+    server: str,
+    client: str,
+    tcp: TcpSettings,
+    repetition: int,
+    compared: str | None = None,
+) -> str:
+    """The block of these factors (:attr:`TrialSpec.block`), or with the ``compared`` factor
+    (``[compare]``) replaced by ``*``: the trials that run back to back with one seed."""
+    parts = {
+        "page": page,
+        "network": network.name,
+        "server": server,
+        "client": client,
+        "congestion_control": tcp.congestion_control,
+        "initcwnd": f"iw{tcp.initcwnd_packets}",
+    }
+    if compared is not None:
+        parts[compared] = "*"
+    return "|".join([*parts.values(), f"r{repetition}"])
+
+
 def expand(exp: Experiment) -> list[TrialSpec]:
     """All trials of ``exp`` in run order (deterministic from ``exp.seed``): the warm-up
     trials first (the first block's first protocol), then every block of every factor table
-    (a block listed by two tables runs once), blocks shuffled, protocols shuffled per block."""
+    (a block listed by two tables runs once), blocks shuffled, protocols shuffled per block.
+
+    With ``[compare]``, a block spans every level of the compared factor: its trials (levels
+    × protocols) run back to back in random order and share one seed."""
     rng = random.Random(exp.seed)
+    compared = exp.compare.factor if exp.compare else None
     Combo = tuple[int, str, NetworkProfile, str, str, str, int]
     blocks: dict[Combo, tuple[str, ...]] = {}
     for f in exp.matrices:
@@ -94,17 +122,20 @@ def expand(exp: Experiment) -> list[TrialSpec]:
         ):
             have = blocks.setdefault(combo, ())
             blocks[combo] = have + tuple(p for p in f.protocol if p not in have)
-    order = list(blocks)
+    groups: dict[str, list[Combo]] = {}
+    for combo in blocks:
+        rep, page, network, server, client, cc, iw = combo
+        key = pair_block(page, network, server, client, TcpSettings(cc, iw), rep, compared)
+        groups.setdefault(key, []).append(combo)
+    order = list(groups)
     rng.shuffle(order)
     trials: list[TrialSpec] = []
-    for combo in order:
-        rep, page, network, server, client, cc, iw = combo
-        protocols = list(blocks[combo])
-        rng.shuffle(protocols)
-        tcp = TcpSettings(cc, iw)
-        proto_block = TrialSpec(exp.name, page, network, server, client, tcp, rep, "", 0, 0).block
-        seed = block_seed(exp.seed, proto_block)
-        for proto in protocols:
+    for key in order:
+        seed = block_seed(exp.seed, key)
+        runs = [(combo, proto) for combo in groups[key] for proto in blocks[combo]]
+        rng.shuffle(runs)
+        for (rep, page, network, server, client, cc, iw), proto in runs:
+            tcp = TcpSettings(cc, iw)
             trials.append(
                 TrialSpec(
                     exp.name, page, network, server, client, tcp, rep, proto, seed, len(trials)

@@ -26,6 +26,7 @@ TOP_KEYS = {
     "retries",
     "warmup",
     "outlier_rule",
+    "compare",
     "factors",
     "quick",
 }
@@ -43,6 +44,8 @@ FACTOR_KEYS = {
     "initcwnd",
 }
 DEFAULT_TIMEOUT_S = 120.0
+COMPARE_FACTORS = ("page", "network", "server", "client", "congestion_control", "initcwnd")
+"""Factors ``[compare]`` may name (the protocol is always compared, h2 against h1)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,25 @@ class Factors:
     client: tuple[str, ...] = ("h2load",)
     congestion_control: tuple[str, ...] = ("cubic",)
     initcwnd: tuple[int, ...] = (10,)
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``[compare]``: every other level of ``factor`` against a baseline level, paired per
+    repetition. Several baselines serve factor tables with different reference levels (push
+    measured with nghttp against ``push=none``, early hints with Chromium against
+    ``early_hints=none``); a level is compared with each baseline whose cell exists."""
+
+    factor: str
+    baselines: tuple[str, ...]
+    """levels as stored with the trials (a network's name; initcwnd as digits)"""
+
+
+def factor_levels(f: Factors, factor: str) -> tuple[str, ...]:
+    """The levels of ``factor`` in one factor table, as stored with the trials."""
+    if factor == "network":
+        return tuple(n.name for n in f.network)
+    return tuple(str(v) for v in getattr(f, factor))
 
 
 @dataclass(frozen=True)
@@ -72,6 +94,9 @@ class Experiment:
     outlier_rule: str | None = None
     """``"2sd"``: the report drops, per cell and protocol, values more than 2 standard
     deviations from their mean before comparing (seed 002 §3.4); None keeps every value"""
+    compare: Compare | None = None
+    """a factor besides the protocol whose levels run back to back with one loss seed and
+    are compared with its baseline in the report"""
     also: tuple[Factors, ...] = ()
     """further factor tables (``[[factors]]``), each crossed on its own; their trials are
     added to those of ``factors`` (explicit combinations)"""
@@ -219,6 +244,7 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
         validate_factors(source, t, prefix="factors" if len(tables) == 1 else f"factors[{i}]")
         for i, t in enumerate(tables)
     )
+    compare = _compare(source, raw.get("compare"), matrices)
     return Experiment(
         name=name,
         factors=matrices[0],
@@ -230,8 +256,51 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
         retries=retries,
         warmup=warmup,
         outlier_rule=None if outlier_rule == "none" else outlier_rule,
+        compare=compare,
         also=matrices[1:],
     )
+
+
+def _compare(source: str, raw: object, matrices: tuple[Factors, ...]) -> Compare | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise SpecError(source, "compare", "must be a table [compare] with factor and baseline")
+    unknown = sorted(set(raw) - {"factor", "baseline"})
+    if unknown:
+        raise SpecError(source, f"compare.{unknown[0]}", "unknown key (known: baseline, factor)")
+    factor = raw.get("factor")
+    if factor not in COMPARE_FACTORS:
+        raise SpecError(
+            source, "compare.factor", f"must be one of {', '.join(COMPARE_FACTORS)}, got {factor!r}"
+        )
+    given = raw.get("baseline")
+    listed = given if isinstance(given, list) else [given]
+    levels = [factor_levels(f, factor) for f in matrices]
+    known = ", ".join(dict.fromkeys(v for lv in levels for v in lv))
+    baselines: list[str] = []
+    for i, b in enumerate(listed):
+        key = f"compare.baseline[{i}]" if isinstance(given, list) else "compare.baseline"
+        if isinstance(b, bool) or not isinstance(b, str | int):
+            raise SpecError(source, key, f"must be a level of {factor}, got {b!r}")
+        level = str(b)
+        if factor == "network":
+            level = parse_network(level, source, field=key).name
+        if not any(level in lv for lv in levels):
+            raise SpecError(source, key, f"{level!r} is not a level of {factor} (levels: {known})")
+        if not any(level in lv and len(lv) > 1 for lv in levels):
+            raise SpecError(
+                source,
+                key,
+                f"no factor table lists {level!r} beside another level of {factor}: "
+                "nothing to compare",
+            )
+        baselines.append(level)
+    if not baselines or len(set(baselines)) != len(baselines):
+        raise SpecError(
+            source, "compare.baseline", "must name one level, or a list of distinct ones"
+        )
+    return Compare(factor, tuple(baselines))
 
 
 def _bounded_int(source: str, key: str, value: object, most: int) -> int:

@@ -1,0 +1,156 @@
+"""Paired comparison on a factor other than the protocol: push vs none, one scheduler vs
+another, a buffer vs none, cubic vs bbr (pure).
+
+For each cell whose ``factor`` is at some level other than the baselines, each baseline whose
+cell (the one differing only in ``factor``) exists, and each protocol, the ratio
+s = metric(level) / metric(baseline) is taken per repetition, then its median and bootstrap CI,
+and an outcome from the whole CI with seed 001's thresholds (as for h2 against h1). When the
+experiment named the factor in ``[compare]`` those trials also ran back to back with the same
+loss seed; otherwise they are paired by repetition number only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from h2lab.analysis.factors import Cell
+from h2lab.analysis.stats import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    bootstrap_median_ci,
+    quantile,
+)
+from h2lab.analysis.verdict import (
+    H1_FASTER_AT_LEAST,
+    H2_FASTER_AT_MOST,
+    MIN_BLOCKS,
+    OutlierRule,
+    cell_order,
+    collect_values,
+)
+from h2lab.store import TrialRecord
+
+COMPARABLE = {
+    "page": "page",
+    "network": "network",
+    "server": "server",
+    "client": "client",
+    "congestion_control": "congestion_control",
+    "initcwnd": "initcwnd_packets",
+}
+"""Experiment factor name -> :class:`Cell` field."""
+
+CompareOutcome = Literal["level faster", "baseline faster", "tie", "too few blocks"]
+
+
+@dataclass(frozen=True)
+class LevelRatio:
+    """One level of the compared factor against the baseline, in one cell and protocol."""
+
+    cell: Cell
+    """the level's cell (its ``factor`` field is ``level``)"""
+    protocol: str
+    factor: str
+    level: str
+    baseline: str
+    metric: str
+    n_pairs: int
+    """repetitions where both the level and the baseline have a value"""
+    level_median_ms: float | None
+    baseline_median_ms: float | None
+    """medians over the paired repetitions"""
+    median_ratio: float | None
+    ci_low_ratio: float | None
+    ci_high_ratio: float | None
+    outcome: CompareOutcome
+
+
+def level_of(cell: Cell, factor: str) -> str:
+    return str(getattr(cell, COMPARABLE[factor]))
+
+
+def _with_level(cell: Cell, factor: str, level: str) -> Cell:
+    fields = dataclasses.asdict(cell)
+    field = COMPARABLE[factor]
+    fields[field] = int(level) if field == "initcwnd_packets" else level
+    return Cell(**fields)
+
+
+def _repetition(block: str) -> str:
+    """The block string ends in ``|r<repetition>`` (:attr:`TrialSpec.block`)."""
+    return block.rsplit("|", 1)[-1]
+
+
+def compare_outcome(low: float, high: float, n: int) -> CompareOutcome:
+    if n < MIN_BLOCKS:
+        return "too few blocks"
+    if high <= H2_FASTER_AT_MOST:
+        return "level faster"
+    if low >= H1_FASTER_AT_LEAST:
+        return "baseline faster"
+    return "tie"
+
+
+def compare_levels(
+    trials: Iterable[TrialRecord],
+    rng: np.random.Generator,
+    factor: str,
+    baselines: Sequence[str],
+    *,
+    metric: str = "pdt_ms",
+    outlier_rule: OutlierRule | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[LevelRatio, ...]:
+    """Every (cell at a non-baseline level, baseline, protocol) where the baseline's cell has
+    the protocol too, in cell order. ``factor`` is a key of :data:`COMPARABLE`."""
+    if factor not in COMPARABLE:
+        raise ValueError(f"factor must be one of {', '.join(COMPARABLE)}, got {factor!r}")
+    data = collect_values(trials, metric, outlier_rule)
+    out: list[LevelRatio] = []
+    for cell, baseline in itertools.product(sorted(data, key=cell_order), baselines):
+        level = level_of(cell, factor)
+        base_cell = _with_level(cell, factor, baseline)
+        if level in baselines or base_cell not in data:
+            continue
+        for protocol in sorted(data[cell]):
+            if protocol not in data[base_cell]:
+                continue
+            ours = {_repetition(b): v for b, v in data[cell][protocol].by_block.items()}
+            base = {_repetition(b): v for b, v in data[base_cell][protocol].by_block.items()}
+            reps = sorted(set(ours) & set(base))
+            reps = [r for r in reps if base[r] > 0]
+            ratios = [ours[r] / base[r] for r in reps]
+            median = low = high = None
+            level_ms = base_ms = None
+            outcome: CompareOutcome = "too few blocks"
+            if ratios:
+                ci = bootstrap_median_ci(ratios, rng, resamples=resamples, confidence=confidence)
+                median, low, high = quantile(ratios, 0.5), ci.low, ci.high
+                level_ms = quantile([ours[r] for r in reps], 0.5)
+                base_ms = quantile([base[r] for r in reps], 0.5)
+                outcome = compare_outcome(low, high, len(ratios))
+            out.append(
+                LevelRatio(
+                    cell,
+                    protocol,
+                    factor,
+                    level,
+                    baseline,
+                    metric,
+                    len(ratios),
+                    level_ms,
+                    base_ms,
+                    median,
+                    low,
+                    high,
+                    outcome,
+                )
+            )
+    return tuple(out)
