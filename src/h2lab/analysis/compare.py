@@ -27,23 +27,16 @@ from h2lab.analysis.stats import (
     quantile,
 )
 from h2lab.analysis.verdict import (
-    H1_FASTER_AT_LEAST,
-    H2_FASTER_AT_MOST,
-    MIN_BLOCKS,
+    Outcome,
     OutlierRule,
     cell_order,
     collect_values,
+    outcome_of,
 )
+from h2lab.spec.experiment import COMPARE_FACTORS
 from h2lab.store import TrialRecord
 
-COMPARABLE = {
-    "page": "page",
-    "network": "network",
-    "server": "server",
-    "client": "client",
-    "congestion_control": "congestion_control",
-    "initcwnd": "initcwnd_packets",
-}
+COMPARABLE = {f: "initcwnd_packets" if f == "initcwnd" else f for f in COMPARE_FACTORS}
 """Experiment factor name -> :class:`Cell` field."""
 
 CompareOutcome = Literal["level faster", "baseline faster", "tie", "too few blocks"]
@@ -87,14 +80,17 @@ def _repetition(block: str) -> str:
     return block.rsplit("|", 1)[-1]
 
 
+_OUTCOMES: dict[Outcome, CompareOutcome] = {
+    "h2 faster": "level faster",
+    "h1 faster": "baseline faster",
+    "tie": "tie",
+    "too few blocks": "too few blocks",
+}
+
+
 def compare_outcome(low: float, high: float, n: int) -> CompareOutcome:
-    if n < MIN_BLOCKS:
-        return "too few blocks"
-    if high <= H2_FASTER_AT_MOST:
-        return "level faster"
-    if low >= H1_FASTER_AT_LEAST:
-        return "baseline faster"
-    return "tie"
+    """The verdicts' rule (:func:`outcome_of`), with the level in h2's place."""
+    return _OUTCOMES[outcome_of(low, high, n)]
 
 
 def compare_levels(

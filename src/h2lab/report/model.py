@@ -150,15 +150,18 @@ def _ms(s: CellStats) -> str:
     return f"{s.median_ms:.0f} [{s.ci_low_ms:.0f}, {s.ci_high_ms:.0f}]"
 
 
+def _ratio_text(median: float | None, low: float | None, high: float | None) -> str:
+    """``median [low, high]`` of a ratio, or a dash when there is none."""
+    if median is None or low is None or high is None:
+        return "–"
+    return f"{median:.3f} [{low:.3f}, {high:.3f}]"
+
+
 def verdict_rows(analysis: Analysis) -> list[VerdictRow]:
     rows = []
     for v in analysis.verdicts:
         r = v.ratio
-        ratio = (
-            "–"
-            if r.median_ratio is None or r.ci_low_ratio is None or r.ci_high_ratio is None
-            else f"{r.median_ratio:.3f} [{r.ci_low_ratio:.3f}, {r.ci_high_ratio:.3f}]"
-        )
+        ratio = _ratio_text(r.median_ratio, r.ci_low_ratio, r.ci_high_ratio)
         n = f"{r.n_blocks} blocks ({v.h1.protocol} {v.h1.n}, {v.h2.protocol} {v.h2.n})"
         if r.n_incomplete_blocks:
             n += f", {r.n_incomplete_blocks} incomplete"
@@ -213,11 +216,6 @@ def compare_row(r: LevelRatio) -> CompareRow:
         for f in dataclasses.fields(r.cell)
         if f.name != field
     ]
-    ratio = (
-        "–"
-        if r.median_ratio is None or r.ci_low_ratio is None or r.ci_high_ratio is None
-        else f"{r.median_ratio:.3f} [{r.ci_low_ratio:.3f}, {r.ci_high_ratio:.3f}]"
-    )
 
     def ms(v: float | None) -> str:
         return "–" if v is None else f"{v:.0f}"
@@ -229,7 +227,7 @@ def compare_row(r: LevelRatio) -> CompareRow:
         r.baseline,
         ms(r.baseline_median_ms),
         ms(r.level_median_ms),
-        ratio,
+        _ratio_text(r.median_ratio, r.ci_low_ratio, r.ci_high_ratio),
         r.outcome,
         f"{r.n_pairs} pairs",
     )
