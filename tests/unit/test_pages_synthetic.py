@@ -102,7 +102,7 @@ def test_materialize_writes_page(cache: Path) -> None:
     assert page.docroot == cache / "pages" / page.digest
     assert len(page.digest) == 16
     assert page.name == spec.name
-    assert page.source == f"{spec.name} (h2lab synthetic v3)"
+    assert page.source == f"{spec.name} (h2lab synthetic v4)"
     assert page.origins == ("o1.h2lab.test", "o2.h2lab.test")
     _, resources, html = layout(spec)
     assert [(r.origin, r.path, r.size_bytes) for r in page.resources] == [
@@ -161,12 +161,12 @@ def test_damaged_stored_page_is_generated_again(cache: Path) -> None:
 
 def test_page_of_another_generator_version_is_not_reused(cache: Path) -> None:
     spec = parse("synthetic:n=2,size=1KB")
-    with PageWriter(spec.name, "synthetic:n=2,size=1KB (h2lab synthetic v2)") as w:
+    with PageWriter(spec.name, "synthetic:n=2,size=1KB (h2lab synthetic v3)") as w:
         w.add("https://o1.h2lab.test/index.html", b"old", content_type="text/html")
         w.commit()
     page = materialize(spec)
     assert len(page.resources) == 3
-    assert page.source.endswith("v3)")
+    assert page.source.endswith("v4)")
 
 
 def test_seed_changes_bytes_and_digest(cache: Path) -> None:
@@ -290,3 +290,25 @@ def test_layout_of_a_generator_matches_its_materialized_page(cache: Path) -> Non
         (r.path, r.size_bytes, r.content_type) for r in resources
     ]
     assert page.body_file(page.entry).read_text() == html
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "synthetic:n=3,size=300B",
+        "synthetic:n=3,size=1KB",
+        "synthetic:images:preset=fig1a,variant=sprite",
+        "synthetic:cssjs:kind=js,files=2",
+        "synthetic:mix:css=1/10KB,img=2/20KB,font=1/5KB",
+    ],
+)
+def test_every_subresource_is_cacheable_and_the_entry_is_not(cache: Path, spec: str) -> None:
+    """A static site's assets: reusable from the HTTP cache within a load (Chromium serves
+    103 Early Hints preloads only that way); the entry document keeps no caching header."""
+    page = materialize(parse(spec))
+    _, resources, _ = layout(parse(spec))
+    for res in (page.resources, resources):
+        entry, *subresources = res
+        assert "cache-control" not in dict(entry.headers)
+        assert subresources
+        assert all(dict(r.headers)["cache-control"] == "max-age=31536000" for r in subresources)

@@ -28,6 +28,13 @@ PAD_CHUNK = b"pdNg"
 """Private, ancillary (lower-case first letter), safe-to-copy chunk: decoders skip it."""
 CHUNK_OVERHEAD = 12  # length + type + CRC (PNG spec §5.3)
 
+ASSET_CACHE = ("cache-control", "max-age=31536000")
+"""Header of every generated subresource (not the entry document), as a static site sends for
+its assets: it makes a response reusable from the HTTP cache within one load. Chromium serves a
+page's request from the 103 Early Hints preload only through the HTTP cache: without it every
+hinted body was downloaded twice (docs/pages-synthetic.md). Each load starts with an empty cache
+(a new browser context), so nothing carries over between trials."""
+
 CORS = (("access-control-allow-origin", "*"),)
 """Header of responses a page fetches in CORS mode (fonts, fetch preloads) from any origin."""
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from h2lab.errors import SpecError, UnitError
 from h2lab.pages import gen_cssjs, gen_images, gen_mix
 from h2lab.pages.gen_common import (
+    ASSET_CACHE,
     MAX_ORIGINS,
     ORIGIN_DOMAIN,
     Body,
@@ -59,9 +60,10 @@ __all__ = [
 MAX_OBJECTS = 10_000
 MAX_OBJECT_BYTES = 100 * 1000**2
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 """Part of every generated page's ``source``: a page written by an older generator (other
-bytes for the same spec) is not reused. 3: content-addressed store (2: PNG tiles, 1: .bin)."""
+bytes for the same spec) is not reused. 4: subresources cacheable (:data:`ASSET_CACHE`);
+3: content-addressed store (2: PNG tiles, 1: .bin)."""
 TILE_PX = 96
 
 
@@ -173,6 +175,7 @@ def _objects_layout(spec: SyntheticSpec) -> tuple[tuple[str, ...], tuple[Resourc
             path=f"/obj/{i:05d}.png" if png else f"/obj/{i:05d}.bin",
             size_bytes=spec.size_bytes,
             content_type="image/png" if png else "application/octet-stream",
+            headers=(ASSET_CACHE,),
         )
         for i in range(spec.count)
     )
@@ -213,19 +216,26 @@ def _objects_bodies(spec: SyntheticSpec) -> Iterator[Body]:
             data = png_object(i, res.size_bytes, rng)
         else:
             data = rng.randbytes(res.size_bytes)
-        yield Body(res.origin, res.path, res.content_type, data)
+        yield Body(res.origin, res.path, res.content_type, data, res.headers)
 
 
 def bodies(spec: PageSpec) -> Iterator[Body]:
     """Every response of the page with its bytes, the entry document first (lazily: the
-    objects page can be larger than memory)."""
+    objects page can be larger than memory); every subresource cacheable (:data:`ASSET_CACHE`)."""
     if isinstance(spec, SyntheticSpec):
         return _objects_bodies(spec)
     if isinstance(spec, gen_images.ImagesSpec):
-        return gen_images.build(spec)
+        return _cacheable(gen_images.build(spec))
     if isinstance(spec, gen_cssjs.CssJsSpec):
-        return gen_cssjs.build(spec)
-    return gen_mix.build(spec)
+        return _cacheable(gen_cssjs.build(spec))
+    return _cacheable(gen_mix.build(spec))
+
+
+def _cacheable(items: Iterator[Body]) -> Iterator[Body]:
+    """The generator's bodies, each after the entry document with :data:`ASSET_CACHE` added."""
+    yield next(items)
+    for b in items:
+        yield replace(b, headers=(ASSET_CACHE, *b.headers))
 
 
 def layout(spec: PageSpec) -> tuple[tuple[str, ...], tuple[Resource, ...], str]:
