@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from h2lab.analysis.compare import compare_levels
+from h2lab.analysis.compare import compare_levels, nearest_baselines
 from h2lab.errors import SpecError
 from h2lab.report import write_report
 from h2lab.runner.matrix import expand
@@ -73,6 +73,41 @@ def test_each_level_meets_the_baseline_of_its_own_table() -> None:
         ("chromium", hints_css, hints_none, pytest.approx(1.5)),
         ("nghttp", PUSH, NONE, pytest.approx(0.9)),
     ]
+
+
+def test_each_level_meets_its_nearest_baseline_when_both_cells_exist() -> None:
+    # seed 003: buffers with and without sleepy images, a no-buffer baseline for each
+    plain, sleepy = (
+        "haproxy:backend=origin:delay_css=80ms",
+        "haproxy:backend=origin:delay_css=80ms;delay_image=200ms",
+    )
+    base_plain, base_sleepy = f"{plain},buffer=none", f"{sleepy},buffer=none"
+    levels = {
+        f"{plain},buffer=1MB": 2.0,
+        f"{sleepy},buffer=1MB": 3.0,
+        base_plain: 1.0,
+        base_sleepy: 1.5,
+    }
+    trials = [on(s, "h2s", r, 100.0 * v) for s, v in levels.items() for r in range(3)]
+    rows = compare_levels(trials, np.random.default_rng(0), "server", (base_plain, base_sleepy))
+    got = {(r.level, r.baseline): r.median_ratio for r in rows}
+    assert got == {
+        (f"{plain},buffer=1MB", base_plain): pytest.approx(2.0),
+        (f"{sleepy},buffer=1MB", base_sleepy): pytest.approx(2.0),
+    }
+
+
+@pytest.mark.parametrize(
+    ("level", "candidates", "nearest"),
+    [
+        ("origin:push=all", ["origin:push=none"], ["origin:push=none"]),
+        ("a:x=1,y=2", ["a:x=1,y=0", "a:x=0,y=0"], ["a:x=1,y=0"]),
+        ("a:x=1", ["a:y=1", "a:z=1"], ["a:y=1", "a:z=1"]),  # a tie keeps both
+        ("a:x=1", [], []),
+    ],
+)
+def test_nearest_baselines(level: str, candidates: list[str], nearest: list[str]) -> None:
+    assert nearest_baselines(level, candidates) == nearest
 
 
 def test_network_as_the_compared_factor() -> None:

@@ -95,6 +95,20 @@ def test_different_seed_different_order_and_trial_seeds() -> None:
     assert all(seeds_a[t.key] != t.seed for t in b)
 
 
+def test_blocks_run_in_rounds_shuffled_within_each() -> None:
+    """Every block of repetition r runs before any of r + 1 (a run stopped anywhere leaves the
+    cells within one repetition of each other); within a round the cells are shuffled."""
+    trials = expand(_experiment(repetitions=4))
+    reps = [t.repetition for t in trials]
+    assert reps == sorted(reps)
+    cells = [[b[0].block.rsplit("|", 1)[0] for b in _blocks(trials) if b[0].repetition == r]
+             for r in range(4)]  # fmt: skip
+    assert all(sorted(c) == sorted(cells[0]) and len(c) == 8 for c in cells)
+    assert len({tuple(c) for c in cells}) == 4  # each round in its own order
+    stopped = Counter(t.block.rsplit("|", 1)[0] for t in trials[: len(trials) * 5 // 8])
+    assert max(stopped.values()) - min(stopped.values()) <= len(PROTOCOLS)  # one repetition
+
+
 def test_protocol_order_varies_between_blocks() -> None:
     blocks = _blocks(expand(_experiment()))
     orders = {tuple(t.protocol for t in b) for b in blocks}

@@ -1,8 +1,9 @@
 """Paired comparison on a factor other than the protocol: push vs none, one scheduler vs
 another, a buffer vs none, cubic vs bbr (pure).
 
-For each cell whose ``factor`` is at some level other than the baselines, each baseline whose
-cell (the one differing only in ``factor``) exists, and each protocol, the ratio
+For each cell whose ``factor`` is at some level other than the baselines, its nearest baseline
+whose cell (the one differing only in ``factor``) exists (:func:`nearest_baselines`), and each
+protocol, the ratio
 s = metric(level) / metric(baseline) is taken per repetition, then its median and bootstrap CI,
 and an outcome from the whole CI with seed 001's thresholds (as for h2 against h1). When the
 experiment named the factor in ``[compare]`` those trials also ran back to back with the same
@@ -12,7 +13,7 @@ loss seed; otherwise they are paired by repetition number only.
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -75,6 +76,30 @@ def _with_level(cell: Cell, factor: str, level: str) -> Cell:
     return Cell(**fields)
 
 
+def _tokens(level: str) -> set[str]:
+    """The parts of a level: ``haproxy:backend=origin:delay_css=80ms,buffer=1MB`` ->
+    {haproxy, backend=origin, delay_css=80ms, buffer=1MB}."""
+    return {t for t in re.split(r"[,;:+|]", level) if t}
+
+
+def nearest_baselines(level: str, candidates: Sequence[str]) -> list[str]:
+    """The candidates most like ``level`` (Jaccard similarity of their parts; ties kept): with
+    several baselines, each level is compared with its own. In seed 003, the level
+    ``...delay_css=80ms;delay_image=200ms,buffer=1MB`` goes with the baseline
+    ``...delay_css=80ms;delay_image=200ms,buffer=none``, not with
+    ``...delay_css=80ms,buffer=none``."""
+    if not candidates:
+        return []
+    ours = _tokens(level)
+
+    def similarity(baseline: str) -> float:
+        theirs = _tokens(baseline)
+        return len(ours & theirs) / max(1, len(ours | theirs))
+
+    best = max(similarity(b) for b in candidates)
+    return [b for b in candidates if similarity(b) == best]
+
+
 def _repetition(block: str) -> str:
     """The block string ends in ``|r<repetition>`` (:attr:`TrialSpec.block`)."""
     return block.rsplit("|", 1)[-1]
@@ -104,17 +129,22 @@ def compare_levels(
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> tuple[LevelRatio, ...]:
-    """Every (cell at a non-baseline level, baseline, protocol) where the baseline's cell has
-    the protocol too, in cell order. ``factor`` is a key of :data:`COMPARABLE`."""
+    """Every (cell at a non-baseline level, nearest baseline, protocol) where the baseline's
+    cell has the protocol too, in cell order. ``factor`` is a key of :data:`COMPARABLE`."""
     if factor not in COMPARABLE:
         raise ValueError(f"factor must be one of {', '.join(COMPARABLE)}, got {factor!r}")
     data = collect_values(trials, metric, outlier_rule)
     out: list[LevelRatio] = []
-    for cell, baseline in itertools.product(sorted(data, key=cell_order), baselines):
+    pairs = []
+    for cell in sorted(data, key=cell_order):
+        level = level_of(cell, factor)
+        if level in baselines:
+            continue
+        present = [b for b in baselines if _with_level(cell, factor, b) in data]
+        pairs += [(cell, b) for b in nearest_baselines(level, present)]
+    for cell, baseline in pairs:
         level = level_of(cell, factor)
         base_cell = _with_level(cell, factor, baseline)
-        if level in baselines or base_cell not in data:
-            continue
         for protocol in sorted(data[cell]):
             if protocol not in data[base_cell]:
                 continue

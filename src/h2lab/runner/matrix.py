@@ -102,7 +102,11 @@ def pair_block(
 def expand(exp: Experiment) -> list[TrialSpec]:
     """All trials of ``exp`` in run order (deterministic from ``exp.seed``): the warm-up
     trials first (the first block's first protocol), then every block of every factor table
-    (a block listed by two tables runs once), blocks shuffled, protocols shuffled per block.
+    (a block listed by two tables runs once) in rounds: every block of repetition 0 in shuffled
+    order, then every block of repetition 1, and so on; protocols shuffled per block. A round
+    is a complete replicate of the design, so a run stopped at any point (or resumed over
+    several days) leaves every cell with the same number of repetitions, give or take one,
+    and slow drift of the machine falls on whole rounds instead of on some cells.
 
     With ``[compare]``, a block spans every level of the compared factor: its trials (levels
     × protocols) run back to back in random order and share one seed."""
@@ -129,6 +133,7 @@ def expand(exp: Experiment) -> list[TrialSpec]:
         groups.setdefault(key, []).append(combo)
     order = list(groups)
     rng.shuffle(order)
+    order.sort(key=lambda key: groups[key][0][0])  # stable: shuffled within each round
     trials: list[TrialSpec] = []
     for key in order:
         seed = block_seed(exp.seed, key)

@@ -64,7 +64,8 @@ class Compare:
     """``[compare]``: every other level of ``factor`` against a baseline level, paired per
     repetition. Several baselines serve factor tables with different reference levels (push
     measured with nghttp against ``push=none``, early hints with Chromium against
-    ``early_hints=none``); a level is compared with each baseline whose cell exists."""
+    ``early_hints=none``); a level is compared with the baseline most like it among those
+    whose cell exists (``analysis.compare.nearest_baselines``)."""
 
     factor: str
     baselines: tuple[str, ...]
