@@ -5,6 +5,7 @@ over each protocol the server lists."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -132,3 +133,32 @@ def test_h2o_pushes_what_its_push_rule_names() -> None:
     pushed = out.count("recv PUSH_PROMISE")
     print(f"h2o push=all: {pushed} pushed of {len(page.resources) - 1}")
     assert pushed == len(page.resources) - 1
+
+
+def test_apache_pushes_and_hints_what_its_rules_name() -> None:
+    """Seed 000 Fig. 6 used Apache: push=css-js makes mod_http2 push the stylesheets and the
+    script of the entry (nghttp sees a PUSH_PROMISE for each); early_hints=images sends a 103
+    naming each image, and nothing else, before the HTML's 200."""
+    page = resolve_page("synthetic:mix:css=2/4KB,js=1/2KB,img=2/4KB")
+    host, entry = page.origins[0], page.entry.target
+    by_class = {c: sorted(r.target for r in page.resources if r.target.startswith(f"/{c}/"))
+                for c in ("css", "js", "img")}  # fmt: skip
+    with Lab(page.origins) as lab:
+        ip = lab.origin_ips[host]
+        with lab.link(parse_network("rtt=2ms"), 1, TcpSettings()) as link:
+            ns = ["ip", "netns", "exec", link.client_ns]
+            with get_server("apache:push=css-js").serve(page, _ctx(lab)):
+                nghttp = [*ns, "nghttp", "-nv", f"https://{host}{entry}"]
+                out = subprocess.run(nghttp, capture_output=True, text=True, timeout=10).stdout
+            with get_server("apache:early_hints=images").serve(page, _ctx(lab)):
+                curl = [*ns, "curl", "-sk", "--http2", "-D", "-", "-o", "/dev/null",
+                        "--resolve", f"{host}:443:{ip}", f"https://{host}{entry}"]  # fmt: skip
+                head = subprocess.run(curl, capture_output=True, text=True, timeout=10).stdout
+    promised = sorted(re.findall(r"recv \(stream_id=\d+\) :path: (\S+)", out))
+    hints, final = re.split(r"\r?\n\r?\n", head.lower(), maxsplit=1)
+    print(f"apache push=css-js: promised {promised}; early_hints=images: {hints.splitlines()}")
+    assert promised == by_class["css"] + by_class["js"]
+    assert hints.startswith("http/2 103")
+    assert re.findall(r"<([^>]+)>; rel=preload; as=image", hints) == by_class["img"]
+    assert hints.count("rel=preload") == len(by_class["img"])
+    assert final.startswith("http/2 200") and "link:" not in final

@@ -102,7 +102,71 @@ def test_bodies_are_copied_or_linked_where_apache_can_read_them(page: Page, tmp_
             assert f.stat().st_mode & 0o004
 
 
-def test_options_are_rejected() -> None:
+@pytest.fixture
+def styled(tmp_path: Path) -> Page:
+    html = b'<html><link rel="stylesheet" href="/b.css"><link rel="stylesheet" href="/a.css">'
+    with PageWriter("styled", root=tmp_path / "pages") as w:
+        w.add(f"https://{HOST}/", html, content_type="text/html")
+        for path, ct in [
+            ("/a.css", "text/css"),
+            ("/b.css", "text/css; charset=utf-8"),
+            ("/x.js", "text/javascript"),
+            ("/i.png", "image/png"),
+            ("/f.woff2", "font/woff2"),
+            ("/d.json", "application/json"),
+        ]:
+            w.add(f"https://{HOST}{path}", b"body", content_type=ct)  # fmt: skip
+        w.add(f"https://{CDN}/c.png", b"cdn", content_type="image/png")
+        return w.commit(f"https://{HOST}/")
+
+
+def _entry_location(conf: str) -> str:
+    return conf.split(f'<Location "/.h2lab/{TOKEN}/r0">\n', 1)[1].split("</Location>")[0]
+
+
+@pytest.mark.parametrize(
+    ("rule", "pushed"),
+    [
+        ("critical-css", ["/b.css"]),  # the first stylesheet the entry links to
+        ("css-js", ["/a.css", "/b.css", "/x.js"]),
+        ("images", ["/i.png"]),  # not the CDN's: push is per origin
+        ("all", ["/a.css", "/b.css", "/x.js", "/i.png", "/f.woff2", "/d.json"]),
+    ],
+)
+def test_push_rule_turns_push_on_and_names_the_entry_resources(
+    styled: Page, tmp_path: Path, rule: str, pushed: list[str]
+) -> None:
+    ctx = ServeContext("h2lab-x-servers", {HOST: "10.2.0.1", CDN: "10.2.0.2"}, tmp_path / "s",
+                       tmp_path / "tls")  # fmt: skip
+    conf = render_config(styled, ctx, LocalCA(ctx.tls_dir), TOKEN, push=rule)
+    entry = _entry_location(conf)
+    assert "\nH2Push on\n" in conf  # mod_http2 reads it per server only
+    assert [line.split('"')[1] for line in entry.splitlines() if "H2PushResource" in line] == pushed
+    assert "H2EarlyHint " not in conf and "H2EarlyHints off" in conf
+
+
+def test_early_hints_rule_adds_preload_links_with_their_destination(
+    styled: Page, tmp_path: Path
+) -> None:
+    ctx = ServeContext("h2lab-x-servers", {HOST: "10.2.0.1", CDN: "10.2.0.2"}, tmp_path / "s",
+                       tmp_path / "tls")  # fmt: skip
+    conf = render_config(styled, ctx, LocalCA(ctx.tls_dir), TOKEN, hints="all")
+    hints = [line for line in _entry_location(conf).splitlines() if "H2EarlyHint " in line]
+    assert hints == [
+        '    H2EarlyHint Link "</a.css>; rel=preload; as=style"',
+        '    H2EarlyHint Link "</b.css>; rel=preload; as=style"',
+        '    H2EarlyHint Link "</x.js>; rel=preload; as=script"',
+        '    H2EarlyHint Link "</i.png>; rel=preload; as=image"',
+        '    H2EarlyHint Link "</f.woff2>; rel=preload; as=font; crossorigin"',
+        '    H2EarlyHint Link "</d.json>; rel=preload; as=fetch; crossorigin"',
+    ]
+    assert "H2EarlyHints on" in conf and "H2PushResource" not in conf and "\nH2Push off\n" in conf
+
+
+def test_options_are_parsed_and_unknown_ones_rejected() -> None:
     assert get_server("apache").protocols >= {"h1c", "h1s", "h2s", "h2c"}
-    with pytest.raises(SpecError, match="no options"):
-        get_server("apache:push=all")
+    assert get_server("apache:push=css-js,early_hints=critical-css") is not None
+    with pytest.raises(SpecError, match="only push"):
+        get_server("apache:scheduler=rr")
+    with pytest.raises(SpecError, match="expected one of none, critical-css"):
+        get_server("apache:push=sometimes")

@@ -11,7 +11,8 @@ from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
 from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
-from h2lab.servers.h2o import push_targets, render_app, render_config, ruby_str, yaml_str
+from h2lab.servers.h2o import render_app, render_config, ruby_str, yaml_str
+from h2lab.servers.rules import select
 from h2lab.tls import LocalCA
 
 HOST = "www.example.org"
@@ -98,7 +99,7 @@ def test_app_looks_up_exact_then_by_path_and_answers_redirects_and_204(page: Pag
 
 def test_push_rules_pick_resources_of_the_entry_origin(page: Page) -> None:
     def targets(rule: str) -> list[str]:
-        return [r.target for r in push_targets(page, rule)]
+        return [r.target for r in select(page, rule)]
 
     assert targets("critical-css") == ["/b.css"]  # the first the entry HTML links to
     assert targets("css-js") == ["/a.css", "/b.css", "/x.js"]

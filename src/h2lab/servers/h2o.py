@@ -34,6 +34,7 @@ from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
 from h2lab.servers import PORTS, ServeContext, register
+from h2lab.servers.rules import RULES, select
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
@@ -55,7 +56,7 @@ system_default = h2lab_tls
 [h2lab_tls]
 NumTickets = 0
 """
-PUSH_RULES = ("none", "preload", "critical-css", "css-js", "images", "all")
+PUSH_RULES = ("none", "preload", *RULES)
 _BODILESS = frozenset({204, 304})
 
 
@@ -69,62 +70,11 @@ def ruby_str(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _is_css(r: Resource) -> bool:
-    return r.content_type.split(";")[0].strip().lower() == "text/css"
-
-
-def _is_js(r: Resource) -> bool:
-    ct = r.content_type.split(";")[0].strip().lower()
-    return ct in {"application/javascript", "text/javascript", "application/x-javascript"}
-
-
-def _is_image(r: Resource) -> bool:
-    return r.content_type.lower().startswith("image/")
-
-
-def push_targets(page: Page, rule: str) -> list[Resource]:
-    """Resources a push rule adds as preload links to the entry document: only 200 GETs with a
-    body on the entry's origin (HTTP/2 push is per origin). ``critical-css`` takes the first
-    stylesheet the entry HTML links to, else the first recorded one."""
-    entry = page.entry
-    same = [
-        r
-        for r in page.resources
-        if r.origin == entry.origin and r is not entry and r.status == 200 and r.method == "GET"
-        if r.size_bytes > 0
-    ]
-    if rule == "critical-css":
-        css = [r for r in same if _is_css(r)]
-        try:
-            html = page.body_file(entry).read_text(errors="replace")
-        except OSError:
-            html = ""
-        for m in re.finditer(r"<link\b[^>]*>", html, re.IGNORECASE):
-            tag = m.group(0)
-            if not re.search(r"""rel\s*=\s*["']?stylesheet""", tag, re.IGNORECASE):
-                continue
-            href = re.search(r"""href\s*=\s*["']?([^"'\s>]+)""", tag, re.IGNORECASE)
-            if href is None:
-                continue
-            target = re.sub(r"^(https?:)?//[^/]+", "", href.group(1))
-            found = [r for r in css if r.target == target]
-            if found:
-                return found[:1]
-        return css[:1]
-    if rule == "css-js":
-        return [r for r in same if _is_css(r) or _is_js(r)]
-    if rule == "images":
-        return [r for r in same if _is_image(r)]
-    if rule == "all":
-        return same
-    return []
-
-
 def _headers(page: Page, i: int, res: Resource, push: str) -> list[tuple[str, str]]:
     """Response headers of resource ``i``: the kept ones, plus preload links on the entry."""
     headers = list(res.headers)
     if i == page.entry_index and push not in ("none", "preload"):
-        headers += [("link", f"<{r.target}>; rel=preload") for r in push_targets(page, push)]
+        headers += [("link", f"<{r.target}>; rel=preload") for r in select(page, push)]
     return headers
 
 
