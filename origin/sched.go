@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 
 	"golang.org/x/net/http2"
 )
@@ -49,6 +50,9 @@ type streams[F frame[F]] struct {
 	control queue[F]
 	order   []uint32
 	queues  map[uint32]*queue[F]
+	// reset tells a RST_STREAM the server queues for a stream still open: it goes out with
+	// the control frames, not behind the stream's DATA (nil: frames never are).
+	reset func(F) bool
 }
 
 func (s *streams[F]) OpenStream(id uint32, _ http2.OpenStreamOptions) {
@@ -80,7 +84,7 @@ func (s *streams[F]) closeStream(id uint32) int {
 func (s *streams[F]) AdjustStream(uint32, http2.PriorityParam) {}
 
 func (s *streams[F]) Push(f F) {
-	if q, ok := s.queues[f.StreamID()]; ok {
+	if q, ok := s.queues[f.StreamID()]; ok && (s.reset == nil || !s.reset(f)) {
 		q.push(f)
 		return
 	}
@@ -143,16 +147,25 @@ var (
 	_ http2.WriteScheduler = (*RoundRobin[http2.FrameWriteRequest])(nil)
 )
 
+// isStreamReset tells the RST_STREAM x/net's server queues to reset a stream (resetStream):
+// the request carries no stream, so it is a control frame, but its StreamID is the stream's.
+func isStreamReset(wr http2.FrameWriteRequest) bool {
+	return wr.DataSize() == 0 && strings.HasSuffix(wr.String(), "writer=http2.StreamError]")
+}
+
 // newScheduler returns the x/net write-scheduler factory for a scheduler name.
 func newScheduler(name string) (func() http2.WriteScheduler, bool) {
+	type fwr = http2.FrameWriteRequest
 	switch name {
 	case "fcfs":
-		return func() http2.WriteScheduler { return &FCFS[http2.FrameWriteRequest]{} }, true
+		return func() http2.WriteScheduler { return &FCFS[fwr]{streams[fwr]{reset: isStreamReset}} }, true
 	case "rr":
-		return func() http2.WriteScheduler { return &RoundRobin[http2.FrameWriteRequest]{} }, true
+		return func() http2.WriteScheduler {
+			return &RoundRobin[fwr]{streams: streams[fwr]{reset: isStreamReset}}
+		}, true
 	case "client":
-		// RFC 7540 §5.3 dependency tree and weights, as the client sends them.
-		return func() http2.WriteScheduler { return http2.NewPriorityWriteScheduler(nil) }, true
+		// RFC 7540 §5.3 dependency tree and weights, as the client sends them (priority.go).
+		return func() http2.WriteScheduler { return &Priority[fwr]{reset: isStreamReset} }, true
 	}
 	return nil, false
 }

@@ -23,6 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from h2lab.errors import H2LabError, SpecError
+from h2lab.spec.experiment import DEFAULT_TIMEOUT_S
 
 app = typer.Typer(
     name="h2lab",
@@ -243,6 +244,9 @@ def load(
     cc: Annotated[str, typer.Option(help="TCP congestion control")] = "cubic",
     initcwnd: Annotated[int, typer.Option(help="initial congestion window, packets")] = 10,
     seed: Annotated[int, typer.Option(help="seed of loss pattern and order", min=0)] = 0,
+    timeout: Annotated[
+        float, typer.Option(help="seconds a trial may take (an experiment's timeout_s)", min=1)
+    ] = DEFAULT_TIMEOUT_S,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("h2lab-out/load"),
     as_json: Annotated[bool, typer.Option("--json", help="print trial records as JSON")] = False,
 ) -> None:
@@ -267,7 +271,9 @@ def load(
         raise SpecError("command line", _FLAG_FOR.get(factor, exc.field), exc.reason) from exc
     # each `load` is a fresh question: its own experiment name keeps earlier rows apart
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%f")
-    exp = Experiment(name=f"load-{stamp}", factors=factors, seed=seed, repetitions=repeat)
+    exp = Experiment(
+        name=f"load-{stamp}", factors=factors, seed=seed, repetitions=repeat, timeout_s=timeout
+    )
     _run_experiment(None, exp, out)
     store = Store(out)
     try:

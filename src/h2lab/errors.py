@@ -40,7 +40,7 @@ def telling_line(output: str) -> str:
     """The line of a program's output most likely to say what went wrong."""
     lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
     for ln in lines:
-        if any(w in ln.lower() for w in ("emerg", "error", "fatal", "failed to")):
+        if any(w in ln.lower() for w in ("emerg", "error", "fatal", "failed to", "panic")):
             return ln
     return lines[-1] if lines else ""
 

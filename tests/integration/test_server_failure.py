@@ -1,5 +1,7 @@
 """Issue #6: a server that fails to start fails its trials with the server's own error line,
-the run goes on with the other servers, and nothing is left running."""
+the run goes on with the other servers, and nothing is left running. A server that dies during
+a trial fails that trial by name, leaves its log in the trial's artifacts, and is started again
+for the next one."""
 
 from __future__ import annotations
 
@@ -8,7 +10,12 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from tests.integration.conftest import H2LAB, lab_processes
+import pytest
+
+from h2lab import clients
+from h2lab.clients import LoadContext, LoadResult
+from h2lab.pages import Page
+from tests.integration.conftest import H2LAB, lab_processes, run_experiment
 
 EXPERIMENT = """
 name = "server-failure"
@@ -52,4 +59,59 @@ def test_missing_server_binary_fails_its_trials_and_the_run_goes_on(tmp_path: Pa
     assert len(h2o) == 2 and all(r[2] == "failed" for r in h2o)
     assert all(r[3].startswith("server h2o did not start: ") and "h2o" in r[3][26:] for r in h2o)
     assert [r[2] for r in rows if r[0] == "nginx"] == ["ok", "ok"]
+    assert lab_processes() == []
+
+
+class _KillsTheServerFirst:
+    """h2load, except that before its first load it kills the server (SIGKILL), as a crash."""
+
+    name = "h2load"
+
+    def __init__(self) -> None:
+        self.inner = clients.get("h2load")
+        self.protocols = self.inner.protocols
+        self.loads = 0
+
+    def version(self) -> str:
+        return self.inner.version()
+
+    def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+        self.loads += 1
+        if self.loads == 1:
+            subprocess.run(["pkill", "-KILL", "-x", "h2lab-origin"], check=True)
+        return self.inner.load(page, protocol, ctx)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_server_dying_fails_its_trial_by_name_keeps_its_log_and_is_restarted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(clients._REGISTRY, "crashy", lambda options: _KillsTheServerFirst())
+    records = run_experiment(
+        tmp_path,
+        "server-dies",
+        {
+            "protocol": ["h2s"],
+            "network": ["rtt=2ms"],
+            "page": ["synthetic:n=2,size=1KB,origins=1"],
+            "server": ["origin"],
+            "client": ["crashy"],
+        },
+        seed=5,
+        repetitions=2,
+    )
+    first, second = records
+    print(first.error)
+    assert first.status == "failed"
+    assert first.error is not None
+    assert first.error.startswith(
+        "server origin died during the trial (h2lab-origin exited with signal SIGKILL"
+    )
+    [kept] = tmp_path.glob("artifacts/*.1/server-origin.out")  # the failed trial's alone
+    assert "h2lab-origin ready" in kept.read_text()
+    # started again: the next trial loads the page
+    assert second.status == "ok" and second.body_bytes is not None
+    assert second.body_bytes >= 2 * 1000
     assert lab_processes() == []

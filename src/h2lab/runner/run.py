@@ -118,6 +118,59 @@ class Links:
             link.close()
 
 
+class ServerStretch:
+    """The server of the current (page, server) stretch of trials: started when the stretch
+    begins, stopped when it ends, and started again before the next attempt when it died
+    during the last one (a crash costs one trial, not the rest of its block)."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+        self._stack = ExitStack()
+        self._key: tuple[str, str] | None = None
+        self.serving: servers.Serving | None = None
+        self.error: str | None = None
+        """the line of a server that did not start: the trials of its stretch fail with it"""
+
+    def get(self, page: Page, spec: str) -> None:
+        key = (page.digest, spec)
+        dead = self.serving is not None and self.serving.exited() is not None
+        if self._key == key and not dead:
+            return
+        self.close()
+        self._key = key
+        ctx = ServeContext(
+            netns=self.lab.servers_ns,
+            origin_ips=self.lab.origin_ips,
+            state_dir=self.lab.state_dir / "server",
+            tls_dir=self.lab.state_dir / "tls",
+        )
+        try:
+            self.serving = self._stack.enter_context(servers.get(spec).serve(page, ctx))
+        except H2LabError as exc:
+            # the adapter stopped whatever it had started; the run goes on
+            self.error = f"server {spec} did not start: {exc.line()}"
+
+    def close(self) -> None:
+        self._stack.close()
+        self._key, self.serving, self.error = None, None, None
+
+
+SERVER_LOG_TAIL_BYTES = 1 << 20
+"""How much of each server log a failed trial keeps among its artifacts (the end)."""
+
+
+def keep_server_logs(serving: servers.Serving | None, artifacts: Path) -> None:
+    """Copy the end of the server's logs into a failed trial's artifacts (``server-<name>``):
+    the lab's state folder, where they live, goes with the lab."""
+    if serving is None:
+        return
+    artifacts.mkdir(parents=True, exist_ok=True)
+    for log in serving.logs():
+        with log.open("rb") as f:
+            f.seek(max(0, f.seek(0, 2) - SERVER_LOG_TAIL_BYTES))
+            (artifacts / f"server-{log.name}").write_bytes(f.read())
+
+
 class _Terminated(KeyboardInterrupt):
     """SIGTERM, turned into the same orderly teardown as Ctrl-C."""
 
@@ -191,29 +244,13 @@ def run_trials(
         signals_as_interrupt() as interrupted,
         Lab(origins) as lab,
         ExitStack() as stack,
-        ExitStack() as serving,
     ):
         links = Links(lab)
         stack.callback(links.close)
-        current: tuple[str, str] | None = None
-        server_error: str | None = None
+        stretch = ServerStretch(lab)
+        stack.callback(stretch.close)
         for t in todo:
             interrupted()
-            if current != (t.page, t.server):
-                serving.close()
-                ctx = ServeContext(
-                    netns=lab.servers_ns,
-                    origin_ips=lab.origin_ips,
-                    state_dir=lab.state_dir / "server",
-                    tls_dir=lab.state_dir / "tls",
-                )
-                current, server_error = (t.page, t.server), None
-                try:
-                    serving.enter_context(servers.get(t.server).serve(pages[t.page], ctx))
-                except H2LabError as exc:
-                    # the trials of this stretch fail with the server's own line; the run
-                    # goes on (the adapter stopped whatever it had started)
-                    server_error = f"server {t.server} did not start: {exc.line()}"
             if t.client not in adapters:
                 adapters[t.client] = clients.get(t.client)
                 stack.callback(adapters[t.client].close)
@@ -222,12 +259,13 @@ def run_trials(
                 versions[(t.server, t.client)] = tool_versions(t.server, client)
             for _ in range(1 + retries):
                 interrupted()
+                stretch.get(pages[t.page], t.server)
                 record = run_one(
                     lab, links, client, pages[t.page], t, store, timeout_s,
-                    versions[(t.server, t.client)], server_error,
+                    versions[(t.server, t.client)], stretch,
                 )  # fmt: skip
                 written.append(record)
-                if record.status == "ok" or server_error:
+                if record.status == "ok" or stretch.error:
                     break
             if on_progress:
                 on_progress(t, record)
@@ -276,10 +314,11 @@ def run_one(
     store: Store,
     timeout_s: float,
     versions: dict[str, str],
-    server_error: str | None = None,
+    stretch: ServerStretch,
 ) -> TrialRecord:
     """One trial; its row (ok or failed) is committed before this returns. A failed trial
-    never leaves its link to the next one."""
+    never leaves its link to the next one, keeps the end of the server's logs, and says so
+    when the server died under it."""
     attempt = store.attempts(t.experiment, t.key) + 1
     artifacts = store.artifacts_dir(t.key, attempt)
     # A run killed during this attempt left its files here (the attempt was never stored):
@@ -292,8 +331,8 @@ def run_one(
     resources: tuple[ResourceTiming, ...] = ()
     error = None
     try:
-        if server_error:
-            raise TrialFailed(server_error)
+        if stretch.error:
+            raise TrialFailed(stretch.error)
         link = links.get(t.network, t.seed, t.tcp)
         before = read_counters(link.client_ns, lab.servers_ns)
         ctx = LoadContext(
@@ -321,6 +360,11 @@ def run_one(
         error = f"{type(exc).__name__}: {exc}"
         artifacts.mkdir(parents=True, exist_ok=True)
         (artifacts / "traceback.txt").write_text(traceback.format_exc())
+    if error is not None and stretch.serving is not None:
+        keep_server_logs(stretch.serving, artifacts)
+        died = stretch.serving.exited()
+        if died:
+            error = f"server {t.server} died during the trial ({died}); the client: {error}"
     cpu = busy_pct(cpu_before, parse_cpu_times(Path("/proc/stat").read_text()))
     record = TrialRecord(
         trial_key=t.key,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from h2lab.errors import SpecError
+from h2lab.errors import SpecError, telling_line
 from h2lab.pages import Page, Resource
 from h2lab.spec.options import parse_named
 
@@ -98,6 +100,53 @@ class ServeContext:
     """folder of the local CA; leaf certificates are made there"""
 
 
+def exit_text(returncode: int) -> str:
+    """``code 2`` or ``signal SIGSEGV`` (Popen's negative return codes)."""
+    if returncode < 0:
+        try:
+            return f"signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"code {returncode}"
+
+
+@dataclass(frozen=True)
+class Watched:
+    """One process a server runs as, and the files it writes its complaints to."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    logs: tuple[Path, ...]
+
+
+class Serving:
+    """What :meth:`ServerAdapter.serve` yields: the processes serving the page, so that the
+    runner can tell a server that died from a client that failed, keep its logs, and start it
+    again for the next trial."""
+
+    def __init__(self, *watched: Watched) -> None:
+        self.watched = list(watched)
+
+    def also(self, other: Serving) -> Serving:
+        """This and ``other`` (a proxy and its backend): dead when either is."""
+        return Serving(*self.watched, *other.watched)
+
+    def exited(self) -> str | None:
+        """None while every process runs; else one line: which exited, how, and the telling
+        line of its logs."""
+        for w in self.watched:
+            code = w.proc.poll()
+            if code is None:
+                continue
+            text = "".join(p.read_text(errors="replace")[-4000:] for p in w.logs if p.exists())
+            said = telling_line(text)
+            return f"{w.name} exited with {exit_text(code)}" + (f": {said}" if said else "")
+        return None
+
+    def logs(self) -> list[Path]:
+        return [p for w in self.watched for p in w.logs if p.exists()]
+
+
 class ServerAdapter(Protocol):
     name: str
     protocols: frozenset[str]
@@ -105,7 +154,7 @@ class ServerAdapter(Protocol):
 
     def version(self) -> str: ...
 
-    def serve(self, page: Page, ctx: ServeContext) -> AbstractContextManager[None]:
+    def serve(self, page: Page, ctx: ServeContext) -> AbstractContextManager[Serving]:
         """Start serving ``page`` on every origin address; ready when entered; stopped on exit."""
         ...
 

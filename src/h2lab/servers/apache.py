@@ -46,7 +46,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, ServeContext, register
+from h2lab.servers import PORTS, ServeContext, Serving, Watched, register
 from h2lab.servers.rules import RULES, preload_link, select
 from h2lab.tls import LocalCA
 
@@ -276,7 +276,7 @@ class Apache:
         return m.group(1) if m else "unknown"
 
     @contextmanager
-    def serve(self, page: Page, ctx: ServeContext) -> Iterator[None]:
+    def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
         d = ctx.state_dir
         d.mkdir(parents=True, exist_ok=True)
         d.chmod(0o755)
@@ -317,7 +317,7 @@ class Apache:
             procs.wait_until(
                 "apache listening on every origin port", ready, timeout_s=READY_TIMEOUT_S
             )
-            yield
+            yield Serving(Watched("apache2", proc, (out, d / "apache-error.log")))
         finally:
             procs.stop(proc)
 

@@ -33,7 +33,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, ServeContext, register
+from h2lab.servers import PORTS, ServeContext, Serving, Watched, register
 from h2lab.servers.rules import RULES, select
 from h2lab.tls import LocalCA
 
@@ -261,7 +261,7 @@ class H2o:
         return m.group(1) if m else "unknown"
 
     @contextmanager
-    def serve(self, page: Page, ctx: ServeContext) -> Iterator[None]:
+    def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
         ctx.state_dir.mkdir(parents=True, exist_ok=True)
         token = secrets.token_hex(8)
         unserved = ctx.state_dir / UNSERVED_LOG
@@ -291,7 +291,7 @@ class H2o:
                 )
 
             procs.wait_until("h2o listening on every origin port", ready, timeout_s=READY_TIMEOUT_S)
-            yield
+            yield Serving(Watched("h2o", proc, (out, ctx.state_dir / "h2o-error.log")))
         finally:
             procs.stop(proc)
 

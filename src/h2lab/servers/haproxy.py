@@ -36,7 +36,16 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, UnitError
 from h2lab.net import netns
 from h2lab.pages import Page
-from h2lab.servers import BACKEND_DIR, PORTS, ServeContext, ServerAdapter, get, register
+from h2lab.servers import (
+    BACKEND_DIR,
+    PORTS,
+    ServeContext,
+    ServerAdapter,
+    Serving,
+    Watched,
+    get,
+    register,
+)
 from h2lab.units import format_size, parse_size_bytes
 
 READY_TIMEOUT_S = 10.0
@@ -142,10 +151,10 @@ class Haproxy:
         return f"haproxy {mine} ({self.tuning.describe()}); backend {backend}"
 
     @contextmanager
-    def serve(self, page: Page, ctx: ServeContext) -> Iterator[None]:
+    def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
         if self.tuning is None:
-            with self.backend.serve(page, ctx):
-                yield
+            with self.backend.serve(page, ctx) as serving:
+                yield serving
             return
         origin_ips = {h: ctx.origin_ips[h] for h in page.origins}
         backends = backend_ips(page.origins)
@@ -156,7 +165,7 @@ class Haproxy:
             render_config(origin_ips, backends, self.tuning, str(ctx.state_dir / "haproxy.pid"))
         )
         procs.run(netns.exec_argv(ctx.netns, ["haproxy", "-c", "-q", "-f", str(conf)]))
-        with _lan_route(ctx.netns), self.backend.serve(page, backend_ctx):
+        with _lan_route(ctx.netns), self.backend.serve(page, backend_ctx) as backend:
             argv = netns.exec_argv(ctx.netns, ["haproxy", "-db", "-f", str(conf)])
             log = ctx.state_dir / "haproxy.out"
             proc = procs.spawn(argv, log=log)
@@ -176,7 +185,7 @@ class Haproxy:
                 procs.wait_until(
                     "haproxy listening on every origin port", ready, timeout_s=READY_TIMEOUT_S
                 )
-                yield
+                yield Serving(Watched("haproxy", proc, (log,))).also(backend)
             finally:
                 procs.stop(proc)
 

@@ -25,7 +25,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, REQUEST_LOG, ServeContext, register
+from h2lab.servers import PORTS, REQUEST_LOG, ServeContext, Serving, Watched, register
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
@@ -173,7 +173,7 @@ class Nginx:
         return m.group(1) if m else "unknown"
 
     @contextmanager
-    def serve(self, page: Page, ctx: ServeContext) -> Iterator[None]:
+    def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
         ctx.state_dir.mkdir(parents=True, exist_ok=True)
         # the request log is this run's alone: a server serving next (the origin) keeps none,
         # and must not be read as logging nothing
@@ -199,7 +199,8 @@ class Nginx:
             procs.wait_until(
                 "nginx listening on every origin port", ready, timeout_s=READY_TIMEOUT_S
             )
-            yield
+            logs = (ctx.state_dir / "nginx.out", ctx.state_dir / "nginx-error.log")
+            yield Serving(Watched("nginx", proc, logs))
         finally:
             procs.stop(proc)
             request_log.unlink(missing_ok=True)

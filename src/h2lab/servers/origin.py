@@ -30,7 +30,7 @@ from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.paths import cache_root
-from h2lab.servers import PORTS, ServeContext, register
+from h2lab.servers import PORTS, ServeContext, Serving, Watched, register
 from h2lab.tls import LocalCA
 from h2lab.units import parse_duration_ms, parse_size_bytes
 
@@ -242,7 +242,7 @@ class Origin:
         return procs.run([str(ensure_built()), "-version"]).strip()
 
     @contextmanager
-    def serve(self, page: Page, ctx: ServeContext) -> Iterator[None]:
+    def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
         binary = ensure_built()
         ctx.state_dir.mkdir(parents=True, exist_ok=True)
         conf = ctx.state_dir / "origin.json"
@@ -261,7 +261,7 @@ class Origin:
             procs.wait_until(
                 "h2lab-origin listening on every origin address", ready, timeout_s=READY_TIMEOUT_S
             )
-            yield
+            yield Serving(Watched(BINARY, proc, (log,)))
         finally:
             procs.stop(proc)
 
