@@ -12,6 +12,7 @@ from h2lab.clients.chromium import (
     Chromium,
     NetworkLog,
     Options,
+    describe_unfinished,
     launch_flags,
     page_url,
     parse_options,
@@ -221,3 +222,22 @@ def test_wait_quiet_gives_up_at_its_timeout(monkeypatch: pytest.MonkeyPatch) -> 
     cdp = _FakeCdp(busy)
     Chromium._wait_quiet(cdp)  # type: ignore[arg-type]
     assert 4 <= cdp.calls <= 8  # polls at 50 ms for 0.3 s, then the load goes on
+
+
+def test_a_timeout_names_the_requests_still_unfinished() -> None:
+    log = NetworkLog()
+    assert describe_unfinished(log) == ""
+    for i in range(6):
+        url = f"https://o1.h2lab.test/{i}.js"
+        log.on(
+            "Network.requestWillBeSent",
+            {"requestId": str(i), "timestamp": 10.0 + i, "request": {"url": url}},
+        )
+    log.on("Network.loadingFinished", {"requestId": "0", "timestamp": 11.0})
+    log.on("Network.loadingFailed", {"requestId": "1", "timestamp": 11.0, "errorText": "x"})
+    log.on("Network.dataReceived", {"requestId": "2", "dataLength": 12000})
+    assert describe_unfinished(log) == (
+        "; 4 of 6 requests unfinished: https://o1.h2lab.test/2.js (12,000 B received), "
+        "https://o1.h2lab.test/3.js (0 B received), https://o1.h2lab.test/4.js (0 B received), "
+        "and 1 more"
+    )

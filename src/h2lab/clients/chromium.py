@@ -303,6 +303,23 @@ class _Request:
     response_headers: dict[str, str] = field(default_factory=dict)
 
 
+UNFINISHED_NAMED = 3
+"""How many unfinished requests a timeout's line names."""
+
+
+def describe_unfinished(log: NetworkLog) -> str:
+    """``; 2 of 80 requests unfinished: https://a/x.js (12,000 B received), ...``: what a page
+    that never fired its load event was still waiting for ('' when nothing was)."""
+    waiting = log.unfinished()
+    if not waiting:
+        return ""
+    named = ", ".join(f"{r.url} ({r.body_bytes:,} B received)" for r in waiting[:UNFINISHED_NAMED])
+    more = (
+        f", and {len(waiting) - UNFINISHED_NAMED} more" if len(waiting) > UNFINISHED_NAMED else ""
+    )
+    return f"; {len(waiting)} of {len(log.requests)} requests unfinished: {named}{more}"
+
+
 class NetworkLog:
     """Collects DevTools ``Network.*`` events of one page load (timestamps in seconds on the
     browser's monotonic clock, the clock of trace events too)."""
@@ -361,6 +378,13 @@ class NetworkLog:
         elif method == "Network.loadingFailed":
             r.end_s = p["timestamp"]
             r.failed = p.get("errorText", "failed")
+
+    def unfinished(self) -> list[_Request]:
+        """Requests with neither their end nor a failure yet, oldest first."""
+        return sorted(
+            (r for r in self.requests.values() if r.end_s is None and not r.failed),
+            key=lambda r: r.start_s,
+        )
 
     def finished(self) -> list[_Request]:
         return sorted(
@@ -1046,7 +1070,7 @@ class Chromium:
         def timed_out() -> TrialFailed:
             return TrialFailed(
                 f"page did not finish loading within the trial timeout of {ctx.timeout_s:g} s "
-                f"(no load event for {url})"
+                f"(no load event for {url}{describe_unfinished(tab.log)})"
             )
 
         def left() -> float:
