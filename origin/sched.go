@@ -158,7 +158,7 @@ func newScheduler(name string) (func() http2.WriteScheduler, bool) {
 	type fwr = http2.FrameWriteRequest
 	switch name {
 	case "fcfs":
-		return func() http2.WriteScheduler { return &FCFS[fwr]{streams[fwr]{reset: isStreamReset}} }, true
+		return func() http2.WriteScheduler { return &FCFS[fwr]{streams: streams[fwr]{reset: isStreamReset}} }, true
 	case "rr":
 		return func() http2.WriteScheduler {
 			return &RoundRobin[fwr]{streams: streams[fwr]{reset: isStreamReset}}

@@ -85,6 +85,7 @@ def test_haproxy_buffer_holds_back_a_late_high_priority_stylesheet(tmp_path: Pat
     profile = parse_network("rtt=40ms,rate=10Mbps")
     css_ms: dict[str, float] = {}
     orders: dict[str, list[str]] = {}
+    image_share: dict[str, float] = {}  # of the image's transfer time done when the CSS ended
     with Lab(page.origins) as lab:
         for buffer in ("none", "64KB", "1MB"):
             server = get_server(f"haproxy:backend=nginx,buffer={buffer}")
@@ -97,12 +98,17 @@ def test_haproxy_buffer_holds_back_a_late_high_priority_stylesheet(tmp_path: Pat
             css_ms[buffer] = css.end_ms - css.start_ms
             by_end = sorted(result.resources, key=lambda r: r.end_ms)
             orders[buffer] = [r.url.rsplit("/", 1)[1] for r in by_end]
+            img = next(r for r in result.resources if r.url.endswith(".png"))
+            image_share[buffer] = (css.end_ms - img.start_ms) / (img.end_ms - img.start_ms)
             print(f"buffer={buffer}: stylesheet request -> last byte {css_ms[buffer]:.0f} ms, "
-                  f"completion order {orders[buffer]}")  # fmt: skip
-    # 10 Mbit/s drains 1 MB in 0.8 s: with buffer=1MB the whole image is in the buffers when
-    # the stylesheet is asked for; without HAProxy nginx sends it first (~3 RTT: ~120 ms)
+                  f"completion order {orders[buffer]}, image {image_share[buffer]:.0%} done "
+                  "when the stylesheet ended")  # fmt: skip
+    # 10 Mbit/s drains 1 MB in 0.8 s: with buffer=1MB (nearly) the whole image is in the buffers
+    # when the stylesheet is asked for; without HAProxy nginx sends it first (~3 RTT: ~120 ms).
+    # The image is 1,000,000 B against 1 MiB of buffer: in one suite run of many the last bytes
+    # of the image were still in nginx (stylesheet at 825 ms, before them), hence a share.
     assert css_ms["none"] < 200
     assert css_ms["none"] + 50 < css_ms["64KB"] < css_ms["none"] + 400
     assert css_ms["1MB"] > css_ms["none"] + 600
     assert orders["none"] == orders["64KB"] == ["index.html", "s.css", "big.png"]
-    assert orders["1MB"] == ["index.html", "big.png", "s.css"]
+    assert image_share["1MB"] > 0.85

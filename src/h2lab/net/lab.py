@@ -142,11 +142,15 @@ class Link:
 
 
 RMEM_DEFAULT = Path("/proc/sys/net/core/rmem_default")
-RATTAN_RCVBUF_BYTES = 4 * 1024 * 1024
-"""Receive buffer of Rattan's AF_PACKET sockets. With Linux's default (208 KiB, about 90
-full-size packets) a TCP sender's burst overflows the socket while Rattan's thread waits for a
-core, and the link drops packets nobody asked for: a loss-free 100 Mbit/s flow then lost 15-300
-segments and reached 52-82 Mbit/s; with 4 MiB it reaches 96.5 (``bench/fidelity.py``)."""
+RATTAN_RCVBUF_BYTES = 32 * 1024 * 1024
+"""Receive buffer of Rattan's AF_PACKET sockets. Rattan (0.1.1) drops a packet its socket cannot
+hold, silently, so the buffer must hold the largest burst the senders make while Rattan's thread
+waits for a core. With Linux's default (208 KiB, about 90 full-size packets) a loss-free
+100 Mbit/s flow lost 15-300 segments and reached 52-82 Mbit/s (4 MiB: 96.5, ``bench/fidelity.py``).
+4 MiB in turn overflowed under seed 002's 40 parallel h2load clients (640 connections starting
+at once, up to 6,400 initial-window packets): an unshaped, loss-free ``delay=25ms`` link then
+retransmitted 3,568-5,513 segments per load; with 32 MiB, 13-31, the socket's fill peaking at
+17.7 MB (skb truesize). The buffer is memory only when it fills."""
 
 
 def _raise_rmem_default(link_dir: Path) -> None:

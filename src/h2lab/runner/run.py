@@ -159,11 +159,9 @@ SERVER_LOG_TAIL_BYTES = 1 << 20
 """How much of each server log a failed trial keeps among its artifacts (the end)."""
 
 
-def keep_server_logs(serving: servers.Serving | None, artifacts: Path) -> None:
+def keep_server_logs(serving: servers.Serving, artifacts: Path) -> None:
     """Copy the end of the server's logs into a failed trial's artifacts (``server-<name>``):
     the lab's state folder, where they live, goes with the lab."""
-    if serving is None:
-        return
     artifacts.mkdir(parents=True, exist_ok=True)
     for log in serving.logs():
         with log.open("rb") as f:
