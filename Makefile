@@ -11,9 +11,10 @@ demo: setup
 	$(VENV)/h2lab demo
 
 lint: setup
-	$(VENV)/ruff check src tests
-	$(VENV)/ruff format --check src tests
+	$(VENV)/ruff check src tests scripts
+	$(VENV)/ruff format --check src tests scripts
 	$(VENV)/mypy
+	$(VENV)/mypy scripts
 	test -z "$$(cd origin && $(dir $(GO))gofmt -l .)" || { echo "gofmt: run gofmt -w origin"; exit 1; }
 	cd origin && GOTOOLCHAIN=local $(GO) vet -tags http2legacy ./... \
 	  && GOTOOLCHAIN=local $(GO) test -count=1 -tags http2legacy ./...

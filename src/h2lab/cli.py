@@ -8,7 +8,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -24,6 +24,9 @@ from rich.table import Table
 
 from h2lab.errors import H2LabError, SpecError
 from h2lab.spec.experiment import DEFAULT_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from h2lab.runner.matrix import TrialSpec
 
 app = typer.Typer(
     name="h2lab",
@@ -59,7 +62,9 @@ def _progress() -> Progress:
     )
 
 
-def _run_experiment(exp_path: Path | None, exp: object, out: Path) -> None:
+def _run_experiment(
+    exp_path: Path | None, exp: object, out: Path, *, retry_failed: bool = False
+) -> None:
     from h2lab.runner.matrix import expand
     from h2lab.runner.run import run_trials
     from h2lab.spec.experiment import Experiment
@@ -104,12 +109,24 @@ def _run_experiment(exp_path: Path | None, exp: object, out: Path) -> None:
                     status = "resumed"
                 progress.update(task, advance=1, status=status)
 
+            def on_give_up(t: TrialSpec, attempts: int) -> None:
+                nonlocal failed
+                failed += 1
+                err.print(
+                    f"[yellow]trial given up[/] {t.key}: failed all {attempts} attempts of "
+                    "earlier runs (--retry-failed attempts it again)",
+                    soft_wrap=True,
+                )
+                progress.update(task, advance=1, status=f"failed {failed}")
+
             run_trials(
                 trials,
                 store,
                 timeout_s=exp.timeout_s,
                 retries=exp.retries,
+                retry_failed=retry_failed,
                 on_progress=on_progress,
+                on_give_up=on_give_up,
             )
     finally:
         store.close()
@@ -164,16 +181,21 @@ def run(
     quick: Annotated[
         bool, typer.Option("--quick", help="the file's \\[quick] variant: fewer repetitions/levels")
     ] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option("--retry-failed", help="attempt again trials that failed in two earlier runs"),
+    ] = False,
 ) -> None:
     """Run an experiment and write OUT/report.html.
 
     Every trial is stored in OUT/results.sqlite as it ends; a rerun into the same OUT skips
-    trials already stored."""
+    trials already stored ok, attempts failed ones again, and gives up a trial that failed
+    every attempt of two earlier runs (unless --retry-failed)."""
     from h2lab.report import write_report
     from h2lab.spec.experiment import load_experiment
 
     exp = load_experiment(experiment, quick=quick)
-    _run_experiment(experiment, exp, out)
+    _run_experiment(experiment, exp, out, retry_failed=retry_failed)
     for table in _summary_tables(out):
         console.print(table)
     print(f"report: {write_report(out)}")

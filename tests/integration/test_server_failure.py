@@ -1,5 +1,6 @@
 """Issue #6: a server that fails to start fails its trials with the server's own error line,
-the run goes on with the other servers, and nothing is left running. A server that dies during
+the run goes on with the other servers, and nothing is left running; a rerun gives up a trial
+that failed every attempt of two runs. A server that dies during
 a trial fails that trial by name, leaves its log in the trial's artifacts, and is started again
 for the next one."""
 
@@ -59,6 +60,24 @@ def test_missing_server_binary_fails_its_trials_and_the_run_goes_on(tmp_path: Pa
     assert len(h2o) == 2 and all(r[2] == "failed" for r in h2o)
     assert all(r[3].startswith("server h2o did not start: ") and "h2o" in r[3][26:] for r in h2o)
     assert [r[2] for r in rows if r[0] == "nginx"] == ["ok", "ok"]
+    assert lab_processes() == []
+
+    # Resumed: the h2o trials are attempted once more (nginx's are done); resumed again, they
+    # have failed every attempt of two runs and are given up, by name, without a new row.
+    stderr = []
+    for _ in range(2):
+        again = subprocess.run(
+            [H2LAB, "run", str(exp), "--out", str(out)], env=env, capture_output=True, timeout=300
+        )
+        assert again.returncode == 0, again.stderr.decode()
+        stderr.append(again.stderr.decode())
+    rows = db.execute("SELECT server, status FROM trials").fetchall()
+    assert sorted(rows) == [("h2o", "failed")] * 4 + [("nginx", "ok")] * 2
+    assert "trial given up" not in stderr[0]
+    given_up = [ln for ln in stderr[1].splitlines() if "trial given up" in ln]
+    assert len(given_up) == 2 and all(
+        "h2o" in ln and "failed all 2 attempts" in ln for ln in given_up
+    )
     assert lab_processes() == []
 
 

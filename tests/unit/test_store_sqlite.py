@@ -162,6 +162,16 @@ def test_done_keys_only_counts_ok_rows(store: Store) -> None:
     assert store.done_keys("other") == set()
 
 
+def test_failed_attempts_counts_keys_never_ok(store: Store) -> None:
+    store.add_trial(record("b|h1s", status="failed"))
+    store.add_trial(record("b|h1s", status="failed", attempt=2))
+    store.add_trial(record("b|h2s", status="failed"))
+    store.add_trial(record("b|h2s", status="ok", attempt=2))
+    store.add_trial(record("c|h2s", status="ok"))
+    assert store.failed_attempts("e") == {"b|h1s": 2}
+    assert store.failed_attempts("other") == {}
+
+
 def test_attempts_counts_every_row_of_a_key(store: Store) -> None:
     assert store.attempts("e", "b|h2s") == 0
     store.add_trial(record("b|h2s", status="failed"))

@@ -183,6 +183,15 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    def failed_attempts(self, experiment: str) -> dict[str, int]:
+        """Failed attempts per trial key of ``experiment`` that has no successful row."""
+        rows = self._db.execute(
+            "SELECT trial_key, COUNT(*) FROM trials WHERE experiment = ? GROUP BY trial_key "
+            "HAVING SUM(status = 'ok') = 0",
+            (experiment,),
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
     def attempts(self, experiment: str, trial_key: str) -> int:
         row = self._db.execute(
             "SELECT COUNT(*) FROM trials WHERE experiment = ? AND trial_key = ?",
