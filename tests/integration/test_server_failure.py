@@ -1,8 +1,7 @@
 """Issue #6: a server that fails to start fails its trials with the server's own error line,
 the run goes on with the other servers, and nothing is left running; a rerun gives up a trial
-that failed every attempt of two runs. A server that dies during
-a trial fails that trial by name, leaves its log in the trial's artifacts, and is started again
-for the next one."""
+that failed every attempt of two runs. A server that dies during a trial fails that trial by
+name, leaves its log in the trial's artifacts, and is started again for the next one."""
 
 from __future__ import annotations
 

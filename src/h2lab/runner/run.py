@@ -233,9 +233,11 @@ def run_trials(
     attempted again at once, up to ``retries`` more times; every attempt is stored. A trial
     with ``RUNS_BEFORE_GIVING_UP * (1 + retries)`` failed attempts stored is given up
     (reported to ``on_give_up`` with that count) unless ``retry_failed``."""
-    experiment = trials[0].experiment if trials else ""
-    done = store.done_keys(experiment) if trials else set()
-    failed = {} if retry_failed or not trials else store.failed_attempts(experiment)
+    if not trials:
+        return []
+    experiment = trials[0].experiment
+    done = store.done_keys(experiment)
+    failed = {} if retry_failed else store.failed_attempts(experiment)
     give_up_at = RUNS_BEFORE_GIVING_UP * (1 + retries)
     given_up = {k for k, n in failed.items() if n >= give_up_at}
     todo = [t for t in trials if t.key not in done and t.key not in given_up]
