@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run every seed experiment (experiments/seeds/*.toml, full variants) into reproduction/<name>/,
 # each ending with its report (reproduction/<name>/report.html). Resumable: rerunning skips the
-# trials already stored in reproduction/<name>/results.sqlite. Prints each experiment's wall
-# time and the total. Not part of CI (many hours; see REPRODUCTION.md for the estimate).
+# trials already stored in reproduction/<name>/results.sqlite; a folder that kept only its
+# trials.csv (git keeps no store) gets its store back first (h2lab restore). Prints each
+# experiment's wall time and the total. Not part of CI (many hours; see REPRODUCTION.md).
 #
 #   scripts/reproduce.sh                 # all of them (make reproduce)
 #   scripts/reproduce.sh 001-push 000-table2-header-bytes   # a subset, by file name
@@ -33,6 +34,11 @@ for f in "${files[@]}"; do
     name=$(basename "$f" .toml)
     echo "== $name -> $OUT/$name ($($H2LAB validate "$f" | sed 's/.*: //'))"
     t0=$(date +%s)
+    if [ ! -e "$OUT/$name/results.sqlite" ] && [ -f "$OUT/$name/trials.csv" ]; then
+        $H2LAB restore "$OUT/$name" || {
+            failed+=("$name"); summary+=("$(printf '%-32s %s' "$name" "RESTORE FAILED")"); continue
+        }
+    fi
     if $H2LAB run "$f" --out "$OUT/$name"; then status=ok; else status="FAILED ($?)"; failed+=("$name"); fi
     t1=$(date +%s)
     summary+=("$(printf '%-32s %-12s %s' "$name" "$status" "$(fmt $((t1 - t0)))")")

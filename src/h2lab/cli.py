@@ -91,6 +91,17 @@ def _run_experiment(
             indent=1,
         )
     )
+    strangers = sorted(store.done_keys(exp.name) - {t.key for t in trials})
+    if strangers:
+        # the key holds the page spec with a file path resolved from the current folder, so a
+        # run of the same file from another folder (or an edited file) does not resume
+        err.print(
+            f"[yellow]note[/] {out / 'results.sqlite'} holds {len(strangers)} trials of "
+            f"{exp.name} that this file does not have (first: {strangers[0]}); they are kept "
+            "and reported beside this run's (changed file, or page paths resolved from another "
+            "folder)",
+            soft_wrap=True,
+        )
     failed = 0
     try:
         with _progress() as progress:
@@ -347,6 +358,23 @@ def export(
             console.print(str(path))
     finally:
         store.close()
+
+
+@app.command()
+def restore(out: Annotated[Path, typer.Argument(help="results folder")]) -> None:
+    """Rebuild OUT/results.sqlite from OUT/trials.csv (and resources.csv when there).
+
+    For a results folder kept without its store (reproduction/ keeps only the CSV): after a
+    restore, `h2lab run` with the same experiment resumes and skips every trial stored ok."""
+    from h2lab.store.restore import restore_store
+
+    done = restore_store(out)
+    resources = (
+        f"{done.resources} resource rows"
+        if done.resources_csv
+        else "no resources.csv: restored trials have no per-resource rows"
+    )
+    console.print(f"restored {done.trials} trial rows into {out / 'results.sqlite'} ({resources})")
 
 
 @app.command()

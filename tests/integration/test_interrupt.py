@@ -162,3 +162,67 @@ def test_kill9_five_times_at_random_points_loses_and_repeats_nothing(tmp_path: P
     assert len(keys) == 60 and len(set(keys)) == 60, failed
     assert stored_counts == sorted(stored_counts)  # nothing stored was lost
     _assert_nothing_left()
+
+
+EIGHT = """
+name = "restore-then-resume"
+seed = 8
+repetitions = 4
+timeout_s = 30
+[factors]
+protocol = ["h1s", "h2s"]
+network = ["rtt=2ms,rate=100Mbps"]
+page = ["synthetic:n=2,size=1KB,origins=1"]
+"""
+
+
+def test_interrupted_run_resumes_from_its_trials_csv_alone(tmp_path: Path) -> None:
+    """reproduction/ keeps only trials.csv: `h2lab restore` on a folder holding just that file,
+    then the same `h2lab run`, stores the missing trials and repeats none of the kept ones."""
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EIGHT)
+    out = tmp_path / "out"
+    proc = _start(exp, out)
+    _wait_for_trials(out, 2, proc, timeout_s=60)
+    os.kill(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    reported = subprocess.run(
+        [H2LAB, "report", str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert reported.returncode == 0, reported.stderr
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "trials.csv").write_bytes((out / "trials.csv").read_bytes())
+    db = sqlite3.connect(out / "results.sqlite")
+    before = db.execute("SELECT trial_key, started_at, seed FROM trials ORDER BY id").fetchall()
+    db.close()
+    assert 2 <= sum(1 for _ in before) < 8
+
+    restored = subprocess.run(
+        [H2LAB, "restore", str(kept)], capture_output=True, text=True, timeout=60
+    )
+    assert restored.returncode == 0, restored.stderr
+    assert restored.stdout.startswith(f"restored {len(before)} trial rows into ")
+    done = subprocess.run(
+        [H2LAB, "run", str(exp), "--out", str(kept)], capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr.decode()
+
+    db = sqlite3.connect(kept / "results.sqlite")
+    after = db.execute("SELECT trial_key, started_at, seed FROM trials ORDER BY id").fetchall()
+    db.close()
+    assert after[: len(before)] == before  # the kept rows, unchanged, first
+    keys = [k for k, _, _ in after]
+    assert len(after) == 8 and len(set(keys)) == 8  # the rest stored once each
+
+    # the file changed since (h1s dropped): its stored trials are kept, and the run says so
+    exp.write_text(EIGHT.replace('["h1s", "h2s"]', '["h2s"]'))
+    again = subprocess.run(
+        [H2LAB, "run", str(exp), "--out", str(kept)], capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 0, again.stderr
+    assert "holds 4 trials of restore-then-resume that this file does not have" in again.stderr
+    db = sqlite3.connect(kept / "results.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 8
+    db.close()
+    _assert_nothing_left()

@@ -268,6 +268,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     for name, source in BAD_IMPORTS.items():
         jobs[f"import:{name}"] = (["pages", "import", str(root / source)], root)
     jobs["demo"] = (["validate", "experiments/demo.toml"], PROJECT)
+    (root / "kept").mkdir()
+    (root / "kept" / "trials.csv").write_text("id,trial_key,pdt_ms\n1,b|h2s,12x\n")
+    jobs["restore-bad"] = (["restore", str(root / "kept")], root)
 
     before = _ip_netns() or set()
     forked = {k: v for k, v in jobs.items() if k not in EXECUTABLE_JOBS}
@@ -338,6 +341,17 @@ def test_bad_compare_flag(runs: Runs) -> None:
     line = _one_line(result.stderr)
     assert line.startswith("h2lab: --compare: sever=nginx: must be FACTOR=BASELINE"), line
     assert result.stdout == ""
+
+
+def test_bad_restore(runs: Runs) -> None:
+    """A trials.csv that does not fit the store: the file and column, and no store left."""
+    result = runs.results["restore-bad"]
+    assert result.returncode == 2, result
+    line = _one_line(result.stderr)
+    kept = runs.root / "kept"
+    assert line == f"h2lab: {kept / 'trials.csv'}: attempt: required column missing from the header"
+    assert result.stdout == ""
+    assert sorted(p.name for p in kept.iterdir()) == ["trials.csv"]
 
 
 def test_validate_demo(runs: Runs) -> None:

@@ -1,0 +1,151 @@
+"""Rebuild a results store from its CSV export, so a run whose store was not kept resumes.
+
+``reproduction/<name>/`` keeps only ``trials.csv`` (plus the report) in git; a long experiment
+run in parts on fresh checkouts restores its store from that file first, and ``h2lab run`` then
+skips every trial key already stored ok. ``resources.csv`` is read when it is there (it is not
+committed: per-resource rows of a restored trial are absent, so its waterfall is too).
+
+The CSV files are the ones ``h2lab report`` (pyarrow) and ``h2lab export`` (csv module) write:
+one header row of column names, an empty field for NULL. Rows keep their ``id`` so resources
+stay attached to their trial. Columns the CSV lacks (written by an older h2lab) take their
+schema default; a column the schema does not know is an error, as is any value that does not
+parse as its column's type.
+"""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from h2lab.errors import SpecError
+from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS, Store
+
+_BATCH_ROWS = 10_000
+_DEFAULTS = {"warmup": 0, "pushed": 0}
+"""NOT NULL columns added after the first schema: their value in a CSV that predates them."""
+
+
+@dataclass(frozen=True)
+class Restored:
+    trials: int
+    resources: int
+    resources_csv: bool
+    """whether ``resources.csv`` was there to read"""
+
+
+def _convert(kind: str, text: str) -> Any:
+    if text == "":
+        return None
+    base = kind.split()[0]
+    if base == "INTEGER":
+        return int(text)
+    if base == "REAL":
+        return float(text)
+    return text
+
+
+def _rows(path: Path, columns: dict[str, str], required: set[str]) -> Iterator[tuple[Any, ...]]:
+    """The file's rows as tuples in the order of ``columns`` (defaults filled in)."""
+    csv.field_size_limit(sys.maxsize)  # config_json of a large page spec
+    with path.open(newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            raise SpecError(path, "header", "empty file: no header row")
+        unknown = [c for c in header if c not in columns]
+        if unknown:
+            raise SpecError(path, unknown[0], "not a column of the results store")
+        missing = sorted(required - set(header))
+        if missing:
+            raise SpecError(path, missing[0], "required column missing from the header")
+        kinds = [columns[c] for c in header]
+        order = [header.index(c) if c in header else None for c in columns]
+        defaults = [_DEFAULTS.get(c) for c in columns]
+        for lineno, fields in enumerate(reader, start=2):
+            if len(fields) != len(header):
+                raise SpecError(
+                    path, f"line {lineno}", f"{len(fields)} fields, the header has {len(header)}"
+                )
+            try:
+                values = [_convert(k, v) for k, v in zip(kinds, fields, strict=True)]
+            except ValueError:
+                bad = next(
+                    i for i, (k, v) in enumerate(zip(kinds, fields, strict=True)) if _fails(k, v)
+                )
+                raise SpecError(
+                    path,
+                    f"line {lineno}, {header[bad]}",
+                    f"{fields[bad]!r} is not {kinds[bad].split()[0]}",
+                ) from None
+            yield tuple(defaults[j] if i is None else values[i] for j, i in enumerate(order))
+
+
+def _fails(kind: str, text: str) -> bool:
+    try:
+        _convert(kind, text)
+    except ValueError:
+        return True
+    return False
+
+
+def _insert(
+    db: sqlite3.Connection, table: str, columns: dict[str, str], rows: Iterator[tuple[Any, ...]]
+) -> int:
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    count = 0
+    batch: list[tuple[Any, ...]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == _BATCH_ROWS:
+            db.executemany(sql, batch)
+            count += len(batch)
+            batch = []
+    db.executemany(sql, batch)
+    return count + len(batch)
+
+
+def restore_store(out: Path) -> Restored:
+    """Create ``out/results.sqlite`` from ``out/trials.csv`` (and ``out/resources.csv``).
+
+    Refuses when the folder already has a store (it would mix two histories); on a bad file
+    nothing is left behind."""
+    trials_csv = out / "trials.csv"
+    resources_csv = out / "resources.csv"
+    db_path = out / "results.sqlite"
+    if not trials_csv.is_file():
+        raise SpecError(trials_csv, "file", "no trials.csv to restore from")
+    if db_path.exists():
+        raise SpecError(
+            db_path, "file", "a results store is already here (restore only fills a new one)"
+        )
+    required = {c for c, kind in TRIAL_COLUMNS.items() if "NOT NULL" in kind} - set(_DEFAULTS)
+    required_res = {c for c, k in RESOURCE_COLUMNS.items() if "NOT NULL" in k} - set(_DEFAULTS)
+    Store(out).close()  # schema, indexes, user_version
+    db = sqlite3.connect(db_path)
+    try:
+        with db:
+            n_trials = _insert(
+                db, "trials", TRIAL_COLUMNS, _rows(trials_csv, TRIAL_COLUMNS, required | {"id"})
+            )
+            n_res = 0
+            if resources_csv.is_file():
+                n_res = _insert(
+                    db,
+                    "resources",
+                    RESOURCE_COLUMNS,
+                    _rows(resources_csv, RESOURCE_COLUMNS, required_res),
+                )
+    except (SpecError, sqlite3.Error) as exc:
+        db.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        if isinstance(exc, SpecError):
+            raise
+        raise SpecError(trials_csv, "rows", f"does not fit the results store: {exc}") from None
+    db.close()
+    return Restored(trials=n_trials, resources=n_res, resources_csv=resources_csv.is_file())

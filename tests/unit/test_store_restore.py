@@ -1,0 +1,154 @@
+"""h2lab.store.restore: a store rebuilt from its CSV export equals the store it came from, so a
+run resumes from a results folder that kept only its CSV files."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from h2lab.errors import SpecError
+from h2lab.report.export import export_tables
+from h2lab.store import Store
+from h2lab.store.restore import restore_store
+from h2lab.store.sqlite import TRIAL_COLUMNS
+from tests.unit.test_store_sqlite import RES, record
+
+
+def _filled(out: Path) -> Store:
+    """A store with an ok trial with resources, a failed one, and a long seed and config."""
+    s = Store(out)
+    s.add_trial(record(seed=1470880895729087315), RES)
+    s.add_trial(record("b|h1s", status="failed", error='say "why", twice\nnewline'))
+    s.add_trial(record("c|h2s", config_json='{"page": "' + "x" * 200_000 + '"}', warmup=1))
+    return s
+
+
+def _contents(s: Store) -> tuple[list[object], list[object]]:
+    trials = s.trials(include_warmup=True)
+    return trials, [s.resources(t.id) for t in trials if t.id is not None]
+
+
+@pytest.mark.parametrize("writer", ["report", "export"])
+def test_round_trip_from_either_csv_writer(tmp_path: Path, writer: str) -> None:
+    original = _filled(tmp_path / "a")
+    want = _contents(original)
+    original.close()
+    csvs = tmp_path / "csv"
+    csvs.mkdir()
+    if writer == "report":  # pyarrow, as `h2lab report` writes them
+        export_tables(tmp_path / "a" / "results.sqlite", csvs)
+    else:  # the csv module, as `h2lab export` writes them
+        s = Store(tmp_path / "a")
+        s.export_csv(csvs)
+        s.close()
+    out = tmp_path / "b"
+    out.mkdir()
+    for name in ("trials.csv", "resources.csv"):
+        shutil.copy(csvs / name, out / name)
+
+    done = restore_store(out)
+
+    assert (done.trials, done.resources, done.resources_csv) == (3, 2, True)
+    restored = Store(out)
+    try:
+        assert _contents(restored) == want
+        assert restored.done_keys("e") == {"b|h2s", "c|h2s"}
+        assert restored.failed_attempts("e") == {"b|h1s": 1}
+        # the next trial gets the next id, after the restored ones
+        assert restored.add_trial(record("d|h2s")) == 4
+    finally:
+        restored.close()
+
+
+def test_trials_without_resources_csv(tmp_path: Path) -> None:
+    s = _filled(tmp_path)
+    export_tables(s.path, tmp_path)
+    s.close()
+    out = tmp_path / "kept"
+    out.mkdir()
+    shutil.copy(tmp_path / "trials.csv", out)
+    done = restore_store(out)
+    assert (done.trials, done.resources, done.resources_csv) == (3, 0, False)
+    restored = Store(out)
+    try:
+        assert [t.trial_key for t in restored.trials(include_warmup=True)] == [
+            "b|h2s",
+            "b|h1s",
+            "c|h2s",
+        ]
+        assert all(restored.resources(i) == [] for i in (1, 2, 3))
+    finally:
+        restored.close()
+
+
+def test_csv_of_an_older_schema_takes_the_defaults(tmp_path: Path) -> None:
+    """A trials.csv written before the warmup and CPU columns existed."""
+    old = [c for c in TRIAL_COLUMNS if c not in ("warmup", "cpu_busy_pct", "cpu_saturated")]
+    row = dataclasses.replace(record(), id=7).as_dict()
+    with (tmp_path / "trials.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(old)
+        w.writerow(["" if row[c] is None else row[c] for c in old])
+    restore_store(tmp_path)
+    s = Store(tmp_path)
+    try:
+        (t,) = s.trials()
+        assert (t.id, t.warmup, t.cpu_busy_pct, t.pdt_ms) == (7, 0, None, 123.5)
+    finally:
+        s.close()
+
+
+def _write_trials(path: Path, edit: dict[str, str] | None = None, drop: str = "") -> None:
+    row = {k: "" if v is None else str(v) for k, v in record().as_dict().items()}
+    row["id"] = "1"
+    row.update(edit or {})
+    names = [c for c in row if c != drop]
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(names)
+        w.writerow([row[c] for c in names])
+
+
+@pytest.mark.parametrize(
+    ("case", "field", "reason"),
+    [
+        ({"edit": {"pdt_ms": "12x"}}, "line 2, pdt_ms", "'12x' is not REAL"),
+        ({"edit": {"seed": "1.5"}}, "line 2, seed", "'1.5' is not INTEGER"),
+        ({"edit": {"status": "maybe"}}, "rows", "does not fit the results store"),
+        ({"drop": "trial_key"}, "trial_key", "required column missing"),
+        ({"edit": {"bogus": "1"}}, "bogus", "not a column of the results store"),
+    ],
+)
+def test_bad_csv_names_file_and_field_and_leaves_no_store(
+    tmp_path: Path, case: dict[str, object], field: str, reason: str
+) -> None:
+    _write_trials(tmp_path / "trials.csv", **case)  # type: ignore[arg-type]
+    with pytest.raises(SpecError) as exc:
+        restore_store(tmp_path)
+    assert exc.value.source == str(tmp_path / "trials.csv")
+    assert exc.value.field == field
+    assert reason in exc.value.reason
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trials.csv"]
+
+
+def test_refuses_a_folder_that_has_a_store(tmp_path: Path) -> None:
+    s = _filled(tmp_path)
+    s.close()
+    _write_trials(tmp_path / "trials.csv")
+    with pytest.raises(SpecError, match="a results store is already here"):
+        restore_store(tmp_path)
+    s = Store(tmp_path)
+    try:
+        assert len(s.trials(include_warmup=True)) == 3
+    finally:
+        s.close()
+
+
+def test_needs_a_trials_csv(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"no trials\.csv to restore from"):
+        restore_store(tmp_path)
+    assert list(tmp_path.iterdir()) == []
