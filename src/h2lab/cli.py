@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -62,18 +63,10 @@ def _progress() -> Progress:
     )
 
 
-def _run_experiment(
-    exp_path: Path | None, exp: object, out: Path, *, retry_failed: bool = False
-) -> None:
-    from h2lab.runner.matrix import expand
-    from h2lab.runner.run import run_trials
+def _write_meta(exp_path: Path | None, exp: object, out: Path, n_trials: int) -> None:
     from h2lab.spec.experiment import Experiment
-    from h2lab.store import Store
 
     assert isinstance(exp, Experiment)
-    trials = expand(exp)
-    _require_root()
-    store = Store(out)
     (out / "experiment.json").write_text(
         json.dumps(
             {
@@ -85,50 +78,97 @@ def _run_experiment(
                 "warmup": exp.warmup,
                 "outlier_rule": exp.outlier_rule,
                 "compare": dataclasses.asdict(exp.compare) if exp.compare else None,
-                "trials": len(trials),
+                "trials": n_trials,
                 "text": exp_path.read_text() if exp_path else None,
             },
             indent=1,
         )
     )
-    strangers = sorted(store.done_keys(exp.name) - {t.key for t in trials})
+
+
+def _note_strangers(out: Path, name: str, stored: set[str], keys: set[str]) -> None:
+    strangers = sorted(stored - keys)
     if strangers:
         # the key holds the page spec with a file path resolved from the current folder, so a
         # run of the same file from another folder (or an edited file) does not resume
         err.print(
             f"[yellow]note[/] {out / 'results.sqlite'} holds {len(strangers)} trials of "
-            f"{exp.name} that this file does not have (first: {strangers[0]}); they are kept "
+            f"{name} that this file does not have (first: {strangers[0]}); they are kept "
             "and reported beside this run's (changed file, or page paths resolved from another "
             "folder)",
             soft_wrap=True,
         )
-    failed = 0
+
+
+class _Tally:
+    """The progress bar of a run, fed one finished (or skipped) trial at a time."""
+
+    def __init__(self, progress: Progress, name: str, total: int) -> None:
+        self.progress = progress
+        self.task = progress.add_task(name, total=total, status="")
+        self.failed = 0
+
+    def add(self, status: str, key: str, detail: str = "") -> None:
+        if status == "failed":
+            self.failed += 1
+            err.print(f"[yellow]trial failed[/] {key}: {detail}")
+        elif status == "given-up":
+            self.failed += 1
+            err.print(
+                f"[yellow]trial given up[/] {key}: failed all {detail} attempts of "
+                "earlier runs (--retry-failed attempts it again)",
+                soft_wrap=True,
+            )
+        shown = (
+            f"failed {self.failed}" if self.failed else ("resumed" if status == "resumed" else "")
+        )
+        self.progress.update(self.task, advance=1, status=shown)
+
+
+def _run_experiment(
+    exp_path: Path | None,
+    exp: object,
+    out: Path,
+    *,
+    retry_failed: bool = False,
+    shard_of: tuple[int, int] | None = None,
+) -> None:
+    """Run ``exp`` into ``out`` with a progress bar; with ``shard_of`` (index, count) only that
+    shard of it, reporting each trial as one JSON line on stdout (``--jobs`` reads them)."""
+    from h2lab.runner.matrix import expand, shard
+    from h2lab.runner.run import run_trials
+    from h2lab.spec.experiment import Experiment
+    from h2lab.store import Store, TrialRecord
+
+    assert isinstance(exp, Experiment)
+    trials = expand(exp)
+    _require_root()
+    store = Store(out)
+    if shard_of is None:
+        _write_meta(exp_path, exp, out, len(trials))
+        _note_strangers(out, exp.name, store.done_keys(exp.name), {t.key for t in trials})
+    else:
+        trials = shard(trials, *shard_of)
+
+    def line(status: str, key: str, detail: str = "") -> None:
+        print(json.dumps({"status": status, "key": key, "detail": detail}), flush=True)
+
     try:
-        with _progress() as progress:
-            task = progress.add_task(exp.name, total=len(trials), status="")
+        with contextlib.ExitStack() as stack:
+            if shard_of is None:
+                tally = _Tally(stack.enter_context(_progress()), exp.name, len(trials))
+                report = tally.add
+            else:
+                report = line
 
-            def on_progress(t: object, record: object) -> None:
-                nonlocal failed
-                from h2lab.store import TrialRecord
-
-                if isinstance(record, TrialRecord):
-                    if record.status != "ok":
-                        failed += 1
-                        err.print(f"[yellow]trial failed[/] {record.trial_key}: {record.error}")
-                    status = f"failed {failed}" if failed else ""
+            def on_progress(t: TrialSpec, record: TrialRecord | None) -> None:
+                if record is None:
+                    report("resumed", t.key)
                 else:
-                    status = "resumed"
-                progress.update(task, advance=1, status=status)
+                    report(record.status, t.key, record.error or "")
 
             def on_give_up(t: TrialSpec, attempts: int) -> None:
-                nonlocal failed
-                failed += 1
-                err.print(
-                    f"[yellow]trial given up[/] {t.key}: failed all {attempts} attempts of "
-                    "earlier runs (--retry-failed attempts it again)",
-                    soft_wrap=True,
-                )
-                progress.update(task, advance=1, status=f"failed {failed}")
+                report("given-up", t.key, str(attempts))
 
             run_trials(
                 trials,
@@ -141,6 +181,103 @@ def _run_experiment(
             )
     finally:
         store.close()
+
+
+MAX_JOBS = 8
+"""Most concurrent shards of ``h2lab run --jobs``."""
+SHARD_STOP_S = 120.0
+"""How long ``--jobs`` waits for an interrupted shard to tear its lab down before killing it."""
+
+
+def _run_jobs(
+    exp_path: Path, exp: object, out: Path, jobs: int, *, quick: bool, retry_failed: bool
+) -> None:
+    """Run ``exp`` as ``jobs`` concurrent shards, each its own ``h2lab run --shard`` process
+    with its own lab, all writing to one store; one progress bar. Ctrl-C/SIGTERM stops every
+    shard the orderly way. A shard's own output goes to ``out/shard-K.log``."""
+    import os
+    import queue
+    import signal
+    import subprocess
+    import threading
+
+    from h2lab.pages import resolve_page
+    from h2lab.runner.matrix import expand
+    from h2lab.runner.run import signals_as_interrupt
+    from h2lab.spec.experiment import Experiment
+    from h2lab.store import Store
+
+    assert isinstance(exp, Experiment)
+    trials = expand(exp)
+    _require_root()
+    store = Store(out)  # the schema exists before the shards open it
+    try:
+        _write_meta(exp_path, exp, out, len(trials))
+        _note_strangers(out, exp.name, store.done_keys(exp.name), {t.key for t in trials})
+    finally:
+        store.close()
+    for page in dict.fromkeys(t.page for t in trials):
+        resolve_page(page)  # written once here, not raced by the shards
+    argv = [sys.executable, "-m", "h2lab", "run", str(exp_path), "--out", str(out)]
+    argv += ["--quick"] * quick + ["--retry-failed"] * retry_failed
+    lines: queue.Queue[tuple[int, str | None]] = queue.Queue()
+    procs: list[subprocess.Popen[str]] = []
+
+    def pump(k: int, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for text in proc.stdout:
+            lines.put((k, text))
+        lines.put((k, None))
+
+    with signals_as_interrupt() as interrupted, _progress() as progress:
+        tally = _Tally(progress, exp.name, len(trials))
+        try:
+            for k in range(jobs):
+                with (out / f"shard-{k + 1}.log").open("w") as log:
+                    # own session: a Ctrl-C reaches h2lab only, which stops each shard once
+                    proc = subprocess.Popen(
+                        [*argv, "--shard", f"{k + 1}/{jobs}"],
+                        stdout=subprocess.PIPE,
+                        stderr=log,
+                        text=True,
+                        start_new_session=True,
+                    )
+                procs.append(proc)
+                threading.Thread(target=pump, args=(k, proc), daemon=True).start()
+            running = jobs
+            while running:
+                interrupted()
+                try:
+                    k, text = lines.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if text is None:
+                    running -= 1
+                    continue
+                try:
+                    msg = json.loads(text)
+                    tally.add(msg["status"], msg["key"], msg["detail"])
+                except (ValueError, KeyError):
+                    err.print(f"shard {k + 1}: {text.rstrip()}", soft_wrap=True)
+        except KeyboardInterrupt:
+            for proc in procs:
+                if proc.poll() is None:
+                    os.kill(proc.pid, signal.SIGINT)
+            for proc in procs:
+                try:
+                    proc.wait(timeout=SHARD_STOP_S)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            raise
+    codes = [p.wait() for p in procs]
+    bad = [(k + 1, c) for k, c in enumerate(codes) if c != 0]
+    if bad:
+        k, code = bad[0]
+        raise H2LabError(
+            f"shard {k}/{jobs} exited with {code} (see {out / f'shard-{k}.log'}); rerun the "
+            "same command to resume"
+        )
 
 
 SUMMARY_METRICS = ("pdt_ms", "plt_ms", "speed_index_ms")
@@ -196,6 +333,19 @@ def run(
         bool,
         typer.Option("--retry-failed", help="attempt again trials that failed in two earlier runs"),
     ] = False,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            min=1,
+            max=MAX_JOBS,
+            help="run this many trials at once, each shard in its own lab (for slow links "
+            "and light clients: see the trials' cpu_busy_pct)",
+        ),
+    ] = 1,
+    shard_of: Annotated[
+        str | None, typer.Option("--shard", hidden=True, help="K/N: shard K of N (--jobs)")
+    ] = None,
 ) -> None:
     """Run an experiment and write OUT/report.html.
 
@@ -206,10 +356,25 @@ def run(
     from h2lab.spec.experiment import load_experiment
 
     exp = load_experiment(experiment, quick=quick)
-    _run_experiment(experiment, exp, out, retry_failed=retry_failed)
+    if shard_of is not None:
+        _run_experiment(
+            experiment, exp, out, retry_failed=retry_failed, shard_of=_parse_shard(shard_of)
+        )
+        return
+    if jobs > 1:
+        _run_jobs(experiment, exp, out, jobs, quick=quick, retry_failed=retry_failed)
+    else:
+        _run_experiment(experiment, exp, out, retry_failed=retry_failed)
     for table in _summary_tables(out):
         console.print(table)
     print(f"report: {write_report(out)}")
+
+
+def _parse_shard(text: str) -> tuple[int, int]:
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n) <= MAX_JOBS):
+        raise SpecError("--shard", text, f"must be K/N with 1 <= K <= N <= {MAX_JOBS}")
+    return int(k) - 1, int(n)
 
 
 @app.command()

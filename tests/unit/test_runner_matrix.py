@@ -9,7 +9,7 @@ import json
 from collections import Counter
 
 from h2lab.net.lab import TcpSettings
-from h2lab.runner.matrix import TrialSpec, block_seed, expand
+from h2lab.runner.matrix import TrialSpec, block_seed, expand, shard
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.network import parse_network
 
@@ -214,3 +214,31 @@ def test_factor_tables_are_crossed_each_and_united() -> None:
     for t in trials:
         by_block.setdefault(t.network.name, set()).add(t.protocol)
     assert by_block == {"lan": {"h1s", "h2s", "h2c"}, "cable": {"h2s", "h2c"}}
+
+
+def test_shards_deal_whole_blocks_in_turn_and_cover_the_run_once() -> None:
+    """`h2lab run --jobs 3`: every trial in exactly one shard, in run order; a block (the
+    trials sharing a seed) never split; each shard goes round by round and gets a third of
+    every round; the warm-up trials go to the first shard."""
+    exp = dataclasses.replace(_experiment(repetitions=3), warmup=2)
+    trials = expand(exp)
+    shards = [shard(trials, k, 3) for k in range(3)]
+    assert sorted(t.order for s in shards for t in s) == [t.order for t in trials]
+    for s in shards:
+        assert [t.order for t in s] == sorted(t.order for t in s)
+        assert [t.repetition for t in s if not t.warmup] == sorted(
+            t.repetition for t in s if not t.warmup
+        )
+    assert [t.warmup for t in shards[0][:2]] == [1, 2]
+    assert not any(t.warmup for s in shards[1:] for t in s)
+    owner = {t.key: k for k, s in enumerate(shards) for t in s}
+    for block in _blocks([t for t in trials if not t.warmup]):
+        assert len({owner[t.key] for t in block}) == 1
+    per_round = Counter((owner[t.key], t.repetition) for t in trials if not t.warmup)
+    blocks_per_round = 2 * 2 * 2  # pages x networks x congestion controls
+    for (k, rep), n in per_round.items():
+        assert n // len(PROTOCOLS) in (blocks_per_round // 3, blocks_per_round // 3 + 1), (k, rep)
+    assert {t.shard for t in shards[2]} == {"3/3"}
+    assert shards[1][0].config()["shard"] == "2/3"
+    assert shard(trials, 0, 1) == trials
+    assert "shard" not in trials[0].config()  # a serial run's configuration is as before

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import itertools
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from h2lab.net.lab import TcpSettings
@@ -34,6 +35,9 @@ class TrialSpec:
     """position in the run"""
     warmup: int = 0
     """n > 0: the n-th warm-up trial (stored with ``warmup = 1``, never analysed)"""
+    shard: str = ""
+    """"K/N" when run as shard K of N concurrent ones (``h2lab run --jobs N``); stored in the
+    trial's configuration, not part of its key"""
 
     @property
     def block(self) -> str:
@@ -67,6 +71,7 @@ class TrialSpec:
             "repetition": self.repetition,
             "protocol": self.protocol,
             "seed": self.seed,
+            **({"shard": self.shard} if self.shard else {}),
         }
 
 
@@ -151,3 +156,25 @@ def expand(exp: Experiment) -> list[TrialSpec]:
         warm = [dataclasses.replace(first, warmup=i + 1, order=i) for i in range(exp.warmup)]
         trials = warm + [dataclasses.replace(t, order=t.order + exp.warmup) for t in trials]
     return trials
+
+
+def shard(trials: Sequence[TrialSpec], index: int, count: int) -> list[TrialSpec]:
+    """Shard ``index`` (0-based) of ``count`` of a run (``h2lab run --jobs``): whole blocks
+    (the trials that share a seed and run back to back) dealt out in turn, in run order, so
+    every shard goes round by round and a pair never spans two shards; the warm-up trials go
+    to shard 0. Each trial is marked with its shard (:attr:`TrialSpec.shard`)."""
+    if count == 1:
+        return list(trials)
+    mark = f"{index + 1}/{count}"
+    picked: list[TrialSpec] = []
+    block, seed = -1, None
+    for t in trials:
+        if t.warmup:
+            if index == 0:
+                picked.append(dataclasses.replace(t, shard=mark))
+            continue
+        if t.seed != seed:
+            block, seed = block + 1, t.seed
+        if block % count == index:
+            picked.append(dataclasses.replace(t, shard=mark))
+    return picked

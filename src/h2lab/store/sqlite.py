@@ -130,7 +130,8 @@ class Store:
         self.dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         self.path = out_dir / "results.sqlite"
-        self._db = sqlite3.connect(self.path)
+        # timeout: the shards of `h2lab run --jobs` write to one store
+        self._db = sqlite3.connect(self.path, timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         with self._db:

@@ -1,0 +1,102 @@
+"""Does `h2lab run --jobs N` measure what a serial run measures? (prints a table; not a test)
+
+    .venv/bin/python bench/jobs.py [--jobs 3] [--experiment bench/jobs-fidelity.toml]
+
+Runs the experiment twice into a temporary folder, serially and as N concurrent shards (each
+its own lab), with the same seeds, and prints per cell and protocol the median of the metric
+(pdt_ms for h2load, plt_ms for browsers) in each arm and their ratio, the paired h2/h1 ratio
+of each arm, each arm's wall time and median cpu_busy_pct. Target: every cell's jobs/serial
+median within 5%, and the same h2-vs-h1 outcome in every cell. Needs root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from h2lab.store import Store, TrialRecord
+
+ROOT = Path(__file__).resolve().parents[1]
+H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")
+TARGET = 0.05
+
+
+def run_arm(exp: Path, out: Path, jobs: int) -> tuple[float, list[TrialRecord]]:
+    t0 = time.monotonic()
+    subprocess.run(
+        [H2LAB, "run", str(exp), "--out", str(out), "--jobs", str(jobs)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    wall_s = time.monotonic() - t0
+    store = Store(out)
+    try:
+        return wall_s, store.trials(status="ok")
+    finally:
+        store.close()
+
+
+def medians(records: list[TrialRecord]) -> dict[tuple[str, str, str], float]:
+    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for r in records:
+        v = r.pdt_ms if r.client == "h2load" else r.plt_ms
+        if v is not None:
+            values[(r.page, r.network, r.protocol)].append(v)
+    return {k: statistics.median(v) for k, v in values.items()}
+
+
+def outcome(s: float) -> str:
+    return "h2 faster" if s <= 0.95 else "h1 faster" if s >= 1.05 else "tie"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=3)
+    ap.add_argument("--experiment", type=Path, default=ROOT / "bench" / "jobs-fidelity.toml")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="h2lab-jobs-") as tmp:
+        serial_s, serial = run_arm(args.experiment, Path(tmp) / "serial", 1)
+        jobs_s, sharded = run_arm(args.experiment, Path(tmp) / "jobs", args.jobs)
+    a, b = medians(serial), medians(sharded)
+    print(f"\n{args.experiment.name}: {len(serial)} trials serial, {len(sharded)} with --jobs")
+    print(f"{'page':<36} {'network':<24} {'proto':<5} {'serial_ms':>10} {'jobs_ms':>10} "
+          f"{'jobs/serial':>11}")  # fmt: skip
+    ratios = []
+    for key in sorted(a):
+        if key not in b:
+            continue
+        ratios.append(b[key] / a[key])
+        print(f"{key[0]:<36} {key[1]:<24} {key[2]:<5} {a[key]:>10.0f} {b[key]:>10.0f} "
+              f"{ratios[-1]:>11.3f}")  # fmt: skip
+    print(f"\n{'page':<36} {'network':<24} {'s_serial':>9} {'s_jobs':>9} same_outcome")
+    same = 0
+    cells = sorted({(p, n) for p, n, _ in a})
+    for page, net in cells:
+        h1, h2 = (page, net, "h1s"), (page, net, "h2s")
+        if not all(k in a and k in b for k in (h1, h2)):
+            continue
+        s_a, s_b = a[h2] / a[h1], b[h2] / b[h1]
+        same += outcome(s_a) == outcome(s_b)
+        print(f"{page:<36} {net:<24} {s_a:>9.3f} {s_b:>9.3f} {outcome(s_a) == outcome(s_b)}")
+    worst = max(abs(r - 1) for r in ratios)
+    cpu_a = statistics.median(r.cpu_busy_pct or 0 for r in serial)
+    cpu_b = statistics.median(r.cpu_busy_pct or 0 for r in sharded)
+    print(
+        f"\nwall time: serial {serial_s:.0f} s, --jobs {args.jobs} {jobs_s:.0f} s "
+        f"({serial_s / jobs_s:.2f}x); median cpu_busy_pct {cpu_a:.0f} vs {cpu_b:.0f}"
+    )
+    print(
+        f"jobs/serial medians: median {statistics.median(ratios):.3f}, worst |r-1| {worst:.3f} "
+        f"(target <= {TARGET}); same h2-vs-h1 outcome in {same}/{len(cells)} cells"
+    )
+    return 0 if worst <= TARGET and same == len(cells) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
