@@ -4,6 +4,8 @@ empty section says so in one line, the exports hold the store's rows, the HTML i
 from __future__ import annotations
 
 import csv
+import dataclasses
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -136,3 +138,24 @@ def test_the_experiments_outlier_rule_is_applied_and_recorded(tmp_path: Path) ->
     text = write_report(tmp_path, rng_seed=1).read_text()
     assert "outliers removed" not in section_html(text, "verdicts")
     assert "outlier rule</td><td>none" in section_html(text, "repro")
+
+
+def test_reproducibility_table_counts_cpu_and_concurrent_trials(tmp_path: Path) -> None:
+    """The machine's CPU use during the trials and how many ran beside others (--jobs)."""
+    store = Store(tmp_path)
+    for r in range(4):
+        for protocol, pdt, busy in (
+            ("h1s", 100.0, 20.0 + r),
+            ("h2s", 90.0, 95.0 if r == 0 else 30.0),
+        ):
+            t = trial(protocol, r, pdt)
+            config = json.dumps({"shard": f"{1 + r % 2}/2"}) if r >= 2 else "{}"
+            store.add_trial(
+                dataclasses.replace(
+                    t, cpu_busy_pct=busy, cpu_saturated=int(busy >= 90), config_json=config
+                )
+            )
+    store.close()
+    repro = section_html(write_report(tmp_path).read_text(), "repro")
+    assert "machine busy 26% (median over 8 trials), max 95%; 1 trials at &gt;= 90%" in repro
+    assert "4 one at a time; 4 as shards of --jobs 2" in repro

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from h2lab.report import artifacts, model, svg
 from h2lab.report import html as h
 from h2lab.report.export import export_tables
 from h2lab.store import Store, TrialRecord
+from h2lab.store.sqlite import CPU_SATURATED_PCT
 
 T = TypeVar("T")
 
@@ -426,6 +428,33 @@ def _frames(dirs: Mapping[str, Path], rows: Mapping[str, list[svg.WaterfallRow]]
     return "".join(parts)
 
 
+def _cpu_row(trials: Sequence[TrialRecord]) -> str:
+    busy = sorted(t.cpu_busy_pct for t in trials if t.cpu_busy_pct is not None)
+    if not busy:
+        return "not recorded"
+    saturated = sum(1 for t in trials if t.cpu_saturated)
+    return (
+        f"machine busy {statistics.median(busy):.0f}% (median over {len(busy)} trials), "
+        f"max {busy[-1]:.0f}%; {saturated} trials at >= {CPU_SATURATED_PCT:.0f}% "
+        "(cpu_saturated: their timings may include waiting for a core)"
+    )
+
+
+def _shards_row(trials: Sequence[TrialRecord]) -> str:
+    """How many trials ran beside others (``h2lab run --jobs``), from each trial's config."""
+    counts: dict[str, int] = defaultdict(int)
+    for t in trials:
+        try:
+            mark = json.loads(t.config_json).get("shard", "")
+        except (ValueError, AttributeError):
+            mark = ""
+        counts[mark.partition("/")[2]] += 1
+    alone = counts.pop("", 0)
+    parts = [f"{alone} one at a time"] if alone else []
+    parts += [f"{n} as shards of --jobs {j}" for j, n in sorted(counts.items())]
+    return "; ".join(parts) or "–"
+
+
 def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
     exp = artifacts.experiment_info(out_dir)
     m = artifacts.machine()
@@ -445,6 +474,8 @@ def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
         ("trial seeds (loss processes)", f"{len(seeds)} distinct, stored with every trial"),
         ("report seed (bootstrap, tree)", str(rng_seed)),
         ("outlier rule", exp.outlier_rule or "none (every value kept)"),
+        ("CPU during trials", _cpu_row(trials)),
+        ("trials at once", _shards_row(trials)),
         (
             "tool versions",
             "; ".join(f"{k} {', '.join(sorted(v))}" for k, v in sorted(versions.items())) or "–",
