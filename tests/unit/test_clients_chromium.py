@@ -12,7 +12,9 @@ from h2lab.clients.chromium import (
     Chromium,
     NetworkLog,
     Options,
+    describe_failed,
     describe_unfinished,
+    failed_page_requests,
     launch_flags,
     page_url,
     parse_options,
@@ -240,4 +242,35 @@ def test_a_timeout_names_the_requests_still_unfinished() -> None:
         "; 4 of 6 requests unfinished: https://o1.h2lab.test/2.js (12,000 B received), "
         "https://o1.h2lab.test/3.js (0 B received), https://o1.h2lab.test/4.js (0 B received), "
         "and 1 more"
+    )
+
+
+def test_failed_requests_for_the_pages_own_resources_fail_the_load() -> None:
+    """Seed 000 Fig. 1(c) sharded on cellular poor: 18 of 30 images failed, the load event
+    fired without them, and the trial stored plt 168 s for a 2.6 MB page of 6.5 MB. Only
+    failures of the page's own resources count: not a cancel by the page, not a URL the page
+    does not have."""
+    page = resolve_page("synthetic:n=4,size=1KB,origins=1")
+    log = NetworkLog()
+    urls = [r.url() for r in page.resources] + ["https://tracker.example/x.gif"]
+    for i, url in enumerate(urls):
+        log.on(
+            "Network.requestWillBeSent",
+            {"requestId": str(i), "timestamp": 10.0 + i, "request": {"url": url}},
+        )
+    log.on("Network.loadingFinished", {"requestId": "0", "timestamp": 11.0})
+    assert failed_page_requests(log, page) == []
+    for rid, error in (
+        ("1", "net::ERR_ABORTED"),  # cancelled by the page
+        ("5", "net::ERR_NAME_NOT_RESOLVED"),  # not the page's
+        ("3", "net::ERR_CONNECTION_TIMED_OUT"),
+        ("2", "net::ERR_HTTP2_PING_FAILED"),
+    ):
+        log.on("Network.loadingFailed", {"requestId": rid, "timestamp": 12.0, "errorText": error})
+    failed = failed_page_requests(log, page)
+    assert [r.url for r in failed] == [urls[2], urls[3]]
+    assert describe_failed(failed, log) == (
+        "2 of 6 requests for the page's resources failed: "
+        "https://o1.h2lab.test/obj/00001.png (net::ERR_HTTP2_PING_FAILED), "
+        "https://o1.h2lab.test/obj/00002.png (net::ERR_CONNECTION_TIMED_OUT)"
     )

@@ -65,7 +65,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -318,6 +318,37 @@ def describe_unfinished(log: NetworkLog) -> str:
         f", and {len(waiting) - UNFINISHED_NAMED} more" if len(waiting) > UNFINISHED_NAMED else ""
     )
     return f"; {len(waiting)} of {len(log.requests)} requests unfinished: {named}{more}"
+
+
+CANCELLED_BY_PAGE = "net::ERR_ABORTED"
+"""Chromium's errorText for a request the page (or a navigation) cancelled itself."""
+
+
+def failed_page_requests(log: NetworkLog, page: Page) -> list[_Request]:
+    """Requests for the page's own resources (what its servers serve) that failed: a network
+    error such as a connection timeout on a slow link. The load event still fires, without
+    them, so the page's times are those of a smaller page and the trial fails instead. A
+    request the page cancelled (:data:`CANCELLED_BY_PAGE`) or one for a URL the page does not
+    have (a replayed page asking a host it did not capture) is the page's doing and counts
+    for nothing."""
+    return sorted(
+        (
+            r
+            for r in log.requests.values()
+            if r.failed and r.failed != CANCELLED_BY_PAGE and page.match("GET", r.url)
+        ),
+        key=lambda r: r.start_s,
+    )
+
+
+def describe_failed(failed: Sequence[_Request], log: NetworkLog) -> str:
+    """``3 of 31 requests for the page's resources failed: https://a/1.png (net::ERR_X), ...``"""
+    named = ", ".join(f"{r.url} ({r.failed})" for r in failed[:UNFINISHED_NAMED])
+    more = f", and {len(failed) - UNFINISHED_NAMED} more" if len(failed) > UNFINISHED_NAMED else ""
+    return (
+        f"{len(failed)} of {len(log.requests)} requests for the page's resources failed: "
+        f"{named}{more}"
+    )
 
 
 class NetworkLog:
@@ -938,6 +969,9 @@ class Chromium:
         try:
             tab = self._take_ready(handle)
             raw = self._measure(tab, handle.cdp, url, ctx)
+            failed = failed_page_requests(raw.log, page)
+            if failed:
+                raise TrialFailed(f"{url} loaded incomplete: {describe_failed(failed, raw.log)}")
         except TrialFailed:
             if tab is not None and handle.alive():
                 with contextlib.suppress(TimeoutError, _PipeClosed, _CdpError):
