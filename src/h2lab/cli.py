@@ -100,6 +100,25 @@ def _note_strangers(out: Path, name: str, stored: set[str], keys: set[str]) -> N
         )
 
 
+def _start_run(exp_path: Path | None, exp: object, out: Path) -> list[TrialSpec]:
+    """The run's trials, after the checks and records every run starts with: root, the store's
+    schema, ``experiment.json``, and a note on stored trials this file does not have."""
+    from h2lab.runner.matrix import expand
+    from h2lab.spec.experiment import Experiment
+    from h2lab.store import Store
+
+    assert isinstance(exp, Experiment)
+    trials = expand(exp)
+    _require_root()
+    store = Store(out)
+    try:
+        _write_meta(exp_path, exp, out, len(trials))
+        _note_strangers(out, exp.name, store.done_keys(exp.name), {t.key for t in trials})
+    finally:
+        store.close()
+    return trials
+
+
 class _Tally:
     """The progress bar of a run, fed one finished (or skipped) trial at a time."""
 
@@ -141,14 +160,12 @@ def _run_experiment(
     from h2lab.store import Store, TrialRecord
 
     assert isinstance(exp, Experiment)
-    trials = expand(exp)
-    _require_root()
-    store = Store(out)
     if shard_of is None:
-        _write_meta(exp_path, exp, out, len(trials))
-        _note_strangers(out, exp.name, store.done_keys(exp.name), {t.key for t in trials})
+        trials = _start_run(exp_path, exp, out)
     else:
-        trials = shard(trials, *shard_of)
+        _require_root()
+        trials = shard(expand(exp), *shard_of)
+    store = Store(out)
 
     def line(status: str, key: str, detail: str = "") -> None:
         print(json.dumps({"status": status, "key": key, "detail": detail}), flush=True)
@@ -202,20 +219,11 @@ def _run_jobs(
     import threading
 
     from h2lab.pages import resolve_page
-    from h2lab.runner.matrix import expand
     from h2lab.runner.run import signals_as_interrupt
     from h2lab.spec.experiment import Experiment
-    from h2lab.store import Store
 
     assert isinstance(exp, Experiment)
-    trials = expand(exp)
-    _require_root()
-    store = Store(out)  # the schema exists before the shards open it
-    try:
-        _write_meta(exp_path, exp, out, len(trials))
-        _note_strangers(out, exp.name, store.done_keys(exp.name), {t.key for t in trials})
-    finally:
-        store.close()
+    trials = _start_run(exp_path, exp, out)  # the schema exists before the shards open it
     for page in dict.fromkeys(t.page for t in trials):
         resolve_page(page)  # written once here, not raced by the shards
     argv = [sys.executable, "-m", "h2lab", "run", str(exp_path), "--out", str(out)]

@@ -25,7 +25,6 @@ from typing import Any
 from h2lab.errors import SpecError
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS, Store
 
-_BATCH_ROWS = 10_000
 _DEFAULTS = {"warmup": 0, "pushed": 0}
 """NOT NULL columns added after the first schema: their value in a CSV that predates them."""
 
@@ -71,42 +70,23 @@ def _rows(path: Path, columns: dict[str, str], required: set[str]) -> Iterator[t
                 raise SpecError(
                     path, f"line {lineno}", f"{len(fields)} fields, the header has {len(header)}"
                 )
-            try:
-                values = [_convert(k, v) for k, v in zip(kinds, fields, strict=True)]
-            except ValueError:
-                bad = next(
-                    i for i, (k, v) in enumerate(zip(kinds, fields, strict=True)) if _fails(k, v)
-                )
-                raise SpecError(
-                    path,
-                    f"line {lineno}, {header[bad]}",
-                    f"{fields[bad]!r} is not {kinds[bad].split()[0]}",
-                ) from None
+            values = []
+            for name, kind, text in zip(header, kinds, fields, strict=True):
+                try:
+                    values.append(_convert(kind, text))
+                except ValueError:
+                    raise SpecError(
+                        path, f"line {lineno}, {name}", f"{text!r} is not {kind.split()[0]}"
+                    ) from None
             yield tuple(defaults[j] if i is None else values[i] for j, i in enumerate(order))
-
-
-def _fails(kind: str, text: str) -> bool:
-    try:
-        _convert(kind, text)
-    except ValueError:
-        return True
-    return False
 
 
 def _insert(
     db: sqlite3.Connection, table: str, columns: dict[str, str], rows: Iterator[tuple[Any, ...]]
 ) -> int:
+    """Insert every row (read lazily from the file); how many."""
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-    count = 0
-    batch: list[tuple[Any, ...]] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == _BATCH_ROWS:
-            db.executemany(sql, batch)
-            count += len(batch)
-            batch = []
-    db.executemany(sql, batch)
-    return count + len(batch)
+    return db.executemany(sql, rows).rowcount
 
 
 def restore_store(out: Path) -> Restored:
