@@ -24,7 +24,7 @@ from rich.progress import (
 from rich.table import Table
 
 from h2lab.errors import H2LabError, SpecError
-from h2lab.spec.experiment import DEFAULT_TIMEOUT_S
+from h2lab.spec.experiment import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 
 if TYPE_CHECKING:
     from h2lab.runner.matrix import TrialSpec
@@ -451,7 +451,10 @@ def load(
     initcwnd: Annotated[int, typer.Option(help="initial congestion window, packets")] = 10,
     seed: Annotated[int, typer.Option(help="seed of loss pattern and order", min=0)] = 0,
     timeout: Annotated[
-        float, typer.Option(help="seconds a trial may take (an experiment's timeout_s)", min=1)
+        float,
+        typer.Option(
+            help="seconds a trial may take (an experiment's timeout_s)", min=1, max=MAX_TIMEOUT_S
+        ),
     ] = DEFAULT_TIMEOUT_S,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("h2lab-out/load"),
     as_json: Annotated[bool, typer.Option("--json", help="print trial records as JSON")] = False,

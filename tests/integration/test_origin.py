@@ -151,15 +151,35 @@ def test_client_scheduler_follows_the_clients_weights(
     urls = [r.url() for r in images.resources[1:]]
     # The first five requests get the lowest weight, the last five the highest (RFC 7540 §5.3.2).
     weights = [f"-p{w}" for w in [1] * 5 + [256] * 5]
-    orders = {}
+    orders, shares = {}, {}
     for sched in ("client", "rr"):
-        with get_server(f"origin:scheduler={sched}").serve(images, _ctx(lab, sched)):
+        ctx = _ctx(lab, sched)
+        with get_server(f"origin:scheduler={sched},framelog=1").serve(images, ctx):
             orders[sched] = completion_order(nghttp(link, urls, "--no-dep", *weights))
+        heavy = set(sorted(orders[sched])[5:])
+        # The scheduler's own choices (the server's frame log, before socket buffers): the
+        # heavy streams' share of the DATA bytes from the first heavy frame until a stream ends.
+        logged = [ln.split("\t") for ln in (ctx.state_dir / FRAME_LOG).read_text().splitlines()[1:]]
+        data = [(int(s), int(size)) for _, _, s, kind, size in logged if kind == "DATA"]
+        first = next(i for i, (s, _) in enumerate(data) if s in heavy)
+        ended = next(i for i, (_, size) in enumerate(data) if size == 0)  # END_STREAM
+        window = data[first:ended]
+        shares[sched] = sum(n for s, n in window if s in heavy) / sum(n for _, n in window)
+    print(
+        f"weights 1x5 then 256x5: completion order client {orders['client']}, rr {orders['rr']}; "
+        f"heavy share of the scheduler's DATA bytes while all ten are in flight: "
+        f"client {shares['client']:.3f}, rr {shares['rr']:.3f}"
+    )
     requested = sorted(orders["client"])
     heavy, light = set(requested[5:]), set(requested[:5])
-    print(f"completion order, weights 1x5 then 256x5: client {orders['client']}, rr {orders['rr']}")
     assert set(orders["client"][:5]) == heavy and set(orders["client"][5:]) == light
-    assert set(orders["rr"][:5]) != heavy  # rr ignores weights: the order is not the client's
+    # Not 256/257: the scheduler picks among the frames handlers have written so far, and the
+    # light handlers often have frames ready before the heavy ones (measured 0.77-0.88).
+    assert shares["client"] >= 0.7
+    # rr ignores weights: heavy and light streams share the link (measured 0.55-0.62). Its
+    # completion order says little: ten equal interleaved responses end almost together, and
+    # once in 10 runs the heavy five ended first.
+    assert 0.4 <= shares["rr"] <= 0.68
 
 
 @pytest.fixture(scope="module")

@@ -174,8 +174,9 @@ def test_unknown_network_preset(tmp_path: Path) -> None:
         ("seed = true\n", "seed", "must be a non-negative integer, got True"),
         ("repetitions = 0\n", "repetitions", "must be an integer 1..10000, got 0"),
         ("repetitions = 1.5\n", "repetitions", "must be an integer 1..10000, got 1.5"),
-        ("timeout_s = 0\n", "timeout_s", "must be a positive number of seconds, got 0"),
-        ('timeout_s = "1m"\n', "timeout_s", "must be a positive number of seconds, got '1m'"),
+        ("timeout_s = 0\n", "timeout_s", "must be seconds in (0, 3600], got 0"),
+        ('timeout_s = "1m"\n', "timeout_s", "must be seconds in (0, 3600], got '1m'"),
+        ("timeout_s = 3601\n", "timeout_s", "must be seconds in (0, 3600], got 3601"),
     ],
 )
 def test_bad_top_level_values(tmp_path: Path, extra: str, field: str, reason: str) -> None:

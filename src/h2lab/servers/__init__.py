@@ -12,6 +12,7 @@ from typing import Protocol
 
 from h2lab.errors import SpecError, telling_line
 from h2lab.pages import Page, Resource
+from h2lab.spec.experiment import MAX_TIMEOUT_S
 from h2lab.spec.options import parse_named
 
 # Ports per protocol, the same on every origin address. h1c on :80, TLS (h1s/h2s, ALPN
@@ -28,6 +29,13 @@ SCHEMES = {
     "h3": "https",
 }
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+WRITE_TIMEOUT_S = int(MAX_TIMEOUT_S)
+"""How long a server waits on a client that reads nothing before it gives up on a response.
+Servers' own defaults are too short for an emulated slow link: nginx's ``send_timeout`` 60 s
+reset 22 of 31 h2 streams of Fig. 1c on cell-poor (Chromium's priorities queue each image
+behind the others, and a queued stream waited over 60 s), as Apache's ``Timeout`` 60 s would.
+At least any trial's ``timeout_s``, so a slow load ends by its own timeout."""
 
 
 def url_for(res: Resource, protocol: str) -> str:

@@ -46,7 +46,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, ServeContext, Serving, Watched, register
+from h2lab.servers import PORTS, WRITE_TIMEOUT_S, ServeContext, Serving, Watched, register
 from h2lab.servers.rules import RULES, preload_link, select
 from h2lab.tls import LocalCA
 
@@ -225,6 +225,7 @@ MaxConnectionsPerChild 0
 KeepAlive On
 MaxKeepAliveRequests 0
 KeepAliveTimeout {IDLE_TIMEOUT_S}
+Timeout {WRITE_TIMEOUT_S}
 EnableSendfile On
 FileETag None
 TypesConfig /dev/null

@@ -39,6 +39,7 @@ from h2lab.pages import Page
 from h2lab.servers import (
     BACKEND_DIR,
     PORTS,
+    WRITE_TIMEOUT_S,
     ServeContext,
     ServerAdapter,
     Serving,
@@ -58,7 +59,7 @@ TCP_PORTS = sorted({port for proto, port in PORTS.items() if proto != "h3"})
 # HAProxy keeps tune.maxrewrite (1024 B by default in 2.6) of each buffer free for header
 # rewrites, so tune.bufsize = SIZE/2 must stay well above it.
 MIN_BUFFER_BYTES = 4096
-TIMEOUT_S = 300  # client/server idle timeouts, above any trial's timeout
+TIMEOUT_S = WRITE_TIMEOUT_S  # client/server idle timeouts, at least any trial's timeout
 
 
 @dataclass(frozen=True)

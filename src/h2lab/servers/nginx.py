@@ -25,7 +25,15 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, REQUEST_LOG, ServeContext, Serving, Watched, register
+from h2lab.servers import (
+    PORTS,
+    REQUEST_LOG,
+    WRITE_TIMEOUT_S,
+    ServeContext,
+    Serving,
+    Watched,
+    register,
+)
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
@@ -152,6 +160,7 @@ http {{
     server_tokens off;
     keepalive_requests 100000;
     keepalive_timeout 120s;
+    send_timeout {WRITE_TIMEOUT_S}s;  # not 60 s: see WRITE_TIMEOUT_S
     http2_max_concurrent_streams {MAX_CONCURRENT_STREAMS};
     ssl_protocols TLSv1.2 TLSv1.3;
     ssl_session_cache off;

@@ -44,6 +44,9 @@ FACTOR_KEYS = {
     "initcwnd",
 }
 DEFAULT_TIMEOUT_S = 120.0
+MAX_TIMEOUT_S = 3600.0
+"""The longest a trial may take; servers wait this long on a slow client (see
+:data:`h2lab.servers.WRITE_TIMEOUT_S`), so a load ends by its own timeout, never a server's."""
 COMPARE_FACTORS = ("page", "network", "server", "client", "congestion_control", "initcwnd")
 """Factors ``[compare]`` may name (the protocol is always compared, h2 against h1)."""
 
@@ -224,9 +227,15 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
     if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 10_000:
         raise SpecError(source, "repetitions", f"must be an integer 1..10000, got {reps!r}")
     timeout = raw.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= MAX_TIMEOUT_S
+    ):
         raise SpecError(
-            source, "timeout_s", f"must be a positive number of seconds, got {timeout!r}"
+            source,
+            "timeout_s",
+            f"must be seconds in (0, {MAX_TIMEOUT_S:g}], got {timeout!r}",
         )
     retries = _bounded_int(source, "retries", raw.get("retries", 0), MAX_RETRIES)
     warmup = _bounded_int(source, "warmup", raw.get("warmup", 0), MAX_WARMUP)

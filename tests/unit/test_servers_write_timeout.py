@@ -1,0 +1,54 @@
+"""Servers wait on a slow client at least as long as any trial may take: a load on an emulated
+slow link ends by its own timeout_s, never by a server giving up on a response (nginx's default
+send_timeout, 60 s, reset 22 of 31 streams of Fig. 1c on cell-poor)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from h2lab.pages import Page
+from h2lab.pages.manifest import PageWriter
+from h2lab.servers import WRITE_TIMEOUT_S, ServeContext, apache, haproxy, nginx
+from h2lab.spec.experiment import MAX_TIMEOUT_S
+from h2lab.tls import LocalCA
+
+HOST = "www.example.org"
+
+
+def _page(tmp_path: Path) -> Page:
+    with PageWriter("timeouts", root=tmp_path / "pages") as w:
+        w.add(f"https://{HOST}/", b"<html></html>", content_type="text/html")
+        return w.commit(f"https://{HOST}/")
+
+
+def _ctx(tmp_path: Path) -> ServeContext:
+    return ServeContext("h2lab-x-servers", {HOST: "10.2.0.1"}, tmp_path / "srv", tmp_path / "tls")
+
+
+def _seconds(pattern: str, conf: str) -> list[int]:
+    found = [int(s) for s in re.findall(pattern, conf)]
+    assert found, pattern
+    return found
+
+
+def test_the_write_timeout_covers_the_longest_trial() -> None:
+    assert WRITE_TIMEOUT_S >= MAX_TIMEOUT_S
+
+
+def test_nginx_waits_on_a_slow_client_as_long_as_any_trial(tmp_path: Path) -> None:
+    conf = nginx.render_config(_page(tmp_path), _ctx(tmp_path), LocalCA(tmp_path / "tls"))
+    assert _seconds(r"\n\s*send_timeout (\d+)s;", conf) == [WRITE_TIMEOUT_S]
+
+
+def test_apache_waits_on_a_slow_client_as_long_as_any_trial(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    conf = apache.render_config(_page(tmp_path), ctx, LocalCA(ctx.tls_dir), "0123456789abcdef")
+    assert _seconds(r"\nTimeout (\d+)\n", conf) == [WRITE_TIMEOUT_S]
+
+
+def test_haproxy_waits_on_either_side_as_long_as_any_trial() -> None:
+    conf = haproxy.render_config(
+        {HOST: "10.2.0.1"}, {HOST: "127.100.0.1"}, haproxy.Tuning.for_buffer(1_000_000), "/x.pid"
+    )
+    assert _seconds(r"timeout (?:client|server) (\d+)s", conf) == [WRITE_TIMEOUT_S] * 2
