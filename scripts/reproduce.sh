@@ -25,13 +25,14 @@ else
     files=(experiments/seeds/*.toml)
 fi
 
-# Seed 001's grid waits on 1 Mbit/s links with a light client (h2load): REPRO_JOBS=3 runs it as
-# 3 concurrent shards, each in its own lab (h2lab run --jobs), 2.7x faster. bench/jobs.py found
-# its 1 Mbit/s cells the same sharded as serial (medians within 2.4%), but its 10 Mbit/s cells
-# with loss too noisy at n = 4 to tell (REPRODUCTION.md), so the default stays one at a time.
+# Seed 001's grid waits on 1 Mbit/s links with a light client (h2load), so it runs as
+# REPRO_JOBS (default 3) concurrent shards, each in its own lab (h2lab run --jobs), 2.7-2.9x
+# faster. bench/jobs.py found its 1 Mbit/s cells the same sharded as serial (medians within
+# 2.4%, n = 4), and its lossy 10 Mbit/s cells too (bench/jobs-lossy.toml, n = 12: medians
+# 0.85-1.05, every cell's 95% CI of jobs/serial contains 1); REPRO_JOBS=1 runs it serially.
 jobs_for() {
     case "$1" in
-        001-table1-factor-grid) echo "${REPRO_JOBS:-1}" ;;
+        001-table1-factor-grid) echo "${REPRO_JOBS:-3}" ;;
         *) echo 1 ;;
     esac
 }
