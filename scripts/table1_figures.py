@@ -59,7 +59,9 @@ def line(label: str, group: list[Block]) -> str:
     )
 
 
-def table(title: str, data: list[Block], key: Callable[[Block], object], order: Iterable) -> None:
+def table(
+    title: str, data: list[Block], key: Callable[[Block], object], order: Iterable[object]
+) -> None:
     print(title)
     groups: dict[object, list[Block]] = defaultdict(list)
     for b in data:
@@ -80,8 +82,10 @@ def main(folder: Path) -> None:
     sizes = sorted({b.size for b in data}, key=parse_size_bytes)
     losses = sorted({b.loss for b in data}, key=_num)
     table("by loss", data, lambda b: b.loss, losses)
-    table("by RTT", data, lambda b: b.rtt, sorted({b.rtt for b in data}, key=_num))
-    table("by bandwidth", data, lambda b: b.rate, sorted({b.rate for b in data}, key=_num))
+    rtts = sorted({b.rtt for b in data}, key=_num)
+    rates = sorted({b.rate for b in data}, key=_num)
+    table("by RTT", data, lambda b: b.rtt, rtts)
+    table("by bandwidth", data, lambda b: b.rate, rates)
     table("by object size", data, lambda b: b.size, sizes)
     table("by object count", data, lambda b: b.count, sorted({b.count for b in data}))
     table(
