@@ -59,7 +59,6 @@ TCP_PORTS = sorted({port for proto, port in PORTS.items() if proto != "h3"})
 # HAProxy keeps tune.maxrewrite (1024 B by default in 2.6) of each buffer free for header
 # rewrites, so tune.bufsize = SIZE/2 must stay well above it.
 MIN_BUFFER_BYTES = 4096
-TIMEOUT_S = WRITE_TIMEOUT_S  # client/server idle timeouts, at least any trial's timeout
 
 
 @dataclass(frozen=True)
@@ -128,8 +127,8 @@ defaults
     mode tcp
     source {SOURCE_IP}
     timeout connect 5s
-    timeout client {TIMEOUT_S}s
-    timeout server {TIMEOUT_S}s
+    timeout client {WRITE_TIMEOUT_S}s
+    timeout server {WRITE_TIMEOUT_S}s
 {"".join(sections)}
 """
 
