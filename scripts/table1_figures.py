@@ -8,6 +8,9 @@ back to back with one loss seed). A block "helps" when s <= 0.95 and "hurts" whe
 the paper's thresholds. Printed: the share of blocks that help / hurt and the median s by each
 factor's level (loss, RTT, bandwidth, object size, object count), by loss x object size, and
 the paper's Fig. 3 slice (200 ms, 10 Mbit/s, no loss: 10 KB x count and size x 64), with n.
+Last, the why of the loss effect: for large objects (>= 100 KB), by loss and protocol, the median
+TCP connections, retransmitted segments and link use (bytes down x 8 / pdt / link rate; bytes
+down counts L2 headers and the handshakes, pdt does not, so a full link reads a little over 100%).
 """
 
 from __future__ import annotations
@@ -75,6 +78,32 @@ def _num(text: str) -> float:
     return float(text.rstrip("mspctbk"))
 
 
+def bits_per_s(row: dict[str, str]) -> float:
+    return float(row["bytes_down"]) * 8 / (float(row["pdt_ms"]) / 1000)
+
+
+def one_connection(folder: Path) -> None:
+    """Connections, retransmits and link use of large-object trials by loss and protocol."""
+    groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    with (folder / "trials.csv").open() as f:
+        for row in csv.DictReader(f):
+            if row["status"] != "ok" or row["warmup"] != "0" or not row["pdt_ms"]:
+                continue
+            size = dict(kv.split("=", 1) for kv in row["page"].split(":", 1)[1].split(","))["size"]
+            if parse_size_bytes(size) >= 100_000:
+                groups[(row["network"].split("-")[3], row["protocol"])].append(row)
+    print("large objects (>= 100KB): median connections, retransmits, link use by loss")
+    for loss, protocol in sorted(groups, key=lambda k: (_num(k[0]), k[1])):
+        rows = groups[(loss, protocol)]
+        use = [bits_per_s(r) / (_num(r["network"].split("-")[2]) * 1e6) for r in rows]
+        print(
+            f"  {loss:<7} {protocol}  n {len(rows):>4}  connections "
+            f"{statistics.median(float(r['tcp_connections']) for r in rows):4.1f}  retransmits "
+            f"{statistics.median(float(r['retransmits']) for r in rows):6.1f}  link use "
+            f"{statistics.median(use):6.1%}"
+        )
+
+
 def main(folder: Path) -> None:
     data = blocks(folder)
     print(f"{folder}: {len(data)} blocks with both protocols ok")
@@ -113,6 +142,7 @@ def main(folder: Path) -> None:
         lambda b: b.size,
         sizes,
     )
+    one_connection(folder)
 
 
 if __name__ == "__main__":

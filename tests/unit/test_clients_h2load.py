@@ -144,3 +144,19 @@ def test_clients_option_runs_n_clients_per_process_with_n_times_the_requests() -
     assert argv[2:6] == ["-c40", "-t1", "-n120", "-m3"]
     adapter = clients.get("h2load:clients=40")
     assert isinstance(adapter, H2load) and adapter.clients == 40
+
+
+def test_per_host_caps_h1_connections_and_h2_streams() -> None:
+    # OkHttp's dispatcher: at most 5 requests per host at once, HTTP/2 too
+    p = page("synthetic:n=511,size=1KB,origins=1")  # index + 511 objects = 512 resources
+    h1 = plan(p, "h1s", per_host=5)
+    assert len(h1) == 5 and all(c.in_flight == 1 for c in h1)
+    assert sum(len(c.resources) for c in h1) == 512
+    (h2,) = plan(p, "h2s", per_host=5)
+    assert h2.in_flight == 5 and len(h2.resources) == 512
+    assert argv_for(h2, "h2s", "log")[3:6] == ["-t1", "-n512", "-m5"]
+    (small,) = plan(page("synthetic:n=2,size=1KB,origins=1"), "h2s", per_host=5)
+    assert small.in_flight == 3  # never more than the resources
+    adapter = clients.get("h2load:per_host=5,clients=2")
+    assert isinstance(adapter, H2load) and (adapter.per_host, adapter.clients) == (5, 2)
+    assert clients.get("h2load").per_host is None  # type: ignore[attr-defined]

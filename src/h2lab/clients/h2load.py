@@ -18,6 +18,13 @@ loads at once, each with its own connections; every process above runs ``-c N`` 
 its requests, h2load giving each of its clients an equal share. ``pdt_ms`` is then the time
 until the last of the N page loads ended. h2load's request log does not say which client made a
 request, so a trial of several clients stores no per-resource rows.
+
+Option ``per_host`` (``h2load:per_host=5``): at most that many requests outstanding at once per
+origin, for every protocol, as an app client's dispatcher allows (OkHttp's ``Dispatcher`` runs at
+most 5 calls per host, over HTTP/2 too; seed 001's client was OkHttp). ``h1c``/``h1s`` then
+open up to that many connections instead of 6; ``h2s``/``h2c`` keep that many streams open on
+their one connection (h2load ``-m``), starting the next request when one ends; ``h1p`` keeps
+that many requests pipelined. Without it, the browser-like plan above.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from h2lab.servers import url_for
 
 BROWSER_CONNECTIONS_PER_HOST = 6  # Chrome/Firefox per-host limit for HTTP/1.1
 MAX_CLIENTS = 100
+MAX_PER_HOST = 1000
 
 _FLAGS = {
     "h1c": ["--h1"],
@@ -62,19 +70,21 @@ class Connection:
         return f"{self.origin}#{self.index}"
 
 
-def plan(page: Page, protocol: str) -> list[Connection]:
-    """Pure: which connections a page load opens and what each fetches."""
+def plan(page: Page, protocol: str, per_host: int | None = None) -> list[Connection]:
+    """Pure: which connections a page load opens and what each fetches; ``per_host`` caps the
+    requests outstanding at once per origin (None: 6 connections for h1, everything at once
+    otherwise)."""
     conns: list[Connection] = []
     for origin in page.origins:
         res = page.resources_of(origin)
         if not res:
             continue
         if protocol in ("h1c", "h1s"):
-            k = min(BROWSER_CONNECTIONS_PER_HOST, len(res))
+            k = min(per_host or BROWSER_CONNECTIONS_PER_HOST, len(res))
             for i in range(k):
                 conns.append(Connection(origin, i, tuple(res[i::k]), 1))
         else:
-            conns.append(Connection(origin, 0, tuple(res), len(res)))
+            conns.append(Connection(origin, 0, tuple(res), min(per_host or len(res), len(res))))
     return conns
 
 
@@ -96,8 +106,9 @@ class H2load:
     name = "h2load"
     protocols = frozenset(_FLAGS)
 
-    def __init__(self, clients: int = 1) -> None:
+    def __init__(self, clients: int = 1, per_host: int | None = None) -> None:
         self.clients = clients
+        self.per_host = per_host
 
     def version(self) -> str:
         m = re.search(r"nghttp2/(\S+)", procs.version_text(["h2load", "--version"]))
@@ -107,7 +118,7 @@ class H2load:
         """Nothing outlives a trial."""
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
-        conns = plan(page, protocol)
+        conns = plan(page, protocol, self.per_host)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         jobs = []
         for i, conn in enumerate(conns):
@@ -181,14 +192,25 @@ class H2load:
         )
 
 
+def _int_option(options: Mapping[str, str], name: str, top: int) -> int | None:
+    raw = options.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= top:
+        raise ValueError(f"{name} must be an integer 1..{top}, got {raw!r}")
+    return int(raw)
+
+
 def _make(options: Mapping[str, str]) -> H2load:
-    unknown = sorted(set(options) - {"clients"})
+    unknown = sorted(set(options) - {"clients", "per_host"})
     if unknown:
-        raise ValueError(f"h2load takes only the option clients (got {', '.join(unknown)})")
-    raw = options.get("clients", "1")
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_CLIENTS:
-        raise ValueError(f"clients must be an integer 1..{MAX_CLIENTS}, got {raw!r}")
-    return H2load(int(raw))
+        raise ValueError(
+            f"h2load takes only the options clients and per_host (got {', '.join(unknown)})"
+        )
+    return H2load(
+        _int_option(options, "clients", MAX_CLIENTS) or 1,
+        _int_option(options, "per_host", MAX_PER_HOST),
+    )
 
 
 register("h2load", _make)
