@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from h2lab.report.model import metric_views
 from h2lab.store import Store, TrialRecord
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,13 +62,6 @@ def run_arm(exp: Path, out: Path, jobs: int) -> tuple[float, list[TrialRecord]]:
         return wall_s, store.trials(status="ok")
     finally:
         store.close()
-
-
-def metrics_of(records: list[TrialRecord]) -> list[str]:
-    """pdt_ms for h2load; plt_ms and speed_index_ms (the CPU-sensitive one) for browsers."""
-    if all(r.client.startswith(("h2load", "nghttp")) for r in records):
-        return ["pdt_ms"]
-    return ["plt_ms", "speed_index_ms"]
 
 
 def values_of(records: list[TrialRecord], metric: str) -> dict[tuple[str, str, str], list[float]]:
@@ -134,7 +128,8 @@ def main() -> int:
         jobs_s, sharded = run_arm(args.experiment, Path(tmp) / "jobs", args.jobs)
     print(f"\n{args.experiment.name}: {len(serial)} trials serial, {len(sharded)} with --jobs")
     ok = True
-    for metric in metrics_of(serial):
+    # the report's main metrics: pdt_ms for h2load/nghttp, plt_ms and speed_index_ms for browsers
+    for metric in (view.metric for view in metric_views(serial)):
         worst, same, cells, _ = compare(metric, serial, sharded)
         ok = ok and worst <= TARGET and same == cells
     cpu_a = statistics.median(r.cpu_busy_pct or 0 for r in serial)

@@ -27,24 +27,38 @@ from h2lab.units import parse_size_bytes
 HELPS, HURTS = 0.95, 1.05
 
 
+def page_spec(page: str) -> dict[str, str]:
+    """synthetic:n=64,size=10KB,origins=1 -> {"n": "64", "size": "10KB", "origins": "1"}"""
+    return dict(kv.split("=", 1) for kv in page.split(":", 1)[1].split(","))
+
+
 class Block:
     """One block's factors and its s."""
 
     def __init__(self, network: str, page: str, s: float) -> None:
         _, rtt, rate, loss = network.split("-")  # s001-20ms-1mbps-0.5pct
-        spec = dict(kv.split("=", 1) for kv in page.split(":", 1)[1].split(","))
+        spec = page_spec(page)
         self.rtt, self.rate, self.loss = rtt, rate, loss
         self.count, self.size = int(spec["n"]), spec["size"]
         self.s = s
 
 
-def blocks(folder: Path) -> list[Block]:
-    pdt: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+def ok_rows(folder: Path) -> list[dict[str, str]]:
+    """The ok, non-warm-up trials of trials.csv that have a pdt."""
     with (folder / "trials.csv").open() as f:
-        for row in csv.DictReader(f):
-            if row["status"] == "ok" and row["warmup"] == "0" and row["pdt_ms"]:
-                key = (row["network"], row["page"], row["repetition"])
-                pdt[key][row["protocol"]] = float(row["pdt_ms"])
+        return [
+            row
+            for row in csv.DictReader(f)
+            if row["status"] == "ok" and row["warmup"] == "0" and row["pdt_ms"]
+        ]
+
+
+def blocks(rows: list[dict[str, str]]) -> list[Block]:
+    pdt: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        pdt[(row["network"], row["page"], row["repetition"])][row["protocol"]] = float(
+            row["pdt_ms"]
+        )
     return [
         Block(net, page, v["h2s"] / v["h1s"])
         for (net, page, _), v in pdt.items()
@@ -82,16 +96,12 @@ def bits_per_s(row: dict[str, str]) -> float:
     return float(row["bytes_down"]) * 8 / (float(row["pdt_ms"]) / 1000)
 
 
-def one_connection(folder: Path) -> None:
+def one_connection(all_rows: list[dict[str, str]]) -> None:
     """Connections, retransmits and link use of large-object trials by loss and protocol."""
     groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
-    with (folder / "trials.csv").open() as f:
-        for row in csv.DictReader(f):
-            if row["status"] != "ok" or row["warmup"] != "0" or not row["pdt_ms"]:
-                continue
-            size = dict(kv.split("=", 1) for kv in row["page"].split(":", 1)[1].split(","))["size"]
-            if parse_size_bytes(size) >= 100_000:
-                groups[(row["network"].split("-")[3], row["protocol"])].append(row)
+    for row in all_rows:
+        if parse_size_bytes(page_spec(row["page"])["size"]) >= 100_000:
+            groups[(row["network"].split("-")[3], row["protocol"])].append(row)
     print("large objects (>= 100KB): median connections, retransmits, link use by loss")
     for loss, protocol in sorted(groups, key=lambda k: (_num(k[0]), k[1])):
         rows = groups[(loss, protocol)]
@@ -105,7 +115,8 @@ def one_connection(folder: Path) -> None:
 
 
 def main(folder: Path) -> None:
-    data = blocks(folder)
+    rows = ok_rows(folder)
+    data = blocks(rows)
     print(f"{folder}: {len(data)} blocks with both protocols ok")
     print(line("all", data))
     sizes = sorted({b.size for b in data}, key=parse_size_bytes)
@@ -142,7 +153,7 @@ def main(folder: Path) -> None:
         lambda b: b.size,
         sizes,
     )
-    one_connection(folder)
+    one_connection(rows)
 
 
 if __name__ == "__main__":
