@@ -56,6 +56,12 @@ type Config struct {
 	// NotsentLowatBytes sets TCP_NOTSENT_LOWAT on accepted TCP connections (0: kernel default),
 	// so that the HTTP/2 scheduler decides late what to send rather than filling the socket buffer.
 	NotsentLowatBytes int `json:"notsent_lowat_bytes"`
+	// ClientTimeoutS bounds the wait for a client: for the TLS handshake, and for a request's
+	// header on an h1 connection, from the connection's start for its first request
+	// (h2lab.servers.WRITE_TIMEOUT_S: on an emulated slow link a TLS 1.3 client may send its
+	// request before the server has its Finished, and a preconnected socket may sit unused for
+	// minutes); 0: 30 s.
+	ClientTimeoutS float64 `json:"client_timeout_s"`
 }
 
 // OriginConfig is one origin: its hostname, the address it listens on and its certificate.
@@ -243,8 +249,12 @@ func (s *server) listen(o OriginConfig, cfg *Config, h http.Handler, h2s *http2.
 		}
 		return c
 	}
+	clientTimeout := 30 * time.Second
+	if cfg.ClientTimeoutS > 0 {
+		clientTimeout = time.Duration(cfg.ClientTimeoutS * float64(time.Second))
+	}
 	h1 := &http.Server{Handler: h, ErrorLog: errorLog, IdleTimeout: 120 * time.Second,
-		ReadHeaderTimeout: 30 * time.Second}
+		ReadHeaderTimeout: clientTimeout}
 	s.closers = append(s.closers, h1)
 	opts := &http2.ServeConnOpts{Handler: h, BaseConfig: h1}
 
@@ -273,7 +283,7 @@ func (s *server) listen(o OriginConfig, cfg *Config, h http.Handler, h2s *http2.
 				}
 				go func() {
 					tc := tls.Server(tune(c), tlsConf)
-					_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+					_ = tc.SetDeadline(time.Now().Add(clientTimeout))
 					if err := tc.Handshake(); err != nil {
 						_ = c.Close()
 						return

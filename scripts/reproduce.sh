@@ -30,10 +30,21 @@ fi
 # faster. bench/jobs.py found its 1 Mbit/s cells the same sharded as serial (medians within
 # 2.4%, n = 4), and its lossy 10 Mbit/s cells too (bench/jobs-lossy.toml, n = 12: medians
 # 0.85-1.05, every cell's 95% CI of jobs/serial contains 1); REPRO_JOBS=1 runs it serially.
+# Chromium on cellular poor (136 kbit/s) waits on the link: bench/jobs-chromium.toml found 3
+# Chromium shards within 2.4% of serial there (sharded/serial plt 1.008-1.024, n = 6), against
+# 1.4-2.0x on cellular good, where the browser renders. So seed 000's Fig. 5 (cell-poor only)
+# runs as shards, and the Chromium files with cell-poor beside faster networks run their
+# cell-poor cells first as shards (h2lab run --only network=cell-poor), then the rest serially.
 jobs_for() {
     case "$1" in
-        001-table1-factor-grid) echo "${REPRO_JOBS:-3}" ;;
+        001-table1-factor-grid | 000-fig5-prioritization) echo "${REPRO_JOBS:-3}" ;;
         *) echo 1 ;;
+    esac
+}
+poor_first() {
+    case "$1" in
+        000-fig1-images-hol | corpus-real-pages) return 0 ;;
+        *) return 1 ;;
     esac
 }
 
@@ -46,12 +57,20 @@ for f in "${files[@]}"; do
     name=$(basename "$f" .toml)
     echo "== $name -> $OUT/$name ($($H2LAB validate "$f" | sed 's/.*: //'))"
     t0=$(date +%s)
-    if [ ! -e "$OUT/$name/results.sqlite" ] && [ -f "$OUT/$name/trials.csv" ]; then
+    if [ ! -s "$OUT/$name/results.sqlite" ] && [ -f "$OUT/$name/trials.csv" ]; then
         $H2LAB restore "$OUT/$name" || {
             failed+=("$name"); summary+=("$(printf '%-32s %s' "$name" "RESTORE FAILED")"); continue
         }
     fi
-    if $H2LAB run "$f" --out "$OUT/$name" --jobs "$(jobs_for "$name")"; then status=ok; else status="FAILED ($?)"; failed+=("$name"); fi
+    status=ok
+    if poor_first "$name"; then
+        $H2LAB run "$f" --out "$OUT/$name" --only network=cell-poor --jobs "${REPRO_JOBS:-3}" ||
+            { status="FAILED ($?)"; failed+=("$name"); }
+    fi
+    if [ "$status" = ok ]; then
+        $H2LAB run "$f" --out "$OUT/$name" --jobs "$(jobs_for "$name")" ||
+            { status="FAILED ($?)"; failed+=("$name"); }
+    fi
     t1=$(date +%s)
     summary+=("$(printf '%-32s %-12s %s' "$name" "$status" "$(fmt $((t1 - t0)))")")
 done

@@ -27,6 +27,8 @@ from h2lab.errors import H2LabError, SpecError
 from h2lab.spec.experiment import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from h2lab.runner.matrix import TrialSpec
 
 app = typer.Typer(
@@ -100,10 +102,13 @@ def _note_strangers(out: Path, name: str, stored: set[str], keys: set[str]) -> N
         )
 
 
-def _start_run(exp_path: Path | None, exp: object, out: Path) -> list[TrialSpec]:
-    """The run's trials, after the checks and records every run starts with: root, the store's
-    schema, ``experiment.json``, and a note on stored trials this file does not have."""
-    from h2lab.runner.matrix import expand
+def _start_run(
+    exp_path: Path | None, exp: object, out: Path, only: Mapping[str, frozenset[str]]
+) -> list[TrialSpec]:
+    """The run's trials (those ``only`` selects), after the checks and records every run starts
+    with: root, the store's schema, ``experiment.json``, and a note on stored trials this file
+    does not have."""
+    from h2lab.runner.matrix import expand, select
     from h2lab.spec.experiment import Experiment
     from h2lab.store import Store
 
@@ -116,7 +121,7 @@ def _start_run(exp_path: Path | None, exp: object, out: Path) -> list[TrialSpec]
         _note_strangers(out, exp.name, store.done_keys(exp.name), {t.key for t in trials})
     finally:
         store.close()
-    return trials
+    return select(trials, only)
 
 
 class _Tally:
@@ -150,22 +155,32 @@ def _run_experiment(
     out: Path,
     *,
     retry_failed: bool = False,
+    only: Mapping[str, frozenset[str]] | None = None,
     shard_of: tuple[int, int] | None = None,
+    claims: str = "",
 ) -> None:
-    """Run ``exp`` into ``out`` with a progress bar; with ``shard_of`` (index, count) only that
-    shard of it, reporting each trial as one JSON line on stdout (``--jobs`` reads them)."""
-    from h2lab.runner.matrix import expand, shard
+    """Run ``exp`` (the trials ``only`` selects) into ``out`` with a progress bar; with
+    ``shard_of`` (index, count) as that shard of the sharded run ``claims``: it takes blocks
+    from the store one at a time as it is ready for them, and reports each trial as one JSON
+    line on stdout (``--jobs`` reads them; trials stored before, only the first shard)."""
+    from h2lab.runner.matrix import expand, for_shard, select
     from h2lab.runner.run import run_trials
     from h2lab.spec.experiment import Experiment
     from h2lab.store import Store, TrialRecord
 
     assert isinstance(exp, Experiment)
     if shard_of is None:
-        trials = _start_run(exp_path, exp, out)
+        trials = _start_run(exp_path, exp, out, only or {})
     else:
         _require_root()
-        trials = shard(expand(exp), *shard_of)
+        trials = for_shard(select(expand(exp), only or {}), *shard_of)
     store = Store(out)
+    claim = None
+    if shard_of is not None:
+        mark = f"{shard_of[0] + 1}/{shard_of[1]}"
+
+        def claim(t: TrialSpec) -> bool:
+            return store.claim_block(claims, str(t.seed), mark)
 
     def line(status: str, key: str, detail: str = "") -> None:
         print(json.dumps({"status": status, "key": key, "detail": detail}), flush=True)
@@ -178,14 +193,19 @@ def _run_experiment(
             else:
                 report = line
 
+            # every shard sees the trials stored before; the first one reports them
+            reports_stored = shard_of is None or shard_of[0] == 0
+
             def on_progress(t: TrialSpec, record: TrialRecord | None) -> None:
                 if record is None:
-                    report("resumed", t.key)
+                    if reports_stored:
+                        report("resumed", t.key)
                 else:
                     report(record.status, t.key, record.error or "")
 
             def on_give_up(t: TrialSpec, attempts: int) -> None:
-                report("given-up", t.key, str(attempts))
+                if reports_stored:
+                    report("given-up", t.key, str(attempts))
 
             run_trials(
                 trials,
@@ -195,6 +215,7 @@ def _run_experiment(
                 retry_failed=retry_failed,
                 on_progress=on_progress,
                 on_give_up=on_give_up,
+                claim=claim,
             )
     finally:
         store.close()
@@ -207,27 +228,38 @@ SHARD_STOP_S = 120.0
 
 
 def _run_jobs(
-    exp_path: Path, exp: object, out: Path, jobs: int, *, quick: bool, retry_failed: bool
+    exp_path: Path,
+    exp: object,
+    out: Path,
+    jobs: int,
+    *,
+    quick: bool,
+    retry_failed: bool,
+    only: list[str],
 ) -> None:
     """Run ``exp`` as ``jobs`` concurrent shards, each its own ``h2lab run --shard`` process
-    with its own lab, all writing to one store; one progress bar. Ctrl-C/SIGTERM stops every
+    with its own lab, taking blocks from one run-wide pool (``--claims``), all writing to one
+    store; one progress bar. Ctrl-C/SIGTERM stops every
     shard the orderly way. A shard's own output goes to ``out/shard-K.log``."""
     import os
     import queue
     import signal
     import subprocess
     import threading
+    import uuid
 
     from h2lab.pages import resolve_page
     from h2lab.runner.run import signals_as_interrupt
-    from h2lab.spec.experiment import Experiment
+    from h2lab.spec.experiment import Experiment, parse_only
 
     assert isinstance(exp, Experiment)
-    trials = _start_run(exp_path, exp, out)  # the schema exists before the shards open it
+    trials = _start_run(exp_path, exp, out, parse_only(exp, only))  # schema before the shards
     for page in dict.fromkeys(t.page for t in trials):
         resolve_page(page)  # written once here, not raced by the shards
     argv = [sys.executable, "-m", "h2lab", "run", str(exp_path), "--out", str(out)]
     argv += ["--quick"] * quick + ["--retry-failed"] * retry_failed
+    argv += [arg for text in only for arg in ("--only", text)]
+    argv += ["--claims", uuid.uuid4().hex]  # this run's blocks, taken one at a time
     lines: queue.Queue[tuple[int, str | None]] = queue.Queue()
     procs: list[subprocess.Popen[str]] = []
 
@@ -351,9 +383,22 @@ def run(
             "and light clients: see the trials' cpu_busy_pct)",
         ),
     ] = 1,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            metavar="FACTOR=LEVEL",
+            help="run only the trials at this level (repeat: levels of one factor are "
+            "alternatives, factors all apply), e.g. --only network=cell-poor; not the protocol "
+            "or the \\[compare] factor, so blocks stay whole",
+        ),
+    ] = None,
     shard_of: Annotated[
         str | None, typer.Option("--shard", hidden=True, help="K/N: shard K of N (--jobs)")
     ] = None,
+    claims: Annotated[
+        str, typer.Option("--claims", hidden=True, help="the sharded run's id (--jobs)")
+    ] = "",
 ) -> None:
     """Run an experiment and write OUT/report.html.
 
@@ -361,18 +406,27 @@ def run(
     trials already stored ok, attempts failed ones again, and gives up a trial that failed
     every attempt of two earlier runs (unless --retry-failed)."""
     from h2lab.report import write_report
-    from h2lab.spec.experiment import load_experiment
+    from h2lab.spec.experiment import load_experiment, parse_only
 
     exp = load_experiment(experiment, quick=quick)
+    selected = parse_only(exp, only or [])
     if shard_of is not None:
         _run_experiment(
-            experiment, exp, out, retry_failed=retry_failed, shard_of=_parse_shard(shard_of)
+            experiment,
+            exp,
+            out,
+            retry_failed=retry_failed,
+            only=selected,
+            shard_of=_parse_shard(shard_of),
+            claims=claims,
         )
         return
     if jobs > 1:
-        _run_jobs(experiment, exp, out, jobs, quick=quick, retry_failed=retry_failed)
+        _run_jobs(
+            experiment, exp, out, jobs, quick=quick, retry_failed=retry_failed, only=only or []
+        )
     else:
-        _run_experiment(experiment, exp, out, retry_failed=retry_failed)
+        _run_experiment(experiment, exp, out, retry_failed=retry_failed, only=selected)
     for table in _summary_tables(out):
         console.print(table)
     print(f"report: {write_report(out)}")

@@ -260,6 +260,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         jobs[f"run:{case}"] = (["run", str(path), "--out", str(outs[case])], root)
     jobs["bogus-flag"] = (["load", "x", "--bogus"], root)
     jobs["bad-compare-flag"] = (["report", str(root), "--compare", "sever=nginx"], root)
+    only = ["run", "experiments/demo.toml", "--out", str(root / "out-only"), "--jobs", "2"]
+    jobs["bad-only-flag"] = ([*only, "--only", "network=cell-poor"], PROJECT)
     warc = (PROJECT / "corpus" / "warc" / "baidu.warc.gz").read_bytes()
     (root / "cut.warc.gz").write_bytes(warc[: len(warc) // 2])
     (root / "notjson.har").write_text("<html>not a HAR</html>")
@@ -340,6 +342,18 @@ def test_bad_compare_flag(runs: Runs) -> None:
     assert result.returncode == 2
     line = _one_line(result.stderr)
     assert line.startswith("h2lab: --compare: sever=nginx: must be FACTOR=BASELINE"), line
+    assert result.stdout == ""
+
+
+def test_bad_only_flag(runs: Runs) -> None:
+    """`h2lab run --only` with a level the file does not have: one line, before any lab or
+    store is made (test_nothing_made_on_disk_or_in_the_kernel: no out-only folder)."""
+    result = runs.results["bad-only-flag"]
+    assert result.returncode == 2, result
+    line = _one_line(result.stderr)
+    assert line.startswith(
+        "h2lab: --only: network=cell-poor: 'cell-poor' is not a level of network (levels: "
+    ), line
     assert result.stdout == ""
 
 

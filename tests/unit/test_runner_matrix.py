@@ -7,10 +7,14 @@ import hashlib
 import itertools
 import json
 from collections import Counter
+from collections.abc import Callable
 
+import pytest
+
+from h2lab.errors import SpecError
 from h2lab.net.lab import TcpSettings
-from h2lab.runner.matrix import TrialSpec, block_seed, expand, shard
-from h2lab.spec.experiment import Experiment, Factors
+from h2lab.runner.matrix import TrialSpec, block_seed, claimed, expand, for_shard, select
+from h2lab.spec.experiment import Compare, Experiment, Factors, parse_only
 from h2lab.spec.network import parse_network
 
 PROTOCOLS = ("h1c", "h1s", "h2c", "h2s")
@@ -216,29 +220,100 @@ def test_factor_tables_are_crossed_each_and_united() -> None:
     assert by_block == {"lan": {"h1s", "h2s", "h2c"}, "cable": {"h2s", "h2c"}}
 
 
-def test_shards_deal_whole_blocks_in_turn_and_cover_the_run_once() -> None:
-    """`h2lab run --jobs 3`: every trial in exactly one shard, in run order; a block (the
-    trials sharing a seed) never split; each shard goes round by round and gets a third of
-    every round; the warm-up trials go to the first shard."""
+def test_shards_take_whole_blocks_as_they_reach_them_and_cover_the_run_once() -> None:
+    """`h2lab run --jobs 3`: every shard walks the whole run and asks the store for each block
+    when it reaches it (here a dict stands for Store.claim_block); every trial runs in exactly
+    one shard, in run order, a block (the trials sharing a seed) never split; a shard busy with
+    a long block leaves the next blocks to the others; the warm-up trials go to the first."""
     exp = dataclasses.replace(_experiment(repetitions=3), warmup=2)
     trials = expand(exp)
-    shards = [shard(trials, k, 3) for k in range(3)]
-    assert sorted(t.order for s in shards for t in s) == [t.order for t in trials]
-    for s in shards:
-        assert [t.order for t in s] == sorted(t.order for t in s)
-        assert [t.repetition for t in s if not t.warmup] == sorted(
-            t.repetition for t in s if not t.warmup
-        )
-    assert [t.warmup for t in shards[0][:2]] == [1, 2]
-    assert not any(t.warmup for s in shards[1:] for t in s)
-    owner = {t.key: k for k, s in enumerate(shards) for t in s}
+    owners: dict[int, int] = {}
+
+    def claimer(k: int) -> Callable[[TrialSpec], bool]:
+        def claim(t: TrialSpec) -> bool:
+            return owners.setdefault(t.seed, k) == k
+
+        return claim
+
+    walks = [claimed(for_shard(trials, k, 3), claimer(k)) for k in range(3)]
+    got: list[list[TrialSpec]] = [[], [], []]
+    # shard 0 is slow: it takes one trial for every 4 the others take
+    steps = itertools.cycle([0, 1, 1, 2, 2, 1, 1, 2, 2])
+    live = {0, 1, 2}
+    for k in steps:
+        if not live:
+            break
+        if k not in live:
+            continue
+        t = next(walks[k], None)
+        if t is None:
+            live.discard(k)
+        else:
+            got[k].append(t)
+    assert sorted(t.order for g in got for t in g) == [t.order for t in trials]
+    for k, g in enumerate(got):
+        assert [t.order for t in g] == sorted(t.order for t in g)
+        assert {t.shard for t in g} == {f"{k + 1}/3"}
+    assert [t.warmup for t in got[0][:2]] == [1, 2]
+    assert not any(t.warmup for g in got[1:] for t in g)
+    owner = {t.key: k for k, g in enumerate(got) for t in g}
     for block in _blocks([t for t in trials if not t.warmup]):
         assert len({owner[t.key] for t in block}) == 1
-    per_round = Counter((owner[t.key], t.repetition) for t in trials if not t.warmup)
-    blocks_per_round = 2 * 2 * 2  # pages x networks x congestion controls
-    for (k, rep), n in per_round.items():
-        assert n // len(PROTOCOLS) in (blocks_per_round // 3, blocks_per_round // 3 + 1), (k, rep)
-    assert {t.shard for t in shards[2]} == {"3/3"}
-    assert shards[1][0].config()["shard"] == "2/3"
-    assert shard(trials, 0, 1) == trials
+    blocks = [len({t.seed for t in g if not t.warmup}) for g in got]
+    assert blocks[0] < blocks[1] and blocks[0] < blocks[2], blocks  # the slow one took fewer
+    assert sum(blocks) == len({t.seed for t in trials if not t.warmup})
+    assert for_shard(trials, 0, 1) == trials
+    assert got[1][0].config()["shard"] == "2/3"
     assert "shard" not in trials[0].config()  # a serial run's configuration is as before
+
+
+def test_only_selects_whole_blocks_of_the_levels_given() -> None:
+    """`h2lab run --only network=3g-fast --only congestion_control=cubic --only
+    congestion_control=bbr`: the trials of those levels, in run order, blocks whole, warm-ups
+    kept; sharding the selection deals its blocks as before."""
+    exp = dataclasses.replace(_experiment(repetitions=2), warmup=1)
+    trials = expand(exp)
+    only = parse_only(
+        exp, ["network=3g-fast", "congestion_control=cubic", "congestion_control=bbr"]
+    )
+    assert only == {"network": {"3g-fast"}, "congestion_control": {"cubic", "bbr"}}
+    picked = select(trials, only)
+    assert picked[0].warmup == 1
+    rest = [t for t in picked if not t.warmup]
+    assert {t.network.name for t in rest} == {"3g-fast"}
+    assert len(rest) == len([t for t in trials if not t.warmup]) // 2
+    assert [t.order for t in picked] == sorted(t.order for t in picked)
+    assert {t.block for t in rest} == {t.block for t in trials if t.network.name == "3g-fast"}
+    both = select(trials, parse_only(exp, ["network=3g-fast", "page=synthetic:n=4"]))
+    assert {(t.network.name, t.page) for t in both if not t.warmup} == {
+        ("3g-fast", "synthetic:n=4")
+    }
+    assert select(trials, {}) == trials
+    # a network written as its spec selects the stored name
+    inline = dataclasses.replace(
+        exp, factors=dataclasses.replace(exp.factors, network=(parse_network("rtt=20ms"),))
+    )
+    assert parse_only(inline, ["network=rtt=20ms"]) == {"network": {parse_network("rtt=20ms").name}}
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("network", "must be FACTOR=LEVEL"),
+        ("network=", "must be FACTOR=LEVEL"),
+        ("protocol=h2s", "cannot select on 'protocol'"),
+        ("server=rr", "cannot select on 'server' ([compare] pairs its levels)"),
+        ("network=lan", "'lan' is not a level of network (levels: cable, 3g-fast)"),
+        ("network=warp", "unknown profile 'warp'"),
+    ],
+)
+def test_only_refuses_what_would_split_a_block_or_is_not_a_level(text: str, reason: str) -> None:
+    exp = dataclasses.replace(
+        _experiment(),
+        factors=dataclasses.replace(_experiment().factors, server=("nginx", "rr")),
+        compare=Compare("server", ("nginx",)),
+    )
+    with pytest.raises(SpecError) as exc:
+        parse_only(exp, [text])
+    assert (exc.value.source, exc.value.field) == ("--only", text)
+    assert reason in exc.value.reason

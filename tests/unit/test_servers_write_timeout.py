@@ -1,6 +1,7 @@
-"""Servers wait on a slow client at least as long as any trial may take: a load on an emulated
-slow link ends by its own timeout_s, never by a server giving up on a response (nginx's default
-send_timeout, 60 s, reset 22 of 31 streams of Fig. 1c on cell-poor)."""
+"""Servers wait on a slow client (a response it does not read, a request it has not sent yet)
+at least as long as any trial may take: a load on an emulated slow link ends by its own
+timeout_s, never by a server giving up on it (nginx's default send_timeout, 60 s, reset 22 of
+31 streams of Fig. 1c on cell-poor)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
-from h2lab.servers import WRITE_TIMEOUT_S, ServeContext, apache, haproxy, nginx
+from h2lab.servers import WRITE_TIMEOUT_S, ServeContext, apache, h2o, haproxy, nginx, origin
 from h2lab.spec.experiment import MAX_TIMEOUT_S
 from h2lab.tls import LocalCA
 
@@ -52,3 +53,16 @@ def test_haproxy_waits_on_either_side_as_long_as_any_trial() -> None:
         {HOST: "10.2.0.1"}, {HOST: "127.100.0.1"}, haproxy.Tuning.for_buffer(1_000_000), "/x.pid"
     )
     assert _seconds(r"timeout (?:client|server) (\d+)s", conf) == [WRITE_TIMEOUT_S] * 2
+
+
+def test_servers_wait_for_a_first_request_as_long_as_any_trial(tmp_path: Path) -> None:
+    """A socket Chromium opened ahead may carry its first request minutes later on cell-poor;
+    the origin's 30 s header timeout closed such sockets (net::ERR_EMPTY_RESPONSE)."""
+    ctx = _ctx(tmp_path)
+    page = _page(tmp_path)
+    conf = nginx.render_config(page, ctx, LocalCA(ctx.tls_dir))
+    assert _seconds(r"\n\s*client_(?:header|body)_timeout (\d+)s;", conf) == [WRITE_TIMEOUT_S] * 2
+    yaml = h2o.render_config(page, ctx, LocalCA(ctx.tls_dir), "0123456789abcdef")
+    assert _seconds(r"\n(?:http1-request|handshake)-timeout: (\d+)", yaml) == [WRITE_TIMEOUT_S] * 2
+    cfg = origin.render_config(page, ctx, LocalCA(ctx.tls_dir), origin.OriginOptions())
+    assert cfg["client_timeout_s"] == WRITE_TIMEOUT_S

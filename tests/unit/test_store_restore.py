@@ -152,3 +152,16 @@ def test_needs_a_trials_csv(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"no trials\.csv to restore from"):
         restore_store(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_store_file_is_no_store(tmp_path: Path) -> None:
+    """`sqlite3 results.sqlite "select ..."` on a folder that kept only its CSV leaves a 0-byte
+    file; restoring replaces it instead of refusing (and scripts/reproduce.sh restores then)."""
+    _write_trials(tmp_path / "trials.csv")
+    (tmp_path / "results.sqlite").touch()
+    assert restore_store(tmp_path).trials == 1
+    s = Store(tmp_path)
+    try:
+        assert [t.pdt_ms for t in s.trials()] == [123.5]
+    finally:
+        s.close()

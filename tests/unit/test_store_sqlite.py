@@ -271,3 +271,24 @@ def test_a_store_of_schema_1_gains_the_new_columns(tmp_path: Path) -> None:
         assert [r["priority"] for r in s.resources(trial_id)] == [None, None]
     finally:
         s.close()
+
+
+def test_a_block_is_claimed_once_per_sharded_run(tmp_path: Path) -> None:
+    """Two shards' stores on one folder (as `h2lab run --jobs` has them): the first to ask
+    takes a block, the other is refused; a later run (another id) takes it afresh."""
+    first, second = Store(tmp_path), Store(tmp_path)
+    try:
+        assert first.claim_block("run-a", "123", "1/2")
+        assert not second.claim_block("run-a", "123", "2/2")
+        assert not first.claim_block("run-a", "123", "1/2")
+        assert second.claim_block("run-a", "456", "2/2")
+        assert second.claim_block("run-b", "123", "2/2")
+    finally:
+        first.close()
+        second.close()
+    db = sqlite3.connect(tmp_path / "results.sqlite")
+    try:
+        rows = db.execute("SELECT run, block, shard FROM claims ORDER BY run, block").fetchall()
+    finally:
+        db.close()
+    assert rows == [("run-a", "123", "1/2"), ("run-a", "456", "2/2"), ("run-b", "123", "2/2")]

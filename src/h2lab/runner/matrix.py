@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from h2lab.net.lab import TcpSettings
@@ -158,23 +158,51 @@ def expand(exp: Experiment) -> list[TrialSpec]:
     return trials
 
 
-def shard(trials: Sequence[TrialSpec], index: int, count: int) -> list[TrialSpec]:
-    """Shard ``index`` (0-based) of ``count`` of a run (``h2lab run --jobs``): whole blocks
-    (the trials that share a seed and run back to back) dealt out in turn, in run order, so
-    every shard goes round by round and a pair never spans two shards; the warm-up trials go
-    to shard 0. Each trial is marked with its shard (:attr:`TrialSpec.shard`)."""
+def level_of(t: TrialSpec, factor: str) -> str:
+    """The level of ``factor`` of trial ``t``, as stored (a network's name; initcwnd as digits)."""
+    match factor:
+        case "network":
+            return t.network.name
+        case "congestion_control":
+            return t.tcp.congestion_control
+        case "initcwnd":
+            return str(t.tcp.initcwnd_packets)
+        case _:
+            return str(getattr(t, factor))
+
+
+def select(trials: Sequence[TrialSpec], only: Mapping[str, frozenset[str]]) -> list[TrialSpec]:
+    """The trials whose level of every factor in ``only`` is one of its levels
+    (``h2lab run --only``, :func:`h2lab.spec.experiment.parse_only`); the warm-up trials stay,
+    and none of the factors is the protocol or the compared one, so blocks stay whole."""
+    return [
+        t for t in trials if t.warmup or all(level_of(t, f) in levels for f, levels in only.items())
+    ]
+
+
+def for_shard(trials: Sequence[TrialSpec], index: int, count: int) -> list[TrialSpec]:
+    """The trials shard ``index`` (0-based) of ``count`` may run (``h2lab run --jobs``): every
+    block, which it claims one at a time as it reaches them (:func:`claimed`), and the warm-up
+    trials if it is the first. Each trial is marked with its shard (:attr:`TrialSpec.shard`)."""
     if count == 1:
         return list(trials)
     mark = f"{index + 1}/{count}"
-    picked: list[TrialSpec] = []
-    block, seed = -1, None
+    return [dataclasses.replace(t, shard=mark) for t in trials if index == 0 or not t.warmup]
+
+
+def claimed(trials: Iterable[TrialSpec], claim: Callable[[TrialSpec], bool]) -> Iterator[TrialSpec]:
+    """The trials of the blocks (the trials that share a seed and run back to back) that
+    ``claim`` grants, in order; ``claim`` is asked at a block's first trial, when the caller
+    is ready to run it, so concurrent shards asking one store each take the next block no
+    other has taken and finish together (a heavy block does not hold up blocks dealt behind
+    it). Warm-up trials are never claimed."""
+    seed: int | None = None
+    granted = False
     for t in trials:
         if t.warmup:
-            if index == 0:
-                picked.append(dataclasses.replace(t, shard=mark))
+            yield t
             continue
         if t.seed != seed:
-            block, seed = block + 1, t.seed
-        if block % count == index:
-            picked.append(dataclasses.replace(t, shard=mark))
-    return picked
+            seed, granted = t.seed, claim(t)
+        if granted:
+            yield t

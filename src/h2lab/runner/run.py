@@ -25,7 +25,7 @@ from h2lab.metrics.counters import busy_pct, parse_cpu_times, parse_dev, parse_s
 from h2lab.net import netns
 from h2lab.net.lab import Lab, Link, TcpSettings
 from h2lab.pages import Page, resolve_page
-from h2lab.runner.matrix import TrialSpec
+from h2lab.runner.matrix import TrialSpec, claimed
 from h2lab.servers import ServeContext
 from h2lab.spec.network import NetworkProfile
 from h2lab.store import Store, TrialRecord
@@ -228,11 +228,14 @@ def run_trials(
     retry_failed: bool = False,
     on_progress: ProgressFn | None = None,
     on_give_up: GiveUpFn | None = None,
+    claim: Callable[[TrialSpec], bool] | None = None,
 ) -> list[TrialRecord]:
     """Run ``trials`` not yet stored ok; return the records written now. A failed trial is
     attempted again at once, up to ``retries`` more times; every attempt is stored. A trial
     with ``RUNS_BEFORE_GIVING_UP * (1 + retries)`` failed attempts stored is given up
-    (reported to ``on_give_up`` with that count) unless ``retry_failed``."""
+    (reported to ``on_give_up`` with that count) unless ``retry_failed``. With ``claim`` (a
+    shard of ``h2lab run --jobs``), a block's remaining trials run only if ``claim`` grants
+    the block when this runner reaches it (:func:`h2lab.runner.matrix.claimed`)."""
     if not trials:
         return []
     experiment = trials[0].experiment
@@ -265,7 +268,7 @@ def run_trials(
         stack.callback(links.close)
         stretch = ServerStretch(lab)
         stack.callback(stretch.close)
-        for t in todo:
+        for t in todo if claim is None else claimed(todo, claim):
             interrupted()
             if t.client not in adapters:
                 adapters[t.client] = clients.get(t.client)

@@ -31,11 +31,18 @@ SCHEMES = {
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 WRITE_TIMEOUT_S = int(MAX_TIMEOUT_S)
-"""How long a server waits on a client that reads nothing before it gives up on a response.
-Servers' own defaults are too short for an emulated slow link: nginx's ``send_timeout`` 60 s
-reset 22 of 31 h2 streams of Fig. 1c on cell-poor (Chromium's priorities queue each image
-behind the others, and a queued stream waited over 60 s), as Apache's ``Timeout`` 60 s would.
-At least any trial's ``timeout_s``, so a slow load ends by its own timeout."""
+"""How long a server waits on a client that reads nothing before it gives up on a response,
+and on a connection's TLS handshake and request header (from the connection's start for its
+first request). Servers' own defaults are too short for an emulated slow link: nginx's
+``send_timeout`` 60 s reset 22 of 31 h2 streams of Fig. 1c on cell-poor (Chromium's
+priorities queue each image behind the others, and a queued stream waited over 60 s), as
+Apache's ``Timeout`` 60 s would; and the origin's 10 s handshake and 30 s header deadlines
+closed connections whose client had sent (or would send) a request: a TLS 1.3 client ends
+the handshake before the server has its Finished, and Chromium opens sockets ahead and may
+first use one minutes later (``net::ERR_EMPTY_RESPONSE`` on h1s loads of mitmproxy.org and
+reddit on cell-poor), as nginx's ``client_header_timeout`` 60 s and H2O's 10 s
+``handshake-timeout`` would. At least any trial's ``timeout_s``, so a slow load ends by its
+own timeout."""
 
 
 def url_for(res: Resource, protocol: str) -> str:

@@ -33,7 +33,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, ServeContext, Serving, Watched, register
+from h2lab.servers import PORTS, WRITE_TIMEOUT_S, ServeContext, Serving, Watched, register
 from h2lab.servers.rules import RULES, select
 from h2lab.tls import LocalCA
 
@@ -235,7 +235,8 @@ pid-file: {yaml_str(str(d / "h2o.pid"))}
 error-log: {yaml_str(str(d / "h2o-error.log"))}
 num-threads: 1  # as nginx's worker_processes 1
 max-connections: 8192
-http1-request-timeout: {IDLE_TIMEOUT_S}
+http1-request-timeout: {WRITE_TIMEOUT_S}  # also a fresh connection's first request
+handshake-timeout: {WRITE_TIMEOUT_S}  # TLS (H2O's default is 10 s)
 http2-idle-timeout: {IDLE_TIMEOUT_S}
 http1-upgrade-to-http2: ON  # H2O 2.2 takes h2c prior knowledge only with this on
 http2-max-concurrent-requests-per-connection: {MAX_CONCURRENT_STREAMS}

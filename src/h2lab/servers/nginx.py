@@ -161,6 +161,8 @@ http {{
     keepalive_requests 100000;
     keepalive_timeout 120s;
     send_timeout {WRITE_TIMEOUT_S}s;  # not 60 s: see WRITE_TIMEOUT_S
+    client_header_timeout {WRITE_TIMEOUT_S}s;  # also a fresh connection's first request
+    client_body_timeout {WRITE_TIMEOUT_S}s;
     http2_max_concurrent_streams {MAX_CONCURRENT_STREAMS};
     ssl_protocols TLSv1.2 TLSv1.3;
     ssl_session_cache off;

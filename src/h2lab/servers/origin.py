@@ -30,7 +30,7 @@ from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.paths import cache_root
-from h2lab.servers import PORTS, ServeContext, Serving, Watched, register
+from h2lab.servers import PORTS, WRITE_TIMEOUT_S, ServeContext, Serving, Watched, register
 from h2lab.tls import LocalCA
 from h2lab.units import parse_duration_ms, parse_size_bytes
 
@@ -174,6 +174,7 @@ def render_config(
         "framelog": opts.framelog,
         "qlog": opts.qlog,
         "notsent_lowat_bytes": opts.notsent_lowat_bytes,
+        "client_timeout_s": WRITE_TIMEOUT_S,
     }
 
 

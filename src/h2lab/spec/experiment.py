@@ -352,3 +352,35 @@ def _relative_to(folder: Path, page: object) -> object:
     if not sep or kind not in IMPORT_KINDS or rest.startswith("/"):
         return page
     return f"{kind}:{os.path.normpath(folder / rest)}"
+
+
+ONLY_FACTORS = COMPARE_FACTORS
+"""Factors ``h2lab run --only`` may select on: not the protocol, whose levels pair in a block."""
+
+
+def parse_only(exp: Experiment, texts: list[str]) -> dict[str, frozenset[str]]:
+    """``--only FACTOR=LEVEL`` options: the levels kept per factor (levels of one factor are
+    alternatives, factors are all required). The compared factor (``[compare]``) and the
+    protocol cannot be selected: a block runs back to back with one seed, so a selection
+    never splits one."""
+    compared = exp.compare.factor if exp.compare else None
+    only: dict[str, set[str]] = {}
+    for text in texts:
+        factor, sep, level = text.partition("=")
+        if not (sep and level):
+            raise SpecError("--only", text, "must be FACTOR=LEVEL, e.g. network=cell-poor")
+        if factor not in ONLY_FACTORS or factor == compared:
+            allowed = [f for f in ONLY_FACTORS if f != compared]
+            why = " ([compare] pairs its levels)" if factor == compared else ""
+            raise SpecError(
+                "--only", text, f"cannot select on {factor!r}{why}; factors: {', '.join(allowed)}"
+            )
+        if factor == "network":
+            level = parse_network(level, "--only", field=text).name
+        levels = dict.fromkeys(v for f in exp.matrices for v in factor_levels(f, factor))
+        if level not in levels:
+            known = ", ".join(levels)
+            why = f"{level!r} is not a level of {factor} (levels: {known})"
+            raise SpecError("--only", text, why)
+        only.setdefault(factor, set()).add(level)
+    return {f: frozenset(v) for f, v in only.items()}

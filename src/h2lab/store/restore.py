@@ -92,13 +92,16 @@ def _insert(
 def restore_store(out: Path) -> Restored:
     """Create ``out/results.sqlite`` from ``out/trials.csv`` (and ``out/resources.csv``).
 
-    Refuses when the folder already has a store (it would mix two histories); on a bad file
-    nothing is left behind."""
+    Refuses when the folder already has a store (it would mix two histories); an empty file
+    there (what ``sqlite3 results.sqlite`` leaves after a query on a missing store) is no store.
+    On a bad file nothing is left behind."""
     trials_csv = out / "trials.csv"
     resources_csv = out / "resources.csv"
     db_path = out / "results.sqlite"
     if not trials_csv.is_file():
         raise SpecError(trials_csv, "file", "no trials.csv to restore from")
+    if db_path.is_file() and db_path.stat().st_size == 0:
+        db_path.unlink()
     if db_path.exists():
         raise SpecError(
             db_path, "file", "a results store is already here (restore only fills a new one)"

@@ -140,6 +140,11 @@ class Store:
             self._add_missing_columns()
             self._db.execute("CREATE INDEX IF NOT EXISTS trials_key ON trials(trial_key)")
             self._db.execute("CREATE INDEX IF NOT EXISTS resources_trial ON resources(trial_id)")
+            # which shard of a `h2lab run --jobs` run took which block (Store.claim_block)
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS claims (run TEXT NOT NULL, block TEXT NOT NULL, "
+                "shard TEXT NOT NULL, PRIMARY KEY (run, block))"
+            )
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def _add_missing_columns(self) -> None:
@@ -175,6 +180,16 @@ class Store:
                 [(trial_id, *dataclasses.astuple(r)) for r in resources],
             )
         return trial_id
+
+    def claim_block(self, run: str, block: str, shard: str) -> bool:
+        """Take ``block`` for ``shard`` of the sharded run ``run``: True for the first shard
+        to ask, False for every other (one atomic insert, so two shards never both win)."""
+        with self._db:
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO claims (run, block, shard) VALUES (?, ?, ?)",
+                (run, block, shard),
+            )
+        return cur.rowcount == 1
 
     def done_keys(self, experiment: str) -> set[str]:
         """Trial keys of ``experiment`` that already have a successful row (skipped on resume)."""
