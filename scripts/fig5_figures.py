@@ -8,15 +8,12 @@ h2s under each origin scheduler (client = Chromium's priorities, rr, fcfs), the 
 points; then paired ratios pooled over the pages, each pair from one block (same page and
 repetition, run back to back with one loss seed): h2s rr / h2s client, h2s fcfs / h2s client,
 and h2s / h1s under the same scheduler, as median with its 95% bootstrap CI (the report's
-estimator) and how many pairs the numerator won. Last, the trials run as shards of
-`h2lab run --jobs` against those run one at a time: CPU use, and per metric the ratio
-sharded/serial of each (page, arm) median pooled over the cells, with its CI.
+estimator) and how many pairs the numerator won.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -36,24 +33,15 @@ def main(folder: Path) -> None:
     values: dict[str, dict[str, dict[Arm, dict[int, float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(dict))
     )
-    # by_run[sharded][metric][(page, arm)]: values; cpu[sharded]: (cpu_busy_pct, saturated)
-    by_run: dict[bool, dict[str, dict[tuple[str, Arm], list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list))
-    )
-    cpu: dict[bool, list[tuple[float, bool]]] = defaultdict(list)
     with (folder / "trials.csv").open() as f:
         for row in csv.DictReader(f):
             if row["status"] != "ok" or row["warmup"] == "1":
                 continue
             page = Path(row["page"].split(":", 1)[1]).name.split(".")[0]
             arm = (row["protocol"], row["server"].rsplit("=", 1)[-1])
-            sharded = "shard" in json.loads(row["config_json"])
-            if row["cpu_busy_pct"]:
-                cpu[sharded].append((float(row["cpu_busy_pct"]), row["cpu_saturated"] == "1"))
             for metric in METRICS:
                 if row[metric]:
                     values[metric][page][arm][int(row["repetition"])] = float(row[metric])
-                    by_run[sharded][metric][(page, arm)].append(float(row[metric]))
     for metric in METRICS:
         by_page = values[metric]
         arms = [("h1s", s) for s in SCHEDULERS] + [("h2s", s) for s in SCHEDULERS]
@@ -89,38 +77,6 @@ def main(folder: Path) -> None:
                 f"  {label} | {len(ratios)} | {statistics.median(ratios):.3f} "
                 f"[{ci.low:.3f}, {ci.high:.3f}] | {faster}"
             )
-    if by_run[True] and by_run[False]:
-        sharded_vs_serial(by_run, cpu)
-
-
-def sharded_vs_serial(
-    by_run: dict[bool, dict[str, dict[tuple[str, Arm], list[float]]]],
-    cpu: dict[bool, list[tuple[float, bool]]],
-) -> None:
-    print("== trials run as shards (h2lab run --jobs) against trials run one at a time")
-    for sharded in (False, True):
-        busy = [b for b, _ in cpu[sharded]]
-        print(
-            f"{'sharded' if sharded else 'serial'}: {len(busy)} trials with CPU figures, "
-            f"cpu_busy_pct median {statistics.median(busy):.1f} max {max(busy):.1f}, "
-            f"cpu_saturated {sum(s for _, s in cpu[sharded])}"
-            if busy
-            else "no CPU figures"
-        )
-    print("metric | cells | sharded/serial of the cell medians: median [95% CI], range")
-    for metric in METRICS:
-        one, beside = by_run[False][metric], by_run[True][metric]
-        ratios = [
-            statistics.median(beside[c]) / statistics.median(one[c])
-            for c in sorted(one.keys() & beside.keys())
-        ]
-        if not ratios:
-            continue
-        ci = bootstrap_median_ci(ratios, np.random.default_rng(0))
-        print(
-            f"{metric} | {len(ratios)} | {statistics.median(ratios):.3f} "
-            f"[{ci.low:.3f}, {ci.high:.3f}], {min(ratios):.2f}-{max(ratios):.2f}"
-        )
 
 
 if __name__ == "__main__":

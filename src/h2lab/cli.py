@@ -236,11 +236,13 @@ def _run_jobs(
     quick: bool,
     retry_failed: bool,
     only: list[str],
+    selected: Mapping[str, frozenset[str]],
 ) -> None:
-    """Run ``exp`` as ``jobs`` concurrent shards, each its own ``h2lab run --shard`` process
-    with its own lab, taking blocks from one run-wide pool (``--claims``), all writing to one
-    store; one progress bar. Ctrl-C/SIGTERM stops every
-    shard the orderly way. A shard's own output goes to ``out/shard-K.log``."""
+    """Run ``exp`` (the trials ``selected`` keeps, from the ``--only`` texts ``only``) as
+    ``jobs`` concurrent shards, each its own ``h2lab run --shard`` process with its own lab,
+    taking blocks from one run-wide pool (``--claims``), all writing to one store; one progress
+    bar. Ctrl-C/SIGTERM stops every shard the orderly way. A shard's own output goes to
+    ``out/shard-K.log``."""
     import os
     import queue
     import signal
@@ -250,10 +252,10 @@ def _run_jobs(
 
     from h2lab.pages import resolve_page
     from h2lab.runner.run import signals_as_interrupt
-    from h2lab.spec.experiment import Experiment, parse_only
+    from h2lab.spec.experiment import Experiment
 
     assert isinstance(exp, Experiment)
-    trials = _start_run(exp_path, exp, out, parse_only(exp, only))  # schema before the shards
+    trials = _start_run(exp_path, exp, out, selected)  # the schema before the shards open it
     for page in dict.fromkeys(t.page for t in trials):
         resolve_page(page)  # written once here, not raced by the shards
     argv = [sys.executable, "-m", "h2lab", "run", str(exp_path), "--out", str(out)]
@@ -423,7 +425,14 @@ def run(
         return
     if jobs > 1:
         _run_jobs(
-            experiment, exp, out, jobs, quick=quick, retry_failed=retry_failed, only=only or []
+            experiment,
+            exp,
+            out,
+            jobs,
+            quick=quick,
+            retry_failed=retry_failed,
+            only=only or [],
+            selected=selected,
         )
     else:
         _run_experiment(experiment, exp, out, retry_failed=retry_failed, only=selected)
