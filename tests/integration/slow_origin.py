@@ -1,5 +1,6 @@
 """A test origin whose responses come at known times: ``/x.png?hold=MS&rgb=RRGGBB`` answers a
-1x1 PNG of that colour after holding the request MS milliseconds; any other path serves the
+1x1 PNG of that colour after holding the request MS milliseconds (``?drop=1``: the connection
+is closed instead, without a response); any other path serves the
 file of that name from DOCROOT. Plain HTTP/1.1 (Chromium's h1c).
 
     python slow_origin.py IP PORT DOCROOT
@@ -37,6 +38,9 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         if url.path.endswith(".png"):
             q = parse_qs(url.query)
+            if q.get("drop"):
+                self.close_connection = True
+                return
             time.sleep(int(q.get("hold", ["0"])[0]) / 1000)
             hexrgb = q.get("rgb", ["cc0000"])[0]
             body = png((int(hexrgb[0:2], 16), int(hexrgb[2:4], 16), int(hexrgb[4:6], 16)))

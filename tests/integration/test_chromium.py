@@ -38,6 +38,8 @@ AT_ONCE = """<!doctype html><html><head><meta charset=utf-8><link rel="icon" hre
 <body><div style="width:1366px;height:768px;background:#0a6"></div></body></html>"""
 NEVER = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
 <img src="/x.png?hold=30000" alt=""></body></html>"""
+BROKEN = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
+<img src="/x.png?hold=30000" alt=""><img src="/y.png?drop=1" alt=""></body></html>"""
 SLOW = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
 <img src="/x.png?hold=8000" alt=""></body></html>"""
 
@@ -131,6 +133,27 @@ def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(
     with pytest.raises(TrialFailed, match=r"within the trial timeout of 3 s .*" + unfinished):
         chromium.load(never, "h1c", _ctx(lab, link, tmp_path / "never", timeout_s=3))
     assert time.monotonic() - t0 < 15
+    # the failed load keeps its request log: the held image is there, marked unfinished
+    entries = json.loads((tmp_path / "never" / "page.har").read_text())["log"]["entries"]
+    held = [e for e in entries if "hold=30000" in e["request"]["url"]]
+    assert [e.get("_error") for e in held] == ["unfinished"]
+    assert any("_error" not in e and e["response"]["status"] == 200 for e in entries)
+
+    # a request for one of the page's resources failed: the load fails then, not at its timeout
+    broken = _page(docroot, "broken", BROKEN)
+    broken = Page(
+        name=broken.name,
+        origins=broken.origins,
+        resources=(*broken.resources, Resource(VIS_HOST, "/y.png", 100, "image/png")),
+        docroot=docroot,
+        digest="t",
+    )
+    t0 = time.monotonic()
+    failed = r"failed to load: 1 of \d+ requests .*/y\.png\?drop=1 \(net::ERR_"
+    with pytest.raises(TrialFailed, match=failed):
+        chromium.load(broken, "h1c", _ctx(lab, link, tmp_path / "broken", timeout_s=20))
+    print(f"broken: failed after {time.monotonic() - t0:.1f} s (timeout 20 s, image held 30 s)")
+    assert time.monotonic() - t0 < 10
 
     slow = _page(docroot, "slow", SLOW)
     pid = chromium.browser_pid("h1c")  # type: ignore[attr-defined]

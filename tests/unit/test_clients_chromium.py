@@ -12,6 +12,7 @@ from h2lab.clients.chromium import (
     Chromium,
     NetworkLog,
     Options,
+    _Tab,
     describe_failed,
     describe_unfinished,
     failed_page_requests,
@@ -178,6 +179,17 @@ def test_network_log_rows_and_har() -> None:
     assert entry["response"]["httpVersion"] == "h2"
     assert entry["_priority"] == "Low"
     assert har["log"]["pages"][0]["pageTimings"]["onLoad"] == 70.0
+    # a failed load's log: every request, the failed and the unfinished ones marked
+    log.on(
+        "Network.requestWillBeSent",
+        {"requestId": "3", "timestamp": 10.03, "request": {"url": "https://o1.h2lab.test/c"}},
+    )
+    every = log.har("https://o1.h2lab.test/", 9.99, {}, every=True)["log"]["entries"]
+    assert [(e["request"]["url"][-1], e.get("_error")) for e in every] == [
+        ("g", None),
+        ("b", "x"),
+        ("c", "unfinished"),
+    ]
 
 
 def test_network_log_keeps_a_redirect_as_its_own_row_with_statuses() -> None:
@@ -276,3 +288,13 @@ def test_failed_requests_for_the_pages_own_resources_fail_the_load() -> None:
         "https://o1.h2lab.test/obj/00001.png (net::ERR_HTTP2_PING_FAILED), "
         "https://o1.h2lab.test/obj/00002.png (net::ERR_CONNECTION_TIMED_OUT)"
     )
+
+
+def test_a_failed_request_wakes_the_loads_wait() -> None:
+    tab = _Tab("ctx", "page")
+    sent = {"requestId": "1", "timestamp": 1.0, "request": {"url": "https://a.test/x.png"}}
+    tab.on("Network.requestWillBeSent", sent)
+    assert not tab.signal.is_set() and not tab.request_failed
+    tab.on("Network.loadingFailed", {"requestId": "1", "timestamp": 2.0, "errorText": "net::X"})
+    assert tab.signal.is_set() and tab.request_failed
+    assert tab.log.requests["1"].failed == "net::X"

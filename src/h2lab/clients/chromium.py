@@ -446,15 +446,28 @@ class NetworkLog:
         return tuple(rows)
 
     def har(
-        self, page_url: str, t0_s: float, metrics: Mapping[str, float | None]
+        self,
+        page_url: str,
+        t0_s: float,
+        metrics: Mapping[str, float | None],
+        *,
+        every: bool = False,
     ) -> dict[str, Any]:
         """A HAR 1.2 log: one page, one entry per finished request, with Chromium's protocol,
-        connection id, priority and header sizes."""
+        connection id, priority and header sizes. With ``every``, the failed and unfinished
+        requests too (a failed load's log), each with ``_error``: Chromium's errorText, or
+        ``unfinished`` for one still waiting when the load ended."""
+        chosen = (
+            sorted(list(self.requests.values()), key=lambda r: r.start_s)
+            if every
+            else self.finished()
+        )
         entries = []
-        for r in self.finished():
+        for r in chosen:
             start_ms = (r.start_s - t0_s) * 1000
             wait = ((r.ttfb_s or r.start_s) - r.start_s) * 1000
             receive = ((r.end_s or r.start_s) - (r.ttfb_s or r.start_s)) * 1000
+            error = r.failed or ("unfinished" if r.end_s is None else None)
             entries.append(
                 {
                     "pageref": "page_1",
@@ -489,6 +502,7 @@ class NetworkLog:
                     "serverIPAddress": r.remote or "",
                     "_priority": r.priority,
                     "_fromCache": r.from_cache,
+                    **({"_error": error} if every and error else {}),
                 }
             )
         return {
@@ -510,6 +524,21 @@ class NetworkLog:
                 "entries": entries,
             }
         }
+
+
+FAILED_LOG = "page.har"
+"""A failed load's request log, in its attempt's artifacts (a complete load's HAR has this name)."""
+
+
+def _keep_failed_log(log: NetworkLog, url: str, folder: Path) -> None:
+    """Write a failed load's every request (failed and unfinished ones with ``_error``) as a
+    HAR, times from the first request: what an incomplete or timed-out load was waiting for."""
+    if not log.requests:
+        return
+    t0_s = min(r.start_s for r in list(log.requests.values()))
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / FAILED_LOG).write_text(json.dumps(log.har(url, t0_s, {}, every=True)))
 
 
 def trace_frames(trace: Mapping[str, Any]) -> tuple[float | None, list[Frame]]:
@@ -695,6 +724,8 @@ class _Tab:
         self.log = NetworkLog()
         self.signal = threading.Event()
         self.loaded = False
+        self.request_failed = False
+        """a request failed since the load's wait last looked (it may be a cancel)"""
         self.crashed = False
         self.closed = False
         self.trace_stream: str | None = None
@@ -702,7 +733,7 @@ class _Tab:
 
     def on(self, method: str, params: dict[str, Any]) -> None:
         if method.startswith("Network."):
-            self.log.on(method, params)
+            self._network(method, params)
         elif method == "Target.attachedToTarget":
             self._attach(params["sessionId"])
         elif method == "Page.loadEventFired":
@@ -719,6 +750,12 @@ class _Tab:
             self.closed = True
             self.signal.set()
 
+    def _network(self, method: str, params: dict[str, Any]) -> None:
+        self.log.on(method, params)
+        if method == "Network.loadingFailed":
+            self.request_failed = True
+            self.signal.set()
+
     def _attach(self, child: str) -> None:
         """A target of the page started, paused: its Network events join the page's log (request
         ids are the browser's, unique across processes; a cross-site frame's document request
@@ -731,7 +768,7 @@ class _Tab:
 
         def on_child(method: str, params: dict[str, Any]) -> None:
             if method.startswith("Network."):
-                self.log.on(method, params)
+                self._network(method, params)
             elif method == "Target.attachedToTarget":
                 self._attach(params["sessionId"])
 
@@ -968,16 +1005,20 @@ class Chromium:
 
         try:
             tab = self._take_ready(handle)
-            raw = self._measure(tab, handle.cdp, url, ctx)
+            raw = self._measure(tab, handle.cdp, url, page, ctx)
             failed = failed_page_requests(raw.log, page)
             if failed:
                 raise TrialFailed(f"{url} loaded incomplete: {describe_failed(failed, raw.log)}")
         except TrialFailed:
+            if tab is not None:
+                _keep_failed_log(tab.log, url, ctx.artifacts_dir)
             if tab is not None and handle.alive():
                 with contextlib.suppress(TimeoutError, _PipeClosed, _CdpError):
                     self._dispose(handle.cdp, tab).result(TAB_TIMEOUT_S)
             raise
         except (TimeoutError, _PipeClosed, _CdpError) as exc:
+            if tab is not None:
+                _keep_failed_log(tab.log, url, ctx.artifacts_dir)
             raise self._failure(handle, protocol, exc) from None
         # Off the critical path from here: the context goes (Chromium does that while we go
         # on), the analysis runs on one thread while the next trial's tab is made on another
@@ -1096,8 +1137,11 @@ class Chromium:
             reply.result(TAB_TIMEOUT_S)
         return tab
 
-    def _measure(self, tab: _Tab, cdp: _Cdp, url: str, ctx: LoadContext) -> _Raw:
-        """The page load itself: tracing on, navigate, wait for load, tracing off."""
+    def _measure(self, tab: _Tab, cdp: _Cdp, url: str, page: Page, ctx: LoadContext) -> _Raw:
+        """The page load itself: tracing on, navigate, wait for load, tracing off. A load in
+        which a request for the page's own resources fails ends there: it would fail at its end
+        (:func:`failed_page_requests`), and may never get there (yahoo's document failing with
+        ``net::ERR_HTTP2_PING_FAILED`` left requests waiting until the 900 s timeout)."""
         deadline = time.monotonic() + ctx.timeout_s
         s = tab.session
 
@@ -1115,6 +1159,12 @@ class Chromium:
                 raise _PipeClosed("browser closed the DevTools pipe")
             if tab.crashed:
                 raise TrialFailed(f"chromium's renderer crashed while loading {url}")
+            if tab.request_failed:
+                tab.request_failed = False
+                failed = failed_page_requests(tab.log, page)
+                if failed:
+                    how = "loaded incomplete" if tab.loaded else "failed to load"
+                    raise TrialFailed(f"{url} {how}: {describe_failed(failed, tab.log)}")
 
         cdp.call(
             "Tracing.start",
