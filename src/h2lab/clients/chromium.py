@@ -526,8 +526,8 @@ class NetworkLog:
         }
 
 
-FAILED_LOG = "page.har"
-"""A failed load's request log, in its attempt's artifacts (a complete load's HAR has this name)."""
+HAR_FILE = "page.har"
+"""A load's requests as HAR, in its attempt's artifacts (a failed load's too)."""
 
 
 def _keep_failed_log(log: NetworkLog, url: str, folder: Path) -> None:
@@ -538,7 +538,7 @@ def _keep_failed_log(log: NetworkLog, url: str, folder: Path) -> None:
     t0_s = min(r.start_s for r in list(log.requests.values()))
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / FAILED_LOG).write_text(json.dumps(log.har(url, t0_s, {}, every=True)))
+        (folder / HAR_FILE).write_text(json.dumps(log.har(url, t0_s, {}, every=True)))
 
 
 def trace_frames(trace: Mapping[str, Any]) -> tuple[float | None, list[Frame]]:
@@ -1006,9 +1006,6 @@ class Chromium:
         try:
             tab = self._take_ready(handle)
             raw = self._measure(tab, handle.cdp, url, page, ctx)
-            failed = failed_page_requests(raw.log, page)
-            if failed:
-                raise TrialFailed(f"{url} loaded incomplete: {describe_failed(failed, raw.log)}")
         except TrialFailed:
             if tab is not None:
                 _keep_failed_log(tab.log, url, ctx.artifacts_dir)
@@ -1139,9 +1136,10 @@ class Chromium:
 
     def _measure(self, tab: _Tab, cdp: _Cdp, url: str, page: Page, ctx: LoadContext) -> _Raw:
         """The page load itself: tracing on, navigate, wait for load, tracing off. A load in
-        which a request for the page's own resources fails ends there: it would fail at its end
-        (:func:`failed_page_requests`), and may never get there (yahoo's document failing with
-        ``net::ERR_HTTP2_PING_FAILED`` left requests waiting until the 900 s timeout)."""
+        which a request for the page's own resources fails (:func:`failed_page_requests`) fails
+        then, or after the load if it failed later; waiting for the load is no use, as it may
+        never come (yahoo's document failing with ``net::ERR_HTTP2_PING_FAILED`` left requests
+        waiting until the 900 s timeout)."""
         deadline = time.monotonic() + ctx.timeout_s
         s = tab.session
 
@@ -1161,10 +1159,13 @@ class Chromium:
                 raise TrialFailed(f"chromium's renderer crashed while loading {url}")
             if tab.request_failed:
                 tab.request_failed = False
-                failed = failed_page_requests(tab.log, page)
-                if failed:
-                    how = "loaded incomplete" if tab.loaded else "failed to load"
-                    raise TrialFailed(f"{url} {how}: {describe_failed(failed, tab.log)}")
+                incomplete()
+
+        def incomplete() -> None:
+            failed = failed_page_requests(tab.log, page)
+            if failed:
+                how = "loaded incomplete" if tab.loaded else "failed to load"
+                raise TrialFailed(f"{url} {how}: {describe_failed(failed, tab.log)}")
 
         cdp.call(
             "Tracing.start",
@@ -1187,6 +1188,7 @@ class Chromium:
                 tab.signal.clear()
             check()
             self._wait_network_idle(tab, left)
+            incomplete()
             timing = self._after_load(cdp, s)
             tracing = False
             trace = self._stop_tracing(tab, cdp)
@@ -1277,7 +1279,7 @@ class Chromium:
         elements = {str(k): round(float(v), 3) for k, v in (timing.get("elements") or {}).items()}
         har = log.har(url, t0_s, {**metrics, "_frames": float(visual.frames)})
         har["log"]["pages"][0]["_element_timing_ms"] = elements
-        (ctx.artifacts_dir / "page.har").write_text(json.dumps(har))
+        (ctx.artifacts_dir / HAR_FILE).write_text(json.dumps(har))
         (ctx.artifacts_dir / "visual-progress.json").write_text(
             json.dumps({"frames": visual.frames, "progress": visual.progress})
         )
