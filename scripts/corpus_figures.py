@@ -13,16 +13,12 @@ per protocol with their Chromium errors, and the trials that failed every attemp
 
 from __future__ import annotations
 
-import csv
 import re
-import statistics
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import numpy as np
-
-from h2lab.analysis.stats import bootstrap_median_ci
+from figures import RATIO_HEADER, measured_rows, median_cell, paired, ratio_line
 
 METRICS = ("plt_ms", "speed_index_ms")
 PROTOCOLS = ("h1s", "h2s", "h3")
@@ -48,22 +44,19 @@ def main(folder: Path) -> None:
     failures: Counter[tuple[str, str, str, str]] = Counter()
     tried: dict[str, set[int]] = defaultdict(set)  # trial key -> attempts
     ok_keys: set[str] = set()
-    with (folder / "trials.csv").open() as f:
-        for row in csv.DictReader(f):
-            if row["warmup"] == "1":
-                continue
-            page, cell = page_name(row["page"]), (row["network"], row["server"])
-            key = row["trial_key"]
-            tried[key].add(int(row["attempt"]))
-            if row["status"] != "ok":
-                failures[(*cell, row["protocol"], error_kind(row["error"]))] += 1
-                continue
-            ok_keys.add(key)
-            for metric in METRICS:
-                if row[metric]:
-                    values[cell][metric][page][row["protocol"]][int(row["repetition"])] = float(
-                        row[metric]
-                    )
+    for row in measured_rows(folder, ok_only=False):
+        page, cell = page_name(row["page"]), (row["network"], row["server"])
+        key = row["trial_key"]
+        tried[key].add(int(row["attempt"]))
+        if row["status"] != "ok":
+            failures[(*cell, row["protocol"], error_kind(row["error"]))] += 1
+            continue
+        ok_keys.add(key)
+        for metric in METRICS:
+            if row[metric]:
+                values[cell][metric][page][row["protocol"]][int(row["repetition"])] = float(
+                    row[metric]
+                )
     for cell in sorted(values):
         for metric in METRICS:
             by_page = values[cell][metric]
@@ -71,33 +64,12 @@ def main(folder: Path) -> None:
             print(f"== {cell[0]}, {cell[1]}, {metric}: median over repetitions per page (n)")
             print("page | " + " | ".join(protocols))
             for page in sorted(by_page):
-                row_cells = [by_page[page].get(p, {}) for p in protocols]
-                print(
-                    f"{page} | "
-                    + " | ".join(
-                        f"{statistics.median(c.values()):,.0f} ({len(c)})" if c else "-"
-                        for c in row_cells
-                    )
-                )
-            print(f"paired {metric} | n | median [95% CI] | range | numerator faster")
+                print(f"{page} | " + " | ".join(median_cell(by_page[page][p]) for p in protocols))
+            print(f"paired {metric} | {RATIO_HEADER}")
             for num, den in PAIRS:
-                if num not in protocols or den not in protocols:
-                    continue
-                ratios = [
-                    reps[num][rep] / reps[den][rep]
-                    for reps in by_page.values()
-                    for rep in reps.get(num, {})
-                    if rep in reps.get(den, {})
-                ]
-                if not ratios:
-                    print(f"  {num} / {den} | 0")
-                    continue
-                ci = bootstrap_median_ci(ratios, np.random.default_rng(0))
-                print(
-                    f"  {num} / {den} | {len(ratios)} | {statistics.median(ratios):.3f} "
-                    f"[{ci.low:.3f}, {ci.high:.3f}] | {min(ratios):.2f}-{max(ratios):.2f} | "
-                    f"{sum(r < 1 for r in ratios)}"
-                )
+                if num in protocols and den in protocols:
+                    ratios = [r for v in by_page.values() for r in paired(v[num], v[den])]
+                    print(ratio_line(f"{num} / {den}", ratios))
     print("== failed attempts: network | server | protocol | error | count")
     for (network, server, protocol, kind), n in sorted(failures.items()):
         print(f"{network} | {server} | {protocol} | {kind} | {n}")

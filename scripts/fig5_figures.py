@@ -7,21 +7,17 @@ Per metric (plt_ms, speed_index_ms): each page's median over its repetitions for
 h2s under each origin scheduler (client = Chromium's priorities, rr, fcfs), the paper's CDF
 points; then paired ratios pooled over the pages, each pair from one block (same page and
 repetition, run back to back with one loss seed): h2s rr / h2s client, h2s fcfs / h2s client,
-and h2s / h1s under the same scheduler, as median with its 95% bootstrap CI (the report's
-estimator) and how many pairs the numerator won.
+and h2s / h1s under the same scheduler, each as scripts/figures.py prints
+a paired ratio (median [95% CI], range, wins).
 """
 
 from __future__ import annotations
 
-import csv
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
-from h2lab.analysis.stats import bootstrap_median_ci
+from figures import RATIO_HEADER, measured_rows, median_cell, paired, ratio_line
 
 METRICS = ("plt_ms", "speed_index_ms")
 SCHEDULERS = ("client", "rr", "fcfs")
@@ -33,50 +29,27 @@ def main(folder: Path) -> None:
     values: dict[str, dict[str, dict[Arm, dict[int, float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(dict))
     )
-    with (folder / "trials.csv").open() as f:
-        for row in csv.DictReader(f):
-            if row["status"] != "ok" or row["warmup"] == "1":
-                continue
-            page = Path(row["page"].split(":", 1)[1]).name.split(".")[0]
-            arm = (row["protocol"], row["server"].rsplit("=", 1)[-1])
-            for metric in METRICS:
-                if row[metric]:
-                    values[metric][page][arm][int(row["repetition"])] = float(row[metric])
+    for row in measured_rows(folder):
+        page = Path(row["page"].split(":", 1)[1]).name.split(".")[0]
+        arm = (row["protocol"], row["server"].rsplit("=", 1)[-1])
+        for metric in METRICS:
+            if row[metric]:
+                values[metric][page][arm][int(row["repetition"])] = float(row[metric])
+    arms = [("h1s", s) for s in SCHEDULERS] + [("h2s", s) for s in SCHEDULERS]
     for metric in METRICS:
         by_page = values[metric]
-        arms = [("h1s", s) for s in SCHEDULERS] + [("h2s", s) for s in SCHEDULERS]
         print(f"== {metric}: median over repetitions per page (n)")
         print("page | " + " | ".join(f"{p} {s}" for p, s in arms))
         for page in sorted(by_page):
-            cells = [by_page[page].get(a, {}) for a in arms]
-            print(
-                f"{page} | "
-                + " | ".join(
-                    f"{statistics.median(c.values()):,.0f} ({len(c)})" if c else "-" for c in cells
-                )
-            )
-        print(f"paired {metric} | n | median [95% CI] | numerator faster")
+            print(f"{page} | " + " | ".join(median_cell(by_page[page][a]) for a in arms))
+        print(f"paired {metric} | {RATIO_HEADER}")
         for num, den in (
             (("h2s", "rr"), ("h2s", "client")),
             (("h2s", "fcfs"), ("h2s", "client")),
             *((("h2s", s), ("h1s", s)) for s in SCHEDULERS),
         ):
-            ratios = [
-                arms_[num][rep] / arms_[den][rep]
-                for arms_ in by_page.values()
-                for rep in arms_.get(num, {})
-                if rep in arms_.get(den, {})
-            ]
-            label = f"{num[0]} {num[1]} / {den[0]} {den[1]}"
-            if not ratios:
-                print(f"  {label} | 0")
-                continue
-            ci = bootstrap_median_ci(ratios, np.random.default_rng(0))
-            faster = sum(r < 1 for r in ratios)
-            print(
-                f"  {label} | {len(ratios)} | {statistics.median(ratios):.3f} "
-                f"[{ci.low:.3f}, {ci.high:.3f}] | {faster}"
-            )
+            ratios = [r for v in by_page.values() for r in paired(v[num], v[den])]
+            print(ratio_line(f"{num[0]} {num[1]} / {den[0]} {den[1]}", ratios))
 
 
 if __name__ == "__main__":

@@ -7,12 +7,11 @@ Per server and initial window: Fig. 2 (mean PDT over the losses, per one-way del
 (PDT ratio at 1% loss, per delay), Fig. 5 (mean PDT over the delays, per loss), each cell's
 mean after the paper's 2 sd rule and over the cells both protocols have; then the paired ratio
 h2c / h1p (same network and repetition) pooled, per delay and per loss: median with its 95%
-bootstrap CI (the report's estimator) and how many pairs h2c won.
+bootstrap CI (the report's estimator), range and how many pairs h2c won.
 """
 
 from __future__ import annotations
 
-import csv
 import re
 import statistics
 import sys
@@ -20,9 +19,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
+from figures import RATIO_HEADER, measured_rows, ratio_line
 
-from h2lab.analysis.stats import bootstrap_median_ci, split_outliers
+from h2lab.analysis.stats import split_outliers
 
 NETWORK = re.compile(r"s002-(\d+)ms-([\d.]+)pct")
 Arm = tuple[str, int]  # server, initcwnd
@@ -36,18 +35,15 @@ def main(folder: Path) -> None:
     pairs: dict[Arm, dict[tuple[Key, int], dict[str, float]]] = defaultdict(
         lambda: defaultdict(dict)
     )
-    with (folder / "trials.csv").open() as f:
-        for row in csv.DictReader(f):
-            if row["status"] != "ok" or row["warmup"] == "1":
-                continue
-            m = NETWORK.fullmatch(row["network"])
-            if m is None:
-                continue
-            arm = (row["server"], int(row["initcwnd_packets"]))
-            key = (int(m.group(1)), float(m.group(2)))
-            pdt_s = float(row["pdt_ms"]) / 1000
-            pdts[arm][key][row["protocol"]].append(pdt_s)
-            pairs[arm][(key, int(row["repetition"]))][row["protocol"]] = pdt_s
+    for row in measured_rows(folder):
+        m = NETWORK.fullmatch(row["network"])
+        if m is None:
+            continue
+        arm = (row["server"], int(row["initcwnd_packets"]))
+        key = (int(m.group(1)), float(m.group(2)))
+        pdt_s = float(row["pdt_ms"]) / 1000
+        pdts[arm][key][row["protocol"]].append(pdt_s)
+        pairs[arm][(key, int(row["repetition"]))][row["protocol"]] = pdt_s
     for arm in sorted(pdts):
         print(f"== server {arm[0]}, initcwnd {arm[1]} packets")
         cells = {
@@ -64,12 +60,12 @@ def main(folder: Path) -> None:
         ratios = {
             k: by["h2c"] / by["h1p"] for k, by in pairs[arm].items() if {"h1p", "h2c"} <= by.keys()
         }
-        print("paired h2c/h1p | n | median [95% CI] | h2c faster")
-        _paired("all", list(ratios.values()))
+        print(f"paired h2c/h1p | {RATIO_HEADER}")
+        print(ratio_line("all", list(ratios.values())))
         for label, part in (("delay", 0), ("loss", 1)):
             for level in sorted({k[0][part] for k in ratios}):
                 chosen = [r for k, r in ratios.items() if k[0][part] == level]
-                _paired(f"{label} {level:g}", chosen)
+                print(ratio_line(f"{label} {level:g}", chosen))
 
 
 def _marginal(
@@ -81,13 +77,6 @@ def _marginal(
         h1 = statistics.fmean(c["h1p"] for c in chosen)
         h2 = statistics.fmean(c["h2c"] for c in chosen)
         print(f"  {lv:>6g} | {h1:7.2f} | {h2:7.2f} | {h2 / h1:.3f} | {len(chosen)}")
-
-
-def _paired(label: str, ratios: list[float]) -> None:
-    ci = bootstrap_median_ci(ratios, np.random.default_rng(0))
-    won = sum(r < 1 for r in ratios)
-    median = statistics.median(ratios)
-    print(f"  {label:>10} | {len(ratios):3} | {median:.3f} [{ci.low:.3f}, {ci.high:.3f}] | {won}")
 
 
 if __name__ == "__main__":

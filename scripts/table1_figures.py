@@ -15,12 +15,13 @@ down counts L2 headers and the handshakes, pdt does not, so a full link reads a 
 
 from __future__ import annotations
 
-import csv
 import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from figures import measured_rows
 
 from h2lab.units import parse_size_bytes
 
@@ -45,12 +46,7 @@ class Block:
 
 def ok_rows(folder: Path) -> list[dict[str, str]]:
     """The ok, non-warm-up trials of trials.csv that have a pdt."""
-    with (folder / "trials.csv").open() as f:
-        return [
-            row
-            for row in csv.DictReader(f)
-            if row["status"] == "ok" and row["warmup"] == "0" and row["pdt_ms"]
-        ]
+    return [row for row in measured_rows(folder) if row["pdt_ms"]]
 
 
 def blocks(rows: list[dict[str, str]]) -> list[Block]:

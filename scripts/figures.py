@@ -1,0 +1,55 @@
+"""What the REPRODUCTION.md figure scripts share: reading a results folder's trials.csv and
+printing a paired ratio the way the report estimates it.
+
+A paired ratio pairs two arms' values of one repetition (in one block: same page, network and
+loss seed, run back to back); it is printed as ``label | n | median [95% CI] | range | wins``:
+the median with its 95% percentile bootstrap CI (seeded, so a rerun prints the same figures;
+shown from 3 pairs on), the range (a CDF's extremes) and how many pairs the numerator won.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from h2lab.analysis.stats import bootstrap_median_ci
+
+
+def measured_rows(folder: Path, *, ok_only: bool = True) -> Iterator[dict[str, str]]:
+    """trials.csv's rows without warm-ups (and without failed attempts, with ``ok_only``)."""
+    with (folder / "trials.csv").open() as f:
+        for row in csv.DictReader(f):
+            if row["warmup"] != "1" and (row["status"] == "ok" or not ok_only):
+                yield row
+
+
+def paired(num: Mapping[int, float], den: Mapping[int, float]) -> list[float]:
+    """num / den for each repetition both arms measured."""
+    return [num[rep] / den[rep] for rep in num if rep in den]
+
+
+def ratio_line(label: str, ratios: list[float]) -> str:
+    if not ratios:
+        return f"  {label} | 0"
+    ci = ""
+    if len(ratios) >= 3:
+        b = bootstrap_median_ci(ratios, np.random.default_rng(0))
+        ci = f" [{b.low:.3f}, {b.high:.3f}]"
+    return (
+        f"  {label} | {len(ratios)} | {statistics.median(ratios):.3f}{ci} | "
+        f"{min(ratios):.2f}-{max(ratios):.2f} | {sum(r < 1 for r in ratios)}"
+    )
+
+
+RATIO_HEADER = "n | median [95% CI] | range | numerator faster"
+
+
+def median_cell(by_repetition: Mapping[int, float]) -> str:
+    """One table cell: the median over repetitions and their count, "-" when none."""
+    if not by_repetition:
+        return "-"
+    return f"{statistics.median(by_repetition.values()):,.0f} ({len(by_repetition)})"
