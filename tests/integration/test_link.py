@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import re
+import time
+from multiprocessing.queues import Queue
 from pathlib import Path
 
+from h2lab import procs
 from h2lab.clients import LoadContext, get
-from h2lab.net.lab import Lab, TcpSettings
+from h2lab.net import netns
+from h2lab.net.lab import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT, Lab, Link, TcpSettings
 from h2lab.net.probe import median_rtt_ms
 from h2lab.pages import resolve_page
 from h2lab.servers import ServeContext
@@ -110,3 +116,43 @@ def test_tcp_settings_apply_to_both_namespaces() -> None:
             ).stdout  # fmt: skip
             assert hosts.split()[0] == lab.origin_ips["o1.h2lab.test"]
     assert host_cc.read_text() == host_default  # the host default is untouched
+
+
+def _rattan_socket_buffers(link: Link) -> list[int]:
+    assert link.rattan_ns is not None
+    out = procs.run(netns.exec_argv(link.rattan_ns, ["ss", "-0", "-m", "-n"]))
+    return [int(rb) for rb in re.findall(r"skmem:\([^)]*\brb(\d+)", out)]
+
+
+def _start_link_at(go_at: float, seed: int, out: Queue[tuple[list[int], int | None]]) -> None:
+    """In a process of its own, as a shard of ``h2lab run --jobs`` (a lab takes any lab of its
+    own process for a stale one)."""
+    with Lab(("o1.h2lab.test",)) as lab:
+        time.sleep(max(0.0, go_at - time.time()))
+        with lab.link(parse_network("rtt=10ms,rate=10Mbps"), seed, TcpSettings()) as link:
+            out.put((_rattan_socket_buffers(link), link.emulator_drops()))
+
+
+def test_links_started_at_once_all_get_rattans_socket_buffer() -> None:
+    """Shards of `h2lab run --jobs` start links at nearby moments. Before the lock, one lab
+    put net.core.rmem_default back while another's Rattan was still opening its sockets, which
+    then held 208 KiB (seen in a Fig. 1 shard)."""
+    host_default = int(RMEM_DEFAULT.read_text())
+    fork = multiprocessing.get_context("fork")
+    # the second link starts while the first one's Rattan is still coming up (about 0.2 s)
+    for lag_s in (0.0, 0.05, 0.1, 0.15, 0.2):
+        out: Queue[tuple[list[int], int | None]] = fork.Queue()
+        go_at = time.time() + 3.0  # after both labs are up
+        shards = [
+            fork.Process(target=_start_link_at, args=(go_at + lag, seed, out))
+            for seed, lag in ((1, 0.0), (2, lag_s))
+        ]
+        for p in shards:
+            p.start()
+        got = [out.get(timeout=60) for _ in shards]
+        for p in shards:
+            p.join(timeout=60)
+        print(f"second link {lag_s} s later: Rattan socket buffers and drops {got}")
+        assert [p.exitcode for p in shards] == [0, 0]
+        assert got == [([RATTAN_RCVBUF_BYTES] * 2, 0)] * 2
+    assert int(RMEM_DEFAULT.read_text()) == host_default

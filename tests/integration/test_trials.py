@@ -32,6 +32,7 @@ def test_all_protocols_run_and_land_in_store(tmp_path: Path) -> None:
         assert r.bytes_down is not None and r.bytes_down >= page.total_body_bytes
         assert r.body_bytes == page.total_body_bytes
         assert r.bytes_up is not None and r.bytes_up > 0
+        assert r.emulator_drops == 0  # Rattan's sockets held every packet of a 10 Mbit/s load
         print(
             f"{proto}: pdt_ms={r.pdt_ms:.1f} tcp_connections={r.tcp_connections} "
             f"bytes_down={r.bytes_down} (page body {page.total_body_bytes})"

@@ -12,6 +12,7 @@ import pytest
 
 from h2lab.errors import MissingTool
 from h2lab.net import traces
+from h2lab.net.lab import packet_socket_drops
 from h2lab.net.rattan import (
     DELAY_OVERHEAD_MS,
     RATTAN_VERSION,
@@ -401,3 +402,17 @@ def test_cellular_no_parts_passes_through(tmp_path: Path, monkeypatch: pytest.Mo
         "down_delay": {"type": "Delay", "delay": "0us"},
     }
     assert _chain(cfg["links"], "left", "right") == ["left", "up_delay", "right"]
+
+
+def test_packet_socket_drops_sums_the_d_of_each_skmem() -> None:
+    """``ss -0 -m`` in a Rattan namespace: one line per AF_PACKET socket (both veths)."""
+    text = (
+        "Netid Recv-Q Send-Q Local Address:Port Peer Address:Port Process\n"
+        "p_raw 0 0 *:vL1-R-D68R2f * \n"
+        "\t skmem:(r0,rb33554432,t0,tb212992,f0,w0,o0,bl0,d17)\n"
+        "p_raw 0 0 *:vR1-L-D68R2f * \n"
+        "\t skmem:(r4352,rb212992,t0,tb212992,f0,w0,o0,bl0,d5)\n"
+    )
+    assert packet_socket_drops(text) == 22
+    assert packet_socket_drops(text.replace("d17", "d0").replace("d5", "d0")) == 0
+    assert packet_socket_drops("Netid Recv-Q Send-Q\n") == 0

@@ -152,10 +152,15 @@ def test_reproducibility_table_counts_cpu_and_concurrent_trials(tmp_path: Path) 
             config = json.dumps({"shard": f"{1 + r % 2}/2"}) if r >= 2 else "{}"
             store.add_trial(
                 dataclasses.replace(
-                    t, cpu_busy_pct=busy, cpu_saturated=int(busy >= 90), config_json=config
+                    t,
+                    cpu_busy_pct=busy,
+                    cpu_saturated=int(busy >= 90),
+                    config_json=config,
+                    emulator_drops=3 if (r, protocol) == (1, "h2s") else 0,
                 )
             )
     store.close()
     repro = section_html(write_report(tmp_path).read_text(), "repro")
     assert "machine busy 26% (median over 8 trials), max 95%; 1 trials at &gt;= 90%" in repro
+    assert "1 of 8 trials lost packets in Rattan&#x27;s full sockets (3 in all" in repro
     assert "4 one at a time; 4 as shards of --jobs 2" in repro

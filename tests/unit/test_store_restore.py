@@ -87,7 +87,8 @@ def test_trials_without_resources_csv(tmp_path: Path) -> None:
 
 def test_csv_of_an_older_schema_takes_the_defaults(tmp_path: Path) -> None:
     """A trials.csv written before the warmup and CPU columns existed."""
-    old = [c for c in TRIAL_COLUMNS if c not in ("warmup", "cpu_busy_pct", "cpu_saturated")]
+    newer = ("warmup", "cpu_busy_pct", "cpu_saturated", "emulator_drops")
+    old = [c for c in TRIAL_COLUMNS if c not in newer]
     row = dataclasses.replace(record(), id=7).as_dict()
     with (tmp_path / "trials.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -97,7 +98,8 @@ def test_csv_of_an_older_schema_takes_the_defaults(tmp_path: Path) -> None:
     s = Store(tmp_path)
     try:
         (t,) = s.trials()
-        assert (t.id, t.warmup, t.cpu_busy_pct, t.pdt_ms) == (7, 0, None, 123.5)
+        got = (t.id, t.warmup, t.cpu_busy_pct, t.emulator_drops, t.pdt_ms)
+        assert got == (7, 0, None, None, 123.5)
     finally:
         s.close()
 

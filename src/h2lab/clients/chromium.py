@@ -334,7 +334,7 @@ def failed_page_requests(log: NetworkLog, page: Page) -> list[_Request]:
     return sorted(
         (
             r
-            for r in log.requests.values()
+            for r in log.snapshot()
             if r.failed and r.failed != CANCELLED_BY_PAGE and page.match("GET", r.url)
         ),
         key=lambda r: r.start_s,
@@ -410,16 +410,22 @@ class NetworkLog:
             r.end_s = p["timestamp"]
             r.failed = p.get("errorText", "failed")
 
+    def snapshot(self) -> list[_Request]:
+        """The requests so far. The CDP reader thread adds requests while a load is measured:
+        iterating ``requests`` itself then raised "dictionary changed size during iteration"
+        (yahoo, in the failed-request check); ``list()`` copies it under the GIL."""
+        return list(self.requests.values())
+
     def unfinished(self) -> list[_Request]:
         """Requests with neither their end nor a failure yet, oldest first."""
         return sorted(
-            (r for r in self.requests.values() if r.end_s is None and not r.failed),
+            (r for r in self.snapshot() if r.end_s is None and not r.failed),
             key=lambda r: r.start_s,
         )
 
     def finished(self) -> list[_Request]:
         return sorted(
-            (r for r in self.requests.values() if r.end_s is not None and not r.failed),
+            (r for r in self.snapshot() if r.end_s is not None and not r.failed),
             key=lambda r: r.start_s,
         )
 
@@ -457,11 +463,7 @@ class NetworkLog:
         connection id, priority and header sizes. With ``every``, the failed and unfinished
         requests too (a failed load's log), each with ``_error``: Chromium's errorText, or
         ``unfinished`` for one still waiting when the load ended."""
-        chosen = (
-            sorted(list(self.requests.values()), key=lambda r: r.start_s)
-            if every
-            else self.finished()
-        )
+        chosen = sorted(self.snapshot(), key=lambda r: r.start_s) if every else self.finished()
         entries = []
         for r in chosen:
             start_ms = (r.start_s - t0_s) * 1000
@@ -535,7 +537,7 @@ def _keep_failed_log(log: NetworkLog, url: str, folder: Path) -> None:
     HAR, times from the first request: what an incomplete or timed-out load was waiting for."""
     if not log.requests:
         return
-    t0_s = min(r.start_s for r in list(log.requests.values()))
+    t0_s = min(r.start_s for r in log.snapshot())
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / HAR_FILE).write_text(json.dumps(log.har(url, t0_s, {}, every=True)))

@@ -17,6 +17,8 @@ What is measured, and how:
   in the 99% binomial interval of the asked ratio (exactly 0 when no loss is asked).
 * ``queueing_delay``: RTT probes while a downlink bulk flow fills the queue, minus the idle RTT;
   a droptail queue cannot hold more than limit/rate, CoDel aims at its target.
+* ``emulator_drops`` (static profiles): packets Rattan's sockets dropped because they were
+  full, over the whole check (none asked for, so it must be 0).
 * dynamic (cellular) profiles: a downlink UDP flood above the trace's peak for one trace period;
   delivered bytes per 70 ms step against the trace (Pearson correlation, median absolute
   error), and loss episodes seen by an uplink probe against the schedule.
@@ -641,4 +643,11 @@ def check(
         return check_cellular(lab, profile, seed, tcp)
     origin_ip = next(iter(lab.origin_ips.values()))
     with lab.link(profile, seed, tcp) as link:
-        return check_static(lab, link, profile, origin_ip, quick=quick)
+        rows = check_static(lab, link, profile, origin_ip, quick=quick)
+        drops = link.emulator_drops()
+        if drops is not None:
+            rows.append(
+                _row("emulator_drops", "both", 0, drops, "packets",
+                     "0: packets Rattan's full sockets dropped during the check", drops == 0)
+            )  # fmt: skip
+        return rows

@@ -12,13 +12,17 @@ counters) and a fresh loss process seeded by the trial seed.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -59,6 +63,8 @@ class Link:
         self.started_at = 0.0
         """monotonic time Rattan was started (its traces start then)"""
         self.rattan_pid: int | None = None
+        self.rattan_ns: str | None = None
+        """the namespace Rattan's packet sockets live in (``ns-rattan-XXXXXX``)"""
         self.client_ip = ""
         """the client's address on the link (Rattan picks 10.1.1.x)"""
 
@@ -94,14 +100,6 @@ class Link:
             "-c",
             str(config),
         ]
-        # Rattan's packet sockets take their receive buffer from net.core.rmem_default when it
-        # starts; raised for those seconds only (see RATTAN_RCVBUF_BYTES), then put back.
-        _raise_rmem_default(self._dir)
-        # Rattan removes its namespaces on SIGINT (its Ctrl-C handler); SIGTERM kills it bare.
-        self._proc = procs.spawn(argv, log=self._dir / "rattan.log", death_signal=signal.SIGINT)
-        self.started_at = time.monotonic()
-        self.rattan_pid = self._proc.pid
-        (self._dir / "rattan.pid").write_text(str(self._proc.pid))
 
         def ready() -> bool:
             if self._proc is not None and self._proc.poll() is not None:
@@ -109,8 +107,16 @@ class Link:
                 raise H2LabError(f"rattan exited with {self._proc.returncode}: {tail.strip()}")
             return holder.exists()
 
-        procs.wait_until("rattan link up", ready, timeout_s=RATTAN_START_TIMEOUT_S)
-        _restore_rmem_default(self._dir)
+        # Rattan's packet sockets take their receive buffer from net.core.rmem_default when it
+        # starts; raised for those seconds only (see RATTAN_RCVBUF_BYTES), then put back.
+        with _rmem_default_raised(self._dir):
+            # Rattan removes its namespaces on SIGINT (its Ctrl-C handler); SIGTERM kills it.
+            log = self._dir / "rattan.log"
+            self._proc = procs.spawn(argv, log=log, death_signal=signal.SIGINT)
+            self.started_at = time.monotonic()
+            self.rattan_pid = self._proc.pid
+            (self._dir / "rattan.pid").write_text(str(self._proc.pid))
+            procs.wait_until("rattan link up", ready, timeout_s=RATTAN_START_TIMEOUT_S)
         pid = int(holder.read_text())
         procs.run(["ip", "netns", "attach", self.client_ns, str(pid)])
         self._record_rattan_namespaces()
@@ -128,7 +134,18 @@ class Link:
             if name.startswith("ns-left-") and netns.inode(netns.netns_path(name)) == ino:
                 suffix = name.removeprefix("ns-left-")
                 names = [name, f"ns-rattan-{suffix}"]
+                self.rattan_ns = names[1]
                 (self._dir / "rattan-netns.json").write_text(json.dumps(names))
+
+    def emulator_drops(self) -> int | None:
+        """Packets Rattan's sockets dropped since it started, full (sk_drops of its
+        AF_PACKET sockets, ``ss -0 -m``'s ``d``): packets the link lost that no loss model
+        asked for. None when the namespace is unknown."""
+        if self.rattan_ns is None:
+            return None
+        return packet_socket_drops(
+            procs.run(netns.exec_argv(self.rattan_ns, ["ss", "-0", "-m", "-n"]))
+        )
 
     def alive(self) -> bool:
         """Rattan still runs (a link can be reused only then)."""
@@ -151,6 +168,39 @@ waits for a core. With Linux's default (208 KiB, about 90 full-size packets) a l
 at once, up to 6,400 initial-window packets): an unshaped, loss-free ``delay=25ms`` link then
 retransmitted 3,568-5,513 segments per load; with 32 MiB, 13-31, the socket's fill peaking at
 17.7 MB (skb truesize). The buffer is memory only when it fills."""
+
+
+def packet_socket_drops(ss_text: str) -> int:
+    """The sum of the ``d`` (sk_drops) fields of ``ss -0 -m``'s ``skmem:(...)`` lists."""
+    return sum(int(d) for d in re.findall(r"skmem:\([^)]*\bd(\d+)\)", ss_text))
+
+
+RMEM_LOCK = Path("/run/h2lab-rmem_default.lock")
+"""Host-wide, as net.core.rmem_default is (not one per state folder)."""
+
+
+@contextmanager
+def _rmem_default_lock() -> Iterator[None]:
+    """One link at a time between raising rmem_default and putting it back. Without it,
+    concurrent labs (``h2lab run --jobs``) put it back while another lab's Rattan was still
+    opening its sockets, which then held 208 KiB (found in a Fig. 1 shard: ``ss -0 -m`` in its
+    ns-rattan namespace showed rb212992 on both sockets)."""
+    with RMEM_LOCK.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _rmem_default_raised(link_dir: Path) -> Iterator[None]:
+    with _rmem_default_lock():
+        _raise_rmem_default(link_dir)
+        try:
+            yield
+        finally:
+            _restore_rmem_default(link_dir)
 
 
 def _raise_rmem_default(link_dir: Path) -> None:
@@ -248,7 +298,9 @@ def apply_tcp(ns: str, tcp: TcpSettings, buffer_caps: tuple[int, int]) -> None:
 def teardown_link(lab_id: str, link_dir: Path) -> None:
     """Remove a link's client namespace and whatever Rattan left (idempotent)."""
     client_ns = f"{lab_id}-client"
-    _restore_rmem_default(link_dir)
+    if (link_dir / "rmem-default.orig").exists():  # a crash between raising and putting back
+        with _rmem_default_lock():
+            _restore_rmem_default(link_dir)
     # Whatever a client left in the namespace (a browser kept across trials) goes first.
     if netns.netns_path(client_ns).exists():
         ours = {procs.read_int_file(link_dir / n) for n in ("holder.pid", "rattan.pid")}

@@ -440,6 +440,19 @@ def _cpu_row(trials: Sequence[TrialRecord]) -> str:
     )
 
 
+def _emulator_drops_row(trials: Sequence[TrialRecord]) -> str:
+    drops = [t.emulator_drops for t in trials if t.emulator_drops is not None]
+    if not drops:
+        return "not recorded"
+    hit = [d for d in drops if d > 0]
+    if not hit:
+        return f"none in {len(drops)} trials"
+    return (
+        f"{len(hit)} of {len(drops)} trials lost packets in Rattan's full sockets ({sum(hit)} "
+        "in all; emulator_drops: their links lost more than the profile asks)"
+    )
+
+
 def _shards_row(trials: Sequence[TrialRecord]) -> str:
     """How many trials ran beside others (``h2lab run --jobs``), from each trial's config."""
     counts: dict[str, int] = defaultdict(int)
@@ -475,6 +488,7 @@ def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
         ("report seed (bootstrap, tree)", str(rng_seed)),
         ("outlier rule", exp.outlier_rule or "none (every value kept)"),
         ("CPU during trials", _cpu_row(trials)),
+        ("packets the emulator dropped", _emulator_drops_row(trials)),
         ("trials at once", _shards_row(trials)),
         (
             "tool versions",

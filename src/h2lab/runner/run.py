@@ -38,6 +38,7 @@ class Counters:
     bytes_down: int
     active_opens: int
     retransmits: int
+    emulator_drops: int | None
 
 
 def _client_iface(devs: Mapping[str, object]) -> str:
@@ -47,16 +48,17 @@ def _client_iface(devs: Mapping[str, object]) -> str:
     return names[0]
 
 
-def read_counters(client_ns: str, servers_ns: str) -> Counters:
-    devs = parse_dev(netns.read_proc_net(client_ns, "dev"))
+def read_counters(link: Link, servers_ns: str) -> Counters:
+    devs = parse_dev(netns.read_proc_net(link.client_ns, "dev"))
     iface = devs[_client_iface(devs)]
-    client_tcp = parse_snmp(netns.read_proc_net(client_ns, "snmp"))
+    client_tcp = parse_snmp(netns.read_proc_net(link.client_ns, "snmp"))
     server_tcp = parse_snmp(netns.read_proc_net(servers_ns, "snmp"))
     return Counters(
         bytes_up=iface.tx_bytes,
         bytes_down=iface.rx_bytes,
         active_opens=client_tcp["ActiveOpens"],
         retransmits=server_tcp["RetransSegs"],
+        emulator_drops=link.emulator_drops(),
     )
 
 
@@ -302,6 +304,9 @@ def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str
         "bytes_down": after.bytes_down - before.bytes_down,
         "tcp_connections": after.active_opens - before.active_opens,
         "retransmits": after.retransmits - before.retransmits,
+        "emulator_drops": None
+        if after.emulator_drops is None or before.emulator_drops is None
+        else after.emulator_drops - before.emulator_drops,
         "request_header_bytes": result.request_header_bytes,
         "response_header_bytes": result.response_header_bytes,
         **{name: getattr(result, name) for name in clients.PAGE_METRICS},
@@ -318,6 +323,7 @@ _NOT_MEASURED = dict.fromkeys(
         "bytes_down",
         "tcp_connections",
         "retransmits",
+        "emulator_drops",
         "request_header_bytes",
         "response_header_bytes",
     ]
@@ -353,7 +359,7 @@ def run_one(
         if stretch.error:
             raise TrialFailed(stretch.error)
         link = links.get(t.network, t.seed, t.tcp)
-        before = read_counters(link.client_ns, lab.servers_ns)
+        before = read_counters(link, lab.servers_ns)
         ctx = LoadContext(
             netns=link.client_ns,
             artifacts_dir=artifacts,
@@ -365,7 +371,7 @@ def run_one(
         request_log = servers.RequestLog(lab.state_dir / "server")
         logged = request_log.mark()
         result = client.load(page, t.protocol, ctx)
-        after = read_counters(link.client_ns, lab.servers_ns)
+        after = read_counters(link, lab.servers_ns)
         metrics = _measured(result, before, after)
         if metrics["request_header_bytes"] is None:
             # the client cannot tell (h2load, Chromium): the server's count, where it keeps one

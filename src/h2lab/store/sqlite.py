@@ -15,8 +15,8 @@ CPU_SATURATED_PCT = 90.0
 """A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
 
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
-# 5: warmup, cpu_busy_pct, cpu_saturated
-SCHEMA_VERSION = 5
+# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops
+SCHEMA_VERSION = 6
 
 TRIAL_COLUMNS: dict[str, str] = {
     "id": "INTEGER PRIMARY KEY",
@@ -53,6 +53,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "warmup": "INTEGER NOT NULL DEFAULT 0",
     "cpu_busy_pct": "REAL",
     "cpu_saturated": "INTEGER",
+    "emulator_drops": "INTEGER",
 }
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
@@ -111,6 +112,9 @@ class TrialRecord(PageMetrics):
     cpu_saturated: int | None = None
     """1 when ``cpu_busy_pct`` reached :data:`CPU_SATURATED_PCT`: the trial's timings may
     include waiting for a core"""
+    emulator_drops: int | None = None
+    """packets Rattan's sockets dropped during the trial because they were full: lost by the
+    emulator, not by the asked loss model (0 on a faithful link; None: not recorded)"""
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
