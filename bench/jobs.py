@@ -1,6 +1,6 @@
 """Does `h2lab run --jobs N` measure what a serial run measures? (prints a table; not a test)
 
-    .venv/bin/python bench/jobs.py [--jobs 3] [--experiment bench/jobs-fidelity.toml]
+    .venv/bin/python bench/jobs.py [--jobs 3] [--experiment bench/jobs-fidelity.toml] [--keep DIR]
 
 Runs the experiment twice into a temporary folder, serially and as N concurrent shards (each
 its own lab), with the same seeds, and prints per cell and protocol the median of each metric
@@ -13,7 +13,8 @@ Where a cell's trials scatter more than 5% (lossy links), the target cannot tell
 noise; each cell's 95% bootstrap CI of jobs/serial (the two arms resampled independently) then
 says whether the arms differ: ``ci_has_1`` counts the cells whose CI contains 1. The lossy
 10 Mbit/s cells, n = 12: ``--experiment bench/jobs-lossy.toml``. Chromium (Fig. 1's 380 images on
-cellular good and poor, n = 6): ``--experiment bench/jobs-chromium.toml``.
+cellular good and poor, n = 6): ``--experiment bench/jobs-chromium.toml``. Seed 002's long
+delays (h2load with 40 clients, h1p against h2c, n = 6): ``--experiment bench/jobs-awp.toml``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from h2lab.store import Store, TrialRecord
 ROOT = Path(__file__).resolve().parents[1]
 H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")
 TARGET = 0.05
+# a cell's h1 and h2 arms for the h2-vs-h1 outcome: the first of each present in it
+H1_PROTOCOLS = ("h1s", "h1p", "h1c")
+H2_PROTOCOLS = ("h2s", "h2c")
 RESAMPLES = 4000
 
 
@@ -73,6 +77,16 @@ def values_of(records: list[TrialRecord], metric: str) -> dict[tuple[str, str, s
     return values
 
 
+def first_measured(
+    page: str, net: str, protocols: tuple[str, ...], *arms: dict[tuple[str, str, str], float]
+) -> tuple[str, str, str] | None:
+    """The cell's key for the first of ``protocols`` that every arm measured, if any."""
+    for protocol in protocols:
+        if all((page, net, protocol) in arm for arm in arms):
+            return page, net, protocol
+    return None
+
+
 def outcome(s: float) -> str:
     return "h2 faster" if s <= 0.95 else "h1 faster" if s >= 1.05 else "tie"
 
@@ -102,30 +116,40 @@ def compare(
     print(f"\n{'page':<36} {'network':<24} {'s_serial':>9} {'s_jobs':>9} same_outcome")
     same = 0
     cells = sorted({(p, n) for p, n, _ in a})
+    compared = 0
     for page, net in cells:
-        h1, h2 = (page, net, "h1s"), (page, net, "h2s")
-        if not all(k in a and k in b for k in (h1, h2)):
+        h1 = first_measured(page, net, H1_PROTOCOLS, a, b)
+        h2 = first_measured(page, net, H2_PROTOCOLS, a, b)
+        if h1 is None or h2 is None:
             continue
+        compared += 1
         s_a, s_b = a[h2] / a[h1], b[h2] / b[h1]
         same += outcome(s_a) == outcome(s_b)
         print(f"{page:<36} {net:<24} {s_a:>9.3f} {s_b:>9.3f} {outcome(s_a) == outcome(s_b)}")
     worst = max(abs(r - 1) for r in ratios)
     print(
         f"{metric}: jobs/serial medians: median {statistics.median(ratios):.3f}, worst |r-1| "
-        f"{worst:.3f} (target <= {TARGET}); same h2-vs-h1 outcome in {same}/{len(cells)} "
+        f"{worst:.3f} (target <= {TARGET}); same h2-vs-h1 outcome in {same}/{compared} "
         f"cells; ci_has_1 in {has_1}/{len(ratios)}"
     )
-    return worst, same, len(cells), has_1
+    return worst, same, compared, has_1
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=3)
     ap.add_argument("--experiment", type=Path, default=ROOT / "bench" / "jobs-fidelity.toml")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        help="measure into KEEP/serial and KEEP/jobs and keep them (run again: the stored "
+        "trials are skipped, so the tables print again without measuring)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="h2lab-jobs-") as tmp:
-        serial_s, serial = run_arm(args.experiment, Path(tmp) / "serial", 1)
-        jobs_s, sharded = run_arm(args.experiment, Path(tmp) / "jobs", args.jobs)
+        out = args.keep or Path(tmp)
+        serial_s, serial = run_arm(args.experiment, out / "serial", 1)
+        jobs_s, sharded = run_arm(args.experiment, out / "jobs", args.jobs)
     print(f"\n{args.experiment.name}: {len(serial)} trials serial, {len(sharded)} with --jobs")
     ok = True
     # the report's main metrics: pdt_ms for h2load/nghttp, plt_ms and speed_index_ms for browsers

@@ -26,25 +26,38 @@ else
 fi
 
 # Seed 001's grid waits on 1 Mbit/s links with a light client (h2load), so it runs as
-# REPRO_JOBS (default 3) concurrent shards, each in its own lab (h2lab run --jobs), 2.7-2.9x
-# faster. bench/jobs.py found its 1 Mbit/s cells the same sharded as serial (medians within
-# 2.4%, n = 4), and its lossy 10 Mbit/s cells too (bench/jobs-lossy.toml, n = 12: medians
-# 0.85-1.05, every cell's 95% CI of jobs/serial contains 1); REPRO_JOBS=1 runs it serially.
+# REPRO_JOBS (default 6 for it, 3 for the others) concurrent shards, each in its own lab
+# (h2lab run --jobs). bench/jobs.py found its 1 Mbit/s cells the same sharded as serial
+# (3 shards: medians within 2.4%, n = 4, 2.7x faster; 6 shards: loss-free ones within 0.1%,
+# lossy ones x0.999-1.100 with every 95% CI of jobs/serial containing 1, 4.95x faster), and its
+# lossy 10 Mbit/s cells too (bench/jobs-lossy.toml, 3 shards, n = 12: medians 0.85-1.05,
+# every cell's 95% CI of jobs/serial contains 1); REPRO_JOBS=1 runs it serially.
 # Chromium on cellular poor (136 kbit/s) waits on the link: bench/jobs-chromium.toml found 3
 # Chromium shards within 2.4% of serial there (sharded/serial plt 1.008-1.024, n = 6), against
 # 1.4-2.0x on cellular good, where the browser renders. So seed 000's Fig. 5 (cell-poor only)
 # runs as shards, and the Chromium files with cell-poor beside faster networks run their
 # cell-poor cells first as shards (h2lab run --only network=cell-poor), then the rest serially.
+# Seed 002's delays of 250 ms and more wait on round trips (40 h2load clients, machine busy
+# 10-25%): bench/jobs-awp.toml found 3 shards 2.76x faster with pdt medians x0.92-1.05 of serial
+# (n = 6, every cell's 95% CI of jobs/serial contains 1), so those 24 networks run first as
+# shards, the shorter delays serially.
 jobs_for() {
     case "$1" in
-        001-table1-factor-grid | 000-fig5-prioritization) echo "${REPRO_JOBS:-3}" ;;
+        001-table1-factor-grid) echo "${REPRO_JOBS:-6}" ;;
+        000-fig5-prioritization) echo "${REPRO_JOBS:-3}" ;;
         *) echo 1 ;;
     esac
 }
-poor_first() {
+# The trials an experiment runs first as REPRO_JOBS shards (the --only flags), before the rest
+# serially: the cells that wait on the link, not on the CPU.
+sharded_first() {
     case "$1" in
-        000-fig1-images-hol | corpus-real-pages) return 0 ;;
-        *) return 1 ;;
+        000-fig1-images-hol | corpus-real-pages) echo "--only network=cell-poor" ;;
+        002-average-web-page)
+            for delay in 250 300 500 1000; do
+                for loss in 0.1 0.3 0.5 1 2 5; do echo "--only network=s002-${delay}ms-${loss}pct"; done
+            done
+            ;;
     esac
 }
 
@@ -63,8 +76,10 @@ for f in "${files[@]}"; do
         }
     fi
     status=ok
-    if poor_first "$name"; then
-        $H2LAB run "$f" --out "$OUT/$name" --only network=cell-poor --jobs "${REPRO_JOBS:-3}" ||
+    first=$(sharded_first "$name")
+    if [ -n "$first" ]; then
+        # shellcheck disable=SC2086 # $first is flags, one word each
+        $H2LAB run "$f" --out "$OUT/$name" $first --jobs "${REPRO_JOBS:-3}" ||
             { status="FAILED ($?)"; failed+=("$name"); }
     fi
     if [ "$status" = ok ]; then
