@@ -48,16 +48,12 @@ jobs_for() {
         *) echo 1 ;;
     esac
 }
-# The trials an experiment runs first as REPRO_JOBS shards (the --only flags), before the rest
-# serially: the cells that wait on the link, not on the CPU.
+# The trials an experiment runs first as REPRO_JOBS shards (--only selections, one per line),
+# before the rest serially: the cells that wait on the link, not on the CPU.
 sharded_first() {
     case "$1" in
-        000-fig1-images-hol | corpus-real-pages) echo "--only network=cell-poor" ;;
-        002-average-web-page)
-            for delay in 250 300 500 1000; do
-                for loss in 0.1 0.3 0.5 1 2 5; do echo "--only network=s002-${delay}ms-${loss}pct"; done
-            done
-            ;;
+        000-fig1-images-hol | corpus-real-pages) echo "network=cell-poor" ;;
+        002-average-web-page) printf 'network=s002-%sms-*\n' 250 300 500 1000 ;;
     esac
 }
 
@@ -76,10 +72,10 @@ for f in "${files[@]}"; do
         }
     fi
     status=ok
-    first=$(sharded_first "$name")
-    if [ -n "$first" ]; then
-        # shellcheck disable=SC2086 # $first is flags, one word each
-        $H2LAB run "$f" --out "$OUT/$name" $first --jobs "${REPRO_JOBS:-3}" ||
+    first=()
+    while read -r selection; do first+=(--only "$selection"); done < <(sharded_first "$name")
+    if [ ${#first[@]} -gt 0 ]; then
+        $H2LAB run "$f" --out "$OUT/$name" "${first[@]}" --jobs "${REPRO_JOBS:-3}" ||
             { status="FAILED ($?)"; failed+=("$name"); }
     fi
     if [ "$status" = ok ]; then

@@ -391,8 +391,9 @@ def run(
             "--only",
             metavar="FACTOR=LEVEL",
             help="run only the trials at this level (repeat: levels of one factor are "
-            "alternatives, factors all apply), e.g. --only network=cell-poor; not the protocol "
-            "or the \\[compare] factor, so blocks stay whole",
+            "alternatives, factors all apply), e.g. --only network=cell-poor; LEVEL may be a "
+            "pattern (--only 'network=s002-250ms-*'); not the protocol or the \\[compare] "
+            "factor, so blocks stay whole",
         ),
     ] = None,
     shard_of: Annotated[

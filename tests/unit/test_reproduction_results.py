@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import csv
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from h2lab.runner.matrix import expand
-from h2lab.spec.experiment import load_experiment
+from h2lab.runner.matrix import expand, select
+from h2lab.spec.experiment import load_experiment, parse_only
 from h2lab.store import Store
 from h2lab.store.restore import restore_store
 
@@ -52,3 +53,40 @@ def test_stored_trials_are_trials_of_the_experiment_file(
         assert store.done_keys(exp.name) == ok
     finally:
         store.close()
+
+
+def _sharded_first(name: str) -> list[str]:
+    """The --only selections scripts/reproduce.sh runs first as shards for experiment ``name``."""
+    script = ROOT / "scripts" / "reproduce.sh"
+    body = subprocess.run(
+        ["sed", "-n", "/^sharded_first()/,/^}/p", str(script)], capture_output=True, text=True
+    ).stdout
+    out = subprocess.run(
+        ["bash", "-c", f'{body}\nsharded_first "$1"', "bash", name],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return out.split()
+
+
+@pytest.mark.parametrize(
+    ("name", "networks"),
+    [
+        ("000-fig1-images-hol", 1),
+        ("corpus-real-pages", 1),
+        ("002-average-web-page", 24),  # one-way delays of 250, 300, 500, 1000 ms x 6 losses
+        ("001-table1-factor-grid", 0),
+    ],
+)
+def test_reproduce_sh_shards_first_the_cells_it_names(
+    name: str, networks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reproduce.sh's sharded pass selects levels the experiment file has (a selection matching
+    none fails the run), and as many networks as the benchmarks that justify it measured."""
+    monkeypatch.chdir(ROOT)
+    exp = load_experiment(Path("experiments", "seeds", f"{name}.toml"))
+    only = parse_only(exp, _sharded_first(name))
+    assert len(only.get("network", ())) == networks
+    if networks:
+        assert {t.network.name for t in select(expand(exp), only)} == only["network"]

@@ -294,6 +294,13 @@ def test_only_selects_whole_blocks_of_the_levels_given() -> None:
         exp, factors=dataclasses.replace(exp.factors, network=(parse_network("rtt=20ms"),))
     )
     assert parse_only(inline, ["network=rtt=20ms"]) == {"network": {parse_network("rtt=20ms").name}}
+    # a shell-style pattern keeps every level it matches, as the levels written one by one do
+    assert parse_only(exp, ["network=3g-*"]) == {"network": {"3g-fast"}}
+    assert parse_only(exp, ["network=*", "congestion_control=[cb]*"]) == {
+        "network": {"cable", "3g-fast"},
+        "congestion_control": {"cubic", "bbr"},
+    }
+    assert select(trials, parse_only(exp, ["network=3g-f?st"])) == picked
 
 
 @pytest.mark.parametrize(
@@ -305,6 +312,7 @@ def test_only_selects_whole_blocks_of_the_levels_given() -> None:
         ("server=rr", "cannot select on 'server' ([compare] pairs its levels)"),
         ("network=lan", "'lan' is not a level of network (levels: cable, 3g-fast)"),
         ("network=warp", "unknown profile 'warp'"),
+        ("network=lte-*", "'lte-*' matches no level of network (levels: cable, 3g-fast)"),
     ],
 )
 def test_only_refuses_what_would_split_a_block_or_is_not_a_level(text: str, reason: str) -> None:

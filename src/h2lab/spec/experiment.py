@@ -6,6 +6,7 @@ or in the kernel while validating.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -360,9 +361,10 @@ ONLY_FACTORS = COMPARE_FACTORS
 
 def parse_only(exp: Experiment, texts: list[str]) -> dict[str, frozenset[str]]:
     """``--only FACTOR=LEVEL`` options: the levels kept per factor (levels of one factor are
-    alternatives, factors are all required). The compared factor (``[compare]``) and the
-    protocol cannot be selected: a block runs back to back with one seed, so a selection
-    never splits one."""
+    alternatives, factors are all required); a LEVEL with ``*``, ``?`` or ``[`` is a
+    shell-style pattern that keeps every level it matches, and must match one. The compared
+    factor (``[compare]``) and the protocol cannot be selected: a block runs back to back with
+    one seed, so a selection never splits one."""
     compared = exp.compare.factor if exp.compare else None
     only: dict[str, set[str]] = {}
     for text in texts:
@@ -375,12 +377,19 @@ def parse_only(exp: Experiment, texts: list[str]) -> dict[str, frozenset[str]]:
             raise SpecError(
                 "--only", text, f"cannot select on {factor!r}{why}; factors: {', '.join(allowed)}"
             )
-        if factor == "network":
-            level = parse_network(level, "--only", field=text).name
         levels = dict.fromkeys(v for f in exp.matrices for v in factor_levels(f, factor))
-        if level not in levels:
-            known = ", ".join(levels)
-            why = f"{level!r} is not a level of {factor} (levels: {known})"
-            raise SpecError("--only", text, why)
-        only.setdefault(factor, set()).add(level)
+        known = ", ".join(levels)
+        if any(c in level for c in "*?["):  # a pattern over the names: network=s002-250ms-*
+            picked = [v for v in levels if fnmatch.fnmatchcase(v, level)]
+            if not picked:
+                why = f"{level!r} matches no level of {factor} (levels: {known})"
+                raise SpecError("--only", text, why)
+        else:
+            if factor == "network":
+                level = parse_network(level, "--only", field=text).name
+            if level not in levels:
+                why = f"{level!r} is not a level of {factor} (levels: {known})"
+                raise SpecError("--only", text, why)
+            picked = [level]
+        only.setdefault(factor, set()).update(picked)
     return {f: frozenset(v) for f, v in only.items()}
