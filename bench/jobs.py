@@ -15,7 +15,7 @@ says whether the arms differ: ``ci_has_1`` counts the cells whose CI contains 1.
 10 Mbit/s cells, n = 12: ``--experiment bench/jobs-lossy.toml``. Chromium (Fig. 1's 380 images on
 cellular good and poor, n = 6): ``--experiment bench/jobs-chromium.toml``. Seed 002's long
 delays (h2load with 40 clients, h1p against h2c, n = 6): ``--experiment bench/jobs-awp.toml``;
-its 75-150 ms cells, which might shard too: ``--experiment bench/jobs-awp-short.toml``.
+its 75-150 ms cells (they stay serial): ``--experiment bench/jobs-awp-short.toml``.
 """
 
 from __future__ import annotations

@@ -57,10 +57,9 @@ def test_stored_trials_are_trials_of_the_experiment_file(
 
 def _sharded_first(name: str) -> list[str]:
     """The --only selections scripts/reproduce.sh runs first as shards for experiment ``name``."""
-    script = ROOT / "scripts" / "reproduce.sh"
-    body = subprocess.run(
-        ["sed", "-n", "/^sharded_first()/,/^}/p", str(script)], capture_output=True, text=True
-    ).stdout
+    text = (ROOT / "scripts" / "reproduce.sh").read_text()
+    start = text.index("sharded_first() {")
+    body = text[start : text.index("\n}\n", start) + 3]
     out = subprocess.run(
         ["bash", "-c", f'{body}\nsharded_first "$1"', "bash", name],
         capture_output=True,
