@@ -72,7 +72,7 @@ def test_net_check_json_rows_pass_for_a_static_profile() -> None:
         # --quick judges RTT on 10 probes in 0.5 s. Once in CI, a busy neighbour of the 2-core VM
         # delayed all of them by 0.7 ms: RTT 40.911 ms, yet 40.0 ms under load a second later
         # (queueing delay -0.92 ms); here it measures 40.14-40.24 ms. Measure once more; a
-        # second miss is the emulator's.
+        # second miss by more than 1 ms is the emulator's (see below).
         rc, rows = _net_check(profile, "--quick")
         for row in rows:
             print("again:", row)
