@@ -905,7 +905,8 @@ def pages_check(page: Annotated[str, typer.Argument(help="page id, name, spec or
 
 @app.command()
 def doctor() -> None:
-    """Report what is installed and what is missing, with versions."""
+    """Report what is installed and what is missing, with versions, and Rattan's delay
+    overhead measured on this machine."""
     from h2lab.doctor import checks
 
     table = Table(title="h2lab doctor")

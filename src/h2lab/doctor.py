@@ -36,6 +36,19 @@ def checks() -> list[Check]:
         out.append(Check("rattan", v is not None, f"{v} ({rattan}; pinned {RATTAN_VERSION})"))
     except MissingTool as exc:
         out.append(Check("rattan", False, exc.hint))
+    from h2lab.net import calibration
+
+    cal = calibration.load()
+    out.append(
+        Check(
+            "rattan delay overhead",
+            True,
+            f"{cal.overhead_ms:.3f} ms per direction, measured {cal.measured_at} "
+            f"(RTT {cal.asked_rtt_ms:g} ms asked, median {cal.measured_rtt_ms} ms of {cal.probes})"
+            if cal
+            else "not measured since boot (the first link measures it, about 4 s)",
+        )
+    )
     tools = [
         ("nginx", ["nginx", "-v"], r"nginx/(\S+)", "apt-get install nginx"),
         ("h2o", ["h2o", "--version"], r"h2o version (\S+)", "apt-get install h2o"),

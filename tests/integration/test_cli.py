@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -14,10 +15,17 @@ from tests.integration.conftest import H2LAB, ROOT
 
 
 def test_doctor_reports_versions() -> None:
-    done = subprocess.run([H2LAB, "doctor"], capture_output=True, text=True, timeout=60)
+    from h2lab.net.lab import Lab
+
+    with Lab() as lab:  # measures Rattan's delay overhead unless this boot has it
+        overhead_ms = lab.delay_overhead_ms()
+    env = {**os.environ, "COLUMNS": "200"}
+    done = subprocess.run([H2LAB, "doctor"], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "rattan" in out and "0.1.1" in out
+    row = rf"rattan delay overhead\s*│\s*ok\s*│\s*{overhead_ms:.3f} ms per direction, measured"
+    assert re.search(row, out), out
     assert "nginx" in out and "1.22" in out
     assert "h2load" in out and "1.52" in out
     assert "missing" not in out

@@ -71,8 +71,9 @@ def test_net_check_json_rows_pass_for_a_static_profile() -> None:
     if any(r["metric"] == "rtt" and r["pass"] is False for r in rows):
         # --quick judges RTT on 10 probes in 0.5 s. Once in CI, a busy neighbour of the 2-core VM
         # delayed all of them by 0.7 ms: RTT 40.911 ms, yet 40.0 ms under load a second later
-        # (queueing delay -0.92 ms); here it measures 40.14-40.24 ms. Measure once more; a
-        # second miss by more than 1 ms is the emulator's (see below).
+        # (queueing delay -0.92 ms); here it measures 40.14-40.24 ms (net/calibration.py takes
+        # Rattan's own latency off, as measured on the machine). Measure once more; a second miss
+        # is the emulator's.
         rc, rows = _net_check(profile, "--quick")
         for row in rows:
             print("again:", row)
@@ -88,11 +89,6 @@ def test_net_check_json_rows_pass_for_a_static_profile() -> None:
     for r in rows:
         if r["metric"] == "loss":
             assert isinstance(r["measured"], float) and 0.2 <= r["measured"] <= 3.0, r
-        elif r["metric"] == "rtt" and r["pass"] is False:
-            # On the machine of 2026-11-25 Rattan's delay ran short on every check: 39.64 ms for
-            # a plain rtt=40ms, 39.74-39.91 ms here (asked 40.272), twice out of the product's
-            # +-0.5 ms. Open (see the session note); the test still bounds it to 1 ms.
-            assert isinstance(r["measured"], float) and abs(r["measured"] - r["asked"]) <= 1.0, r
         else:
             assert r["pass"] is not False, r
 

@@ -301,6 +301,12 @@ def test_only_selects_whole_blocks_of_the_levels_given() -> None:
         "congestion_control": {"cubic", "bbr"},
     }
     assert select(trials, parse_only(exp, ["network=3g-f?st"])) == picked
+    # a level's exact name is that level, even if it reads as a pattern matching others too
+    odd = dataclasses.replace(
+        exp, factors=dataclasses.replace(exp.factors, page=("pages/a[1].har", "pages/a1.har"))
+    )
+    assert parse_only(odd, ["page=pages/a[1].har"]) == {"page": {"pages/a[1].har"}}
+    assert parse_only(odd, ["page=pages/a[1]*"]) == {"page": {"pages/a1.har"}}
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 
 from h2lab import procs
 from h2lab.net import netns
@@ -19,9 +19,8 @@ def _owner_alive(lab_id: str) -> bool:
 def stale_instances(include_live: bool = False) -> list[str]:
     """Instance ids with state or namespaces whose owning h2lab process is gone."""
     ids: set[str] = set()
-    root = state_root()
-    if root.is_dir():
-        ids |= {p.name for p in root.iterdir() if p.name.startswith(PREFIX)}
+    with contextlib.suppress(FileNotFoundError):  # another lab may remove the empty root
+        ids |= {p.name for p in state_root().iterdir() if p.name.startswith(PREFIX)}
     for name in netns.list_netns():
         if name.startswith(PREFIX):
             ids.add(name.rsplit("-", 1)[0])
@@ -38,7 +37,8 @@ def clean_stale(include_live: bool = False) -> list[str]:
     removed = stale_instances(include_live)
     for lab_id in removed:
         teardown_lab(lab_id)
-    root = state_root()
-    if root.is_dir() and not any(root.iterdir()):
-        shutil.rmtree(root, ignore_errors=True)
+    # rmdir, not rmtree: only if still empty, since a lab starting at the same moment (a shard
+    # of --jobs) may just have made its state folder in it
+    with contextlib.suppress(OSError):
+        state_root().rmdir()
     return removed

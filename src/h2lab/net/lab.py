@@ -38,6 +38,9 @@ PREFIX = "h2lab-"
 # 10.2.<pair>.x with pair >= 1, so pair 0 never collides with Rattan's own addresses.
 ORIGIN_NET = "10.2.0."
 MAX_ORIGINS = 250
+PROBE_IP = ORIGIN_NET + "254"
+"""An address of the servers namespace that is no origin: round-trip probes that need no
+server (a SYN to a closed port comes back as a RST), e.g. Rattan's calibration."""
 RATTAN_START_TIMEOUT_S = 20.0
 
 
@@ -52,11 +55,21 @@ class TcpSettings:
 class Link:
     """One Rattan process: the emulated path and the client namespace behind it."""
 
-    def __init__(self, lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings) -> None:
+    def __init__(
+        self,
+        lab: Lab,
+        profile: NetworkProfile,
+        seed: int,
+        tcp: TcpSettings,
+        delay_overhead_ms: float | None = None,
+    ) -> None:
         self.lab = lab
         self.profile = profile
         self.seed = seed
         self.tcp = tcp
+        self.delay_overhead_ms = delay_overhead_ms
+        """Rattan's own latency per direction taken off the Delay cells (None: the lab's
+        calibration, measured on first use)"""
         self.client_ns = f"{lab.id}-client"
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir = lab.state_dir / "link"
@@ -82,10 +95,14 @@ class Link:
         self.close()
 
     def _start(self) -> None:
+        if self.delay_overhead_ms is None:
+            self.delay_overhead_ms = self.lab.delay_overhead_ms()
         shutil.rmtree(self._dir, ignore_errors=True)
         self._dir.mkdir(parents=True)
         holder = self._dir / "holder.pid"
-        files = rattan.build_config(self.profile, self.seed, self._dir, holder)
+        files = rattan.build_config(
+            self.profile, self.seed, self._dir, holder, self.delay_overhead_ms
+        )
         for name, text in files.files.items():
             (self._dir / name).write_text(text)
         config = self._dir / "rattan.toml"
@@ -378,6 +395,7 @@ class Lab:
         self.origin_ips: dict[str, str] = {}
         self._wanted = origins
         self._started = False
+        self._delay_overhead_ms: float | None = None
 
     def __enter__(self) -> Lab:
         try:
@@ -405,6 +423,8 @@ class Lab:
         run = netns.exec_argv(self.servers_ns, ["ip", "link", "set", "lo", "up"])
         procs.run(run)
         quiet_ipv6(self.servers_ns)
+        probe_addr = ["ip", "addr", "add", f"{PROBE_IP}/32", "dev", "lo"]
+        procs.run(netns.exec_argv(self.servers_ns, probe_addr))
         self.set_origins(self._wanted)
 
     def set_origins(self, origins: tuple[str, ...]) -> None:
@@ -422,8 +442,22 @@ class Lab:
         lines += [f"{ip} {host}" for host, ip in self.origin_ips.items()]
         return "\n".join(lines) + "\n"
 
-    def link(self, profile: NetworkProfile, seed: int, tcp: TcpSettings) -> Link:
-        return Link(self, profile, seed, tcp)
+    def link(
+        self,
+        profile: NetworkProfile,
+        seed: int,
+        tcp: TcpSettings,
+        delay_overhead_ms: float | None = None,
+    ) -> Link:
+        return Link(self, profile, seed, tcp, delay_overhead_ms)
+
+    def delay_overhead_ms(self) -> float:
+        """Rattan's own latency per direction on this machine (net/calibration.py)."""
+        if self._delay_overhead_ms is None:
+            from h2lab.net.calibration import delay_overhead_ms
+
+            self._delay_overhead_ms = delay_overhead_ms(self)
+        return self._delay_overhead_ms
 
     def close(self) -> None:
         if self._started:

@@ -62,7 +62,11 @@ def read_counters(link: Link, servers_ns: str) -> Counters:
     )
 
 
-def tool_versions(server: str, client: clients.ClientAdapter) -> dict[str, str]:
+def tool_versions(
+    server: str, client: clients.ClientAdapter, delay_overhead_ms: float
+) -> dict[str, str]:
+    """What ran a trial, with Rattan's latency per direction that its Delay cells left out
+    (net/calibration.py): a trial's RTT depends on it."""
     from h2lab import __version__
     from h2lab.net.rattan import RATTAN_VERSION
 
@@ -73,6 +77,7 @@ def tool_versions(server: str, client: clients.ClientAdapter) -> dict[str, str]:
     return {
         "h2lab": __version__,
         "rattan": RATTAN_VERSION,
+        "rattan_delay_overhead_ms": f"{delay_overhead_ms:.3f}",
         server: server_version,
         client.name: client.version(),
     }
@@ -277,7 +282,9 @@ def run_trials(
                 stack.callback(adapters[t.client].close)
             client = adapters[t.client]
             if (t.server, t.client) not in versions:
-                versions[(t.server, t.client)] = tool_versions(t.server, client)
+                versions[(t.server, t.client)] = tool_versions(
+                    t.server, client, lab.delay_overhead_ms()
+                )
             for _ in range(1 + retries):
                 interrupted()
                 stretch.get(pages[t.page], t.server)

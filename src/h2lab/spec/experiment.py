@@ -364,7 +364,8 @@ def parse_only(exp: Experiment, texts: list[str]) -> dict[str, frozenset[str]]:
     alternatives, factors are all required); a LEVEL with ``*``, ``?`` or ``[`` is a
     shell-style pattern that keeps every level it matches, and must match one. The compared
     factor (``[compare]``) and the protocol cannot be selected: a block runs back to back with
-    one seed, so a selection never splits one."""
+    one seed, so a selection never splits one. A LEVEL that is a level's exact name is that
+    level, even with pattern characters in it (a page ``corpus/a[1].har``)."""
     compared = exp.compare.factor if exp.compare else None
     only: dict[str, set[str]] = {}
     for text in texts:
@@ -379,7 +380,9 @@ def parse_only(exp: Experiment, texts: list[str]) -> dict[str, frozenset[str]]:
             )
         levels = dict.fromkeys(v for f in exp.matrices for v in factor_levels(f, factor))
         known = ", ".join(levels)
-        if any(c in level for c in "*?["):  # a pattern over the names: network=s002-250ms-*
+        if level in levels:
+            picked = [level]
+        elif any(c in level for c in "*?["):  # a pattern over the names: network=s002-250ms-*
             picked = [v for v in levels if fnmatch.fnmatchcase(v, level)]
             if not picked:
                 why = f"{level!r} matches no level of {factor} (levels: {known})"
