@@ -1,13 +1,14 @@
 """Rattan's own latency on this machine, measured once per boot.
 
 A Delay cell set to d delays a packet by d plus Rattan's own latency: two AF_PACKET hops and
-the wake-ups of its threads. That latency depends on the machine, not on d: on three VMs of
-the same kind (2 vCPU) it was 0.35-0.47 ms per direction until 2026-11-24 and about 0.17 ms
-on the VM of 2026-11-25, where a constant measured on the others put every RTT 0.36 ms short
-(asked 40 ms, measured 39.64). h2lab therefore measures it on the machine, at the first link
-after each boot: a Rattan link with one-way Delay cells of ``CALIBRATION_RTT_MS / 2`` and
-nothing else, ``PROBES`` TCP SYN->RST round trips (microsecond clock), overhead per
-direction = (median - asked) / 2. Every later link sets its Delay cells that much shorter
+the wake-ups of its threads. That latency depends on the machine: on VMs of this kind (2 vCPU)
+it was 0.35-0.47 ms per direction until 2026-11-24 and 0.139 ms on the VM of 2026-11-25, where
+the constant measured on the others put every RTT 0.36 ms short (asked 40 ms, measured 39.64).
+On that VM it also grew with d (docs/design-notes.md), so one value measured at a short delay
+fits short delays best. h2lab therefore measures it on the machine, at the first link after
+each boot: a Rattan link with one-way Delay cells of ``CALIBRATION_RTT_MS / 2`` and nothing
+else, ``PROBES`` TCP SYN->RST round trips (microsecond clock), overhead per direction = (median
+- asked) / 2. Every later link sets its Delay cells that much shorter
 (``rattan.calibrated_delay_ms``). The result is kept in the cache, keyed by the kernel's boot
 id, so a reboot (or another VM with the same cache) measures again; ``h2lab doctor`` shows it.
 
