@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 from h2lab import procs
 from h2lab.net import netns
 from h2lab.net.lab import PREFIX, teardown_lab
 from h2lab.paths import state_root
 
+# A lab makes its state folder and then writes owner.pid in it; a folder this young without one
+# is a lab starting (a shard of --jobs), not a stale one.
+STARTING_GRACE_S = 30.0
+
 
 def _owner_alive(lab_id: str) -> bool:
-    pid = procs.read_int_file(state_root() / lab_id / "owner.pid")
-    return pid is not None and pid != os.getpid() and procs.pid_alive(pid)
+    folder = state_root() / lab_id
+    pid = procs.read_int_file(folder / "owner.pid")
+    if pid is None:
+        try:
+            return time.time() - folder.stat().st_mtime < STARTING_GRACE_S
+        except FileNotFoundError:  # no folder: namespaces only, nothing is starting them
+            return False
+    return pid != os.getpid() and procs.pid_alive(pid)
 
 
 def stale_instances(include_live: bool = False) -> list[str]:

@@ -1,0 +1,68 @@
+"""h2lab.net.clean: which labs count as stale (state folders faked under a temporary
+H2LAB_STATE; tests/integration/test_link.py starts real labs at once)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from h2lab import paths
+from h2lab.net import clean, netns
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "run"
+    root.mkdir()
+    monkeypatch.setenv("H2LAB_STATE", str(root))
+    monkeypatch.setattr(netns, "list_netns", lambda: [])
+    monkeypatch.setattr(paths, "netns_etc", lambda name: tmp_path / "etc-netns" / name)
+    return root
+
+
+def _lab(root: Path, lab_id: str, pid: int | None, age_s: float = 0.0) -> None:
+    folder = root / lab_id
+    folder.mkdir()
+    if pid is not None:
+        (folder / "owner.pid").write_text(str(pid))
+    then = folder.stat().st_mtime - age_s
+    os.utime(folder, (then, then))
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_a_lab_is_stale_when_its_owner_is_gone_or_it_never_got_one(state: Path) -> None:
+    _lab(state, "h2lab-alive1", os.getppid())  # another process, alive
+    _lab(state, "h2lab-dead01", _dead_pid())
+    _lab(state, "h2lab-nopid1", None, age_s=clean.STARTING_GRACE_S + 5)  # died before writing
+    _lab(state, "h2lab-mine01", os.getpid())  # this process's own: left over from a lab before
+    assert clean.stale_instances() == ["h2lab-dead01", "h2lab-mine01", "h2lab-nopid1"]
+    assert clean.stale_instances(include_live=True) == [
+        "h2lab-alive1",
+        "h2lab-dead01",
+        "h2lab-mine01",
+        "h2lab-nopid1",
+    ]
+
+
+def test_a_lab_still_writing_its_owner_pid_is_not_stale(state: Path) -> None:
+    """A shard of --jobs makes its state folder, then writes owner.pid: a lab cleaning between
+    the two must not tear it down."""
+    _lab(state, "h2lab-start1", None)
+    assert clean.stale_instances() == []
+    (state / "h2lab-start1" / "owner.pid").write_text("")  # half written
+    assert clean.stale_instances() == []
+
+
+def test_namespaces_without_a_state_folder_are_stale(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(netns, "list_netns", lambda: ["h2lab-gone01-servers", "other-ns"])
+    assert clean.stale_instances() == ["h2lab-gone01"]
