@@ -62,6 +62,19 @@ type Config struct {
 	// request before the server has its Finished, and a preconnected socket may sit unused for
 	// minutes); 0: 30 s.
 	ClientTimeoutS float64 `json:"client_timeout_s"`
+	// IdleTimeoutS is how long a connection with no request in progress is kept open
+	// (h2lab.servers.IDLE_TIMEOUT_S: a response counts as sent once it is in the kernel's send
+	// buffer, which on a slow link with a deep queue takes minutes to reach the client);
+	// 0: 120 s.
+	IdleTimeoutS float64 `json:"idle_timeout_s"`
+}
+
+// idleTimeout is cfg.IdleTimeoutS, or 120 s when it is not set.
+func (cfg *Config) idleTimeout() time.Duration {
+	if cfg.IdleTimeoutS > 0 {
+		return time.Duration(cfg.IdleTimeoutS * float64(time.Second))
+	}
+	return 120 * time.Second
 }
 
 // OriginConfig is one origin: its hostname, the address it listens on and its certificate.
@@ -208,7 +221,7 @@ func run(configPath string) error {
 		// largest synthetic page at once.
 		MaxConcurrentStreams: 1000,
 		NewWriteScheduler:    sched,
-		IdleTimeout:          120 * time.Second,
+		IdleTimeout:          cfg.idleTimeout(),
 	}
 	for _, o := range cfg.Origins {
 		if err := srv.listen(o, cfg, h, h2s, tracer, errorLog); err != nil {
@@ -253,7 +266,7 @@ func (s *server) listen(o OriginConfig, cfg *Config, h http.Handler, h2s *http2.
 	if cfg.ClientTimeoutS > 0 {
 		clientTimeout = time.Duration(cfg.ClientTimeoutS * float64(time.Second))
 	}
-	h1 := &http.Server{Handler: h, ErrorLog: errorLog, IdleTimeout: 120 * time.Second,
+	h1 := &http.Server{Handler: h, ErrorLog: errorLog, IdleTimeout: cfg.idleTimeout(),
 		ReadHeaderTimeout: clientTimeout}
 	s.closers = append(s.closers, h1)
 	opts := &http2.ServeConnOpts{Handler: h, BaseConfig: h1}

@@ -184,3 +184,67 @@ def test_links_started_at_once_all_get_rattans_socket_buffer() -> None:
         assert [p.exitcode for p in shards] == [0, 0]
         assert got == [([RATTAN_RCVBUF_BYTES] * 2, 0)] * 2
     assert int(RMEM_DEFAULT.read_text()) == host_default
+
+
+_LISTEN = """
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 9000))
+s.listen()
+print("ready", flush=True)
+conn, _ = s.accept()
+time.sleep(30)
+"""
+_CONNECT = """
+import socket, sys
+c = socket.create_connection((sys.argv[1], 9000), timeout=20)
+print("connected", flush=True)
+try:
+    print("read", c.recv(1), flush=True)
+except ConnectionResetError:
+    print("reset", flush=True)
+"""
+
+
+def _servers_connections(lab: Lab, state: str) -> list[str]:
+    argv = ["ss", "-t", "-n", "-H", "state", state]
+    return procs.run(netns.exec_argv(lab.servers_ns, argv)).splitlines()
+
+
+def test_reset_client_connections_closes_what_an_earlier_trial_left_open() -> None:
+    """The runner's step before each trial: a connection to the client side left open (its
+    client idle, or gone with its link) is destroyed, its client gets a RST, and the servers'
+    listening sockets stay."""
+    import subprocess
+    import sys
+
+    with (
+        Lab(("o1.h2lab.test",)) as lab,
+        lab.link(parse_network("rtt=10ms"), 1, TcpSettings()) as link,
+    ):
+        ip = lab.origin_ips["o1.h2lab.test"]
+        listen = netns.exec_argv(lab.servers_ns, [sys.executable, "-c", _LISTEN, ip])
+        connect = netns.exec_argv(link.client_ns, [sys.executable, "-c", _CONNECT, ip])
+        with (
+            subprocess.Popen(listen, stdout=subprocess.PIPE, text=True) as server,
+            subprocess.Popen(connect, stdout=subprocess.PIPE, text=True) as client,
+        ):
+            try:
+                assert server.stdout is not None and client.stdout is not None
+                assert server.stdout.readline().strip() == "ready"
+                assert client.stdout.readline().strip() == "connected"
+                deadline = time.monotonic() + 5
+                while not _servers_connections(lab, "established"):
+                    assert time.monotonic() < deadline, "the server never accepted"
+                    time.sleep(0.05)
+                before = _servers_connections(lab, "established")
+                assert len(before) == 1 and link.client_ip in before[0], before
+                lab.reset_client_connections()
+                assert client.wait(timeout=10) == 0
+                assert client.stdout.read().strip() == "reset"
+                assert _servers_connections(lab, "established") == []
+                assert len(_servers_connections(lab, "listening")) == 1
+            finally:
+                server.kill()
+                client.kill()

@@ -10,7 +10,16 @@ from pathlib import Path
 
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
-from h2lab.servers import WRITE_TIMEOUT_S, ServeContext, apache, h2o, haproxy, nginx, origin
+from h2lab.servers import (
+    IDLE_TIMEOUT_S,
+    WRITE_TIMEOUT_S,
+    ServeContext,
+    apache,
+    h2o,
+    haproxy,
+    nginx,
+    origin,
+)
 from h2lab.spec.experiment import MAX_TIMEOUT_S
 from h2lab.tls import LocalCA
 
@@ -66,3 +75,21 @@ def test_servers_wait_for_a_first_request_as_long_as_any_trial(tmp_path: Path) -
     assert _seconds(r"\n(?:http1-request|handshake)-timeout: (\d+)", yaml) == [WRITE_TIMEOUT_S] * 2
     cfg = origin.render_config(page, ctx, LocalCA(ctx.tls_dir), origin.OriginOptions())
     assert cfg["client_timeout_s"] == WRITE_TIMEOUT_S
+
+
+def test_servers_keep_an_idle_connection_as_long_as_any_trial(tmp_path: Path) -> None:
+    """A server counts a response as sent once it is in the kernel's send buffer; on a slow
+    link with a deep queue the client may read it minutes later, and a keep-alive time that
+    ran out meanwhile closed the connection under it (h2load: `4/6 requests succeeded`)."""
+    assert IDLE_TIMEOUT_S >= MAX_TIMEOUT_S
+    ctx = _ctx(tmp_path)
+    page = _page(tmp_path)
+    conf = nginx.render_config(page, ctx, LocalCA(ctx.tls_dir))
+    assert _seconds(r"\n\s*keepalive_timeout (\d+)s;", conf) == [IDLE_TIMEOUT_S]
+    conf = apache.render_config(page, ctx, LocalCA(ctx.tls_dir), "0123456789abcdef")
+    assert _seconds(r"\nKeepAliveTimeout (\d+)\n", conf) == [IDLE_TIMEOUT_S]
+    yaml = h2o.render_config(page, ctx, LocalCA(ctx.tls_dir), "0123456789abcdef")
+    assert _seconds(r"\nhttp2-idle-timeout: (\d+)", yaml) == [IDLE_TIMEOUT_S]
+    # H2O's HTTP/1 keep-alive wait is its http1-request-timeout (the test above)
+    cfg = origin.render_config(page, ctx, LocalCA(ctx.tls_dir), origin.OriginOptions())
+    assert cfg["idle_timeout_s"] == IDLE_TIMEOUT_S

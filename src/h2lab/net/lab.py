@@ -38,6 +38,8 @@ PREFIX = "h2lab-"
 # 10.2.<pair>.x with pair >= 1, so pair 0 never collides with Rattan's own addresses.
 ORIGIN_NET = "10.2.0."
 MAX_ORIGINS = 250
+CLIENT_NET = "10.1.0.0/16"
+"""Rattan's client side: it numbers the veth pairs toward the client 10.1.<pair>.x."""
 PROBE_IP = ORIGIN_NET + "254"
 """An address of the servers namespace that is no origin: round-trip probes that need no
 server (a SYN to a closed port comes back as a RST), e.g. Rattan's calibration."""
@@ -458,6 +460,16 @@ class Lab:
 
             self._delay_overhead_ms = delay_overhead_ms(self)
         return self._delay_overhead_ms
+
+    def reset_client_connections(self) -> None:
+        """Destroy every TCP connection of the servers namespace to the client side (``ss
+        -K``; the client gets a RST if it is still there). Before each trial, so that no
+        connection of an earlier one is open during it: one whose client is gone (its link
+        torn down before the client's FIN got through) would otherwise idle in the server for
+        its keep-alive time (an hour, ``servers.IDLE_TIMEOUT_S``), and the server's FIN at its
+        end would be sent during a later trial, into its retransmit count."""
+        argv = ["ss", "-K", "-t", "-n", "state", "connected", "exclude", "time-wait"]
+        procs.run(netns.exec_argv(self.servers_ns, [*argv, "dst", CLIENT_NET]))
 
     def close(self) -> None:
         if self._started:

@@ -366,6 +366,7 @@ def run_one(
         if stretch.error:
             raise TrialFailed(stretch.error)
         link = links.get(t.network, t.seed, t.tcp)
+        lab.reset_client_connections()
         before = read_counters(link, lab.servers_ns)
         ctx = LoadContext(
             netns=link.client_ns,

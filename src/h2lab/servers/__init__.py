@@ -44,6 +44,18 @@ reddit on cell-poor), as nginx's ``client_header_timeout`` 60 s and H2O's 10 s
 ``handshake-timeout`` would. At least any trial's ``timeout_s``, so a slow load ends by its
 own timeout."""
 
+IDLE_TIMEOUT_S = WRITE_TIMEOUT_S
+"""How long a server keeps a keep-alive connection with no request in progress. A server
+counts a response as sent when its last byte is in the kernel's send buffer, not when the
+client has it: on a slow link with a deep queue the buffer holds up to a megabyte (1 Mbit/s,
+8-9 s RTT in Table I's grid), which can take longer than nginx's, Apache's, H2O's or the
+origin's usual 5-120 s to drain; the server then closes the connection under a client still
+reading its last response, and h2load fails the requests it sends next on it (our reading of
+``4/6 requests succeeded``, h1s 32 x 1 MB at 1 Mbit/s, docs/servers.md), a browser opens
+another connection. As long as the
+write timeout: the runner destroys the servers' connections to the client side before each
+trial (:meth:`h2lab.net.lab.Lab.reset_client_connections`), so none idles into the next."""
+
 
 def url_for(res: Resource, protocol: str) -> str:
     """The URL a client fetches ``res`` at over ``protocol`` (the port only where it is not

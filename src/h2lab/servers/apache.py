@@ -46,15 +46,21 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, WRITE_TIMEOUT_S, ServeContext, Serving, Watched, register
+from h2lab.servers import (
+    IDLE_TIMEOUT_S,
+    PORTS,
+    WRITE_TIMEOUT_S,
+    ServeContext,
+    Serving,
+    Watched,
+    register,
+)
 from h2lab.servers.rules import RULES, preload_link, select
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
 # As nginx's MAX_CONCURRENT_STREAMS (mod_http2's default H2MaxSessionStreams is 100).
 MAX_CONCURRENT_STREAMS = 1000
-# Idle keep-alive, as nginx's keepalive_timeout (Apache's default is 5 s).
-IDLE_TIMEOUT_S = 120
 # Connections served at once by the one child; mod_http2 adds its own workers for streams.
 THREADS = 64
 UNSERVED_LOG = "unserved.log"

@@ -33,7 +33,15 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import PORTS, WRITE_TIMEOUT_S, ServeContext, Serving, Watched, register
+from h2lab.servers import (
+    IDLE_TIMEOUT_S,
+    PORTS,
+    WRITE_TIMEOUT_S,
+    ServeContext,
+    Serving,
+    Watched,
+    register,
+)
 from h2lab.servers.rules import RULES, select
 from h2lab.tls import LocalCA
 
@@ -41,8 +49,6 @@ READY_TIMEOUT_S = 10.0
 # Streams a connection may have open at once, as nginx's MAX_CONCURRENT_STREAMS (H2O's default
 # is 100; it queues requests beyond it rather than refusing them).
 MAX_CONCURRENT_STREAMS = 1000
-# Idle keep-alive, as nginx's keepalive_timeout (H2O's default is 10 s).
-IDLE_TIMEOUT_S = 120
 UNSERVED_LOG = "unserved.log"
 APP_FILE = "h2o-replay.rb"
 _INTERNAL = "/.h2lab/"

@@ -26,6 +26,7 @@ from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
 from h2lab.servers import (
+    IDLE_TIMEOUT_S,
     PORTS,
     REQUEST_LOG,
     WRITE_TIMEOUT_S,
@@ -159,7 +160,7 @@ http {{
     absolute_redirect off;
     server_tokens off;
     keepalive_requests 100000;
-    keepalive_timeout 120s;
+    keepalive_timeout {IDLE_TIMEOUT_S}s;  # not 120 s: see IDLE_TIMEOUT_S
     send_timeout {WRITE_TIMEOUT_S}s;  # not 60 s: see WRITE_TIMEOUT_S
     client_header_timeout {WRITE_TIMEOUT_S}s;  # also a fresh connection's first request
     client_body_timeout {WRITE_TIMEOUT_S}s;

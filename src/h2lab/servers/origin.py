@@ -30,7 +30,15 @@ from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.paths import cache_root
-from h2lab.servers import PORTS, WRITE_TIMEOUT_S, ServeContext, Serving, Watched, register
+from h2lab.servers import (
+    IDLE_TIMEOUT_S,
+    PORTS,
+    WRITE_TIMEOUT_S,
+    ServeContext,
+    Serving,
+    Watched,
+    register,
+)
 from h2lab.tls import LocalCA
 from h2lab.units import parse_duration_ms, parse_size_bytes
 
@@ -175,6 +183,7 @@ def render_config(
         "qlog": opts.qlog,
         "notsent_lowat_bytes": opts.notsent_lowat_bytes,
         "client_timeout_s": WRITE_TIMEOUT_S,
+        "idle_timeout_s": IDLE_TIMEOUT_S,
     }
 
 
