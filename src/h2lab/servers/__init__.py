@@ -52,9 +52,9 @@ client has it: on a slow link with a deep queue the buffer holds up to a megabyt
 origin's usual 5-120 s to drain; the server then closes the connection under a client still
 reading its last response, and h2load fails the requests it sends next on it (our reading of
 ``4/6 requests succeeded``, h1s 32 x 1 MB at 1 Mbit/s, docs/servers.md), a browser opens
-another connection. As long as the
-write timeout: the runner destroys the servers' connections to the client side before each
-trial (:meth:`h2lab.net.lab.Lab.reset_client_connections`), so none idles into the next."""
+another connection. As long as the write timeout: the runner destroys the servers'
+connections to the client side before each trial
+(:meth:`h2lab.net.lab.Lab.reset_client_connections`), so none idles into the next."""
 
 
 def url_for(res: Resource, protocol: str) -> str:
