@@ -6,6 +6,7 @@ name, leaves its log in the trial's artifacts, and is started again for the next
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -129,6 +130,13 @@ def test_a_server_dying_fails_its_trial_by_name_keeps_its_log_and_is_restarted(
     )
     [kept] = tmp_path.glob("artifacts/*.1/server-origin.out")  # the failed trial's alone
     assert "h2lab-origin ready" in kept.read_text()
+    # and the link's state at the end (a link that carried nothing would show it)
+    [state] = tmp_path.glob("artifacts/*.1/link-state.txt")
+    text = state.read_text()
+    assert "rattan running: True" in text and "emulator drops: 0" in text
+    assert re.search(r"RX:.*\n\s+[1-9]\d*\s+[1-9]\d*", text), text  # bytes and packets came in
+    assert "ESTAB" in text or "TIME-WAIT" in text  # the client's sockets of the failed load
+    assert (state.parent / "link-rattan.log").is_file()
     # started again: the next trial loads the page
     assert second.status == "ok" and second.body_bytes is not None
     assert second.body_bytes >= 2 * 1000

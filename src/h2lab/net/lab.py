@@ -12,6 +12,7 @@ counters) and a fresh loss process seeded by the trial seed.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -44,6 +45,8 @@ PROBE_IP = ORIGIN_NET + "254"
 """An address of the servers namespace that is no origin: round-trip probes that need no
 server (a SYN to a closed port comes back as a RST), e.g. Rattan's calibration."""
 RATTAN_START_TIMEOUT_S = 20.0
+LOG_TAIL_CHARS = 64 * 1024
+"""How much of Rattan's log and of each link command's output a failed trial keeps."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,32 @@ class Link:
         return packet_socket_drops(
             procs.run(netns.exec_argv(self.rattan_ns, ["ss", "-0", "-m", "-n"]))
         )
+
+    def diagnostics(self) -> dict[str, str]:
+        """What a failed trial keeps of its link, by file name: the end of Rattan's log, and
+        whether Rattan ran, its packet sockets' drops, the client side's interface counters and
+        TCP sockets at the end (a link that carried nothing shows as packets sent and none
+        received)."""
+        kept: dict[str, str] = {}
+        with contextlib.suppress(OSError):
+            kept["link-rattan.log"] = (self._dir / "rattan.log").read_text(errors="replace")[
+                -LOG_TAIL_CHARS:
+            ]
+        lines = [f"rattan running: {self.alive()}", f"emulator drops: {self._drops_or_none()}"]
+        for argv in (["ip", "-s", "link"], ["ss", "-t", "-a", "-n", "-i"]):
+            try:
+                out = procs.run(netns.exec_argv(self.client_ns, argv))
+            except H2LabError as exc:
+                out = exc.line()
+            lines += [f"$ {' '.join(argv)} (client namespace)", out[-LOG_TAIL_CHARS:]]
+        kept["link-state.txt"] = "\n".join(lines) + "\n"
+        return kept
+
+    def _drops_or_none(self) -> int | None:
+        try:
+            return self.emulator_drops()
+        except H2LabError:
+            return None
 
     def alive(self) -> bool:
         """Rattan still runs (a link can be reused only then)."""

@@ -119,6 +119,19 @@ class Links:
         self.generation += 1
         return link
 
+    def keep_diagnostics(self, artifacts: Path) -> None:
+        """Write the current link's state into a failed trial's artifacts (``link-*``), before
+        the link is closed: the lab's state folder, where Rattan's log lives, goes with it.
+        Best effort: the trial's row is what must not be lost."""
+        if self._link is None:
+            return
+        try:
+            artifacts.mkdir(parents=True, exist_ok=True)
+            for name, text in self._link.diagnostics().items():
+                (artifacts / name).write_text(text)
+        except (OSError, H2LabError):
+            pass
+
     def close(self) -> None:
         if self._link is not None:
             link, self._link, self._key = self._link, None, None
@@ -387,8 +400,10 @@ def run_one(
         resources = result.resources
     except H2LabError as exc:
         error = exc.line()
+        links.keep_diagnostics(artifacts)
         links.close()
     except (OSError, ValueError) as exc:
+        links.keep_diagnostics(artifacts)
         links.close()
         error = f"{type(exc).__name__}: {exc}"
         artifacts.mkdir(parents=True, exist_ok=True)
