@@ -495,8 +495,9 @@ class Lab:
         -K``; the client gets a RST if it is still there). Before each trial, so that no
         connection of an earlier one is open during it: one whose client is gone (its link
         torn down before the client's FIN got through) would otherwise idle in the server for
-        its keep-alive time (an hour, ``servers.IDLE_TIMEOUT_S``), and the server's FIN at its
-        end would be sent during a later trial, into its retransmit count."""
+        its keep-alive time (an hour, ``servers.IDLE_TIMEOUT_S``), and what the server sends
+        on it at the end (its FIN, sent again until answered) would go out during a later
+        trial, into that trial's counters."""
         argv = ["ss", "-K", "-t", "-n", "state", "connected", "exclude", "time-wait"]
         procs.run(netns.exec_argv(self.servers_ns, [*argv, "dst", CLIENT_NET]))
 
