@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+import subprocess
+import sys
 import time
 from multiprocessing.queues import Queue
 from pathlib import Path
@@ -216,9 +218,6 @@ def test_reset_client_connections_closes_what_an_earlier_trial_left_open() -> No
     """The runner's step before each trial: a connection to the client side left open (its
     client idle, or gone with its link) is destroyed, its client gets a RST, and the servers'
     listening sockets stay."""
-    import subprocess
-    import sys
-
     with (
         Lab(("o1.h2lab.test",)) as lab,
         lab.link(parse_network("rtt=10ms"), 1, TcpSettings()) as link,
