@@ -17,8 +17,9 @@ import sys
 import time
 
 from h2lab.net.check import binomial_interval, check_static
-from h2lab.net.lab import Lab, TcpSettings
+from h2lab.net.lab import Lab
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 
 PROBES = 1000  # loss probes per direction and row (check_static quick mode)
 

@@ -38,11 +38,12 @@ from h2lab.clients.h2load import _FLAGS
 from h2lab.errors import H2LabError
 from h2lab.metrics import h2load as h2load_parse
 from h2lab.net import netns
-from h2lab.net.lab import Lab, Link, TcpSettings
+from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.servers import ServeContext, url_for
 from h2lab.servers import get as get_server
 from h2lab.spec.network import NetworkProfile, parse_network
+from h2lab.spec.tcp import TcpSettings
 
 SIZES = ("14KB", "100KB", "1MB")
 RTTS_MS = (20, 100, 200)

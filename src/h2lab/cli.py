@@ -708,9 +708,10 @@ def net_check(
 ) -> None:
     """Measure the link for PROFILE and compare with what was asked (exit 1 if a row fails)."""
     from h2lab.net.check import check
-    from h2lab.net.lab import Lab, TcpSettings
+    from h2lab.net.lab import Lab
     from h2lab.spec.experiment import CONGESTION_CONTROLS
     from h2lab.spec.network import parse_network
+    from h2lab.spec.tcp import TcpSettings
 
     network = parse_network(profile, "command line", field="PROFILE")
     if cc not in CONGESTION_CONTROLS:
@@ -751,9 +752,10 @@ def net_shell(
     import os
     import subprocess
 
-    from h2lab.net.lab import Lab, TcpSettings
+    from h2lab.net.lab import Lab
     from h2lab.net.netns import exec_argv
     from h2lab.spec.network import parse_network
+    from h2lab.spec.tcp import TcpSettings
 
     network = parse_network(profile, "command line", field="PROFILE")
     _require_root()

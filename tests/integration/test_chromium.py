@@ -20,9 +20,10 @@ from h2lab.analysis.lower_bound import fetch_lower_bound_ms, handshake_rtts
 from h2lab.clients import LoadContext
 from h2lab.errors import TrialFailed
 from h2lab.net import netns
-from h2lab.net.lab import Lab, Link, TcpSettings
+from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, Resource, resolve_page
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 from tests.integration.conftest import run_experiment
 
 HERE = Path(__file__).parent

@@ -13,12 +13,13 @@ from pathlib import Path
 from h2lab import procs
 from h2lab.clients import LoadContext, get
 from h2lab.net import netns
-from h2lab.net.lab import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT, Lab, Link, TcpSettings
+from h2lab.net.lab import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT, Lab, Link
 from h2lab.net.probe import median_rtt_ms
 from h2lab.pages import resolve_page
 from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 
 
 def _serve(lab: Lab, page_spec: str):  # type: ignore[no-untyped-def]

@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 from h2lab.net.check import check, udp_probe
-from h2lab.net.lab import Lab, TcpSettings
+from h2lab.net.lab import Lab
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 from tests.integration.conftest import H2LAB, h2lab_netns
 
 ORIGIN = "o1.h2lab.test"

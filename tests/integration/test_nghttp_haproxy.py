@@ -8,12 +8,13 @@ from pathlib import Path
 
 from h2lab.clients import LoadContext, LoadResult
 from h2lab.clients import get as get_client
-from h2lab.net.lab import Lab, TcpSettings
+from h2lab.net.lab import Lab
 from h2lab.pages import Page, resolve_page
 from h2lab.pages.manifest import PageWriter
 from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 
 HOST = "o1.h2lab.test"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from h2lab.net.lab import Lab, Link, TcpSettings
+from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.pages.manifest import PageWriter
 from h2lab.servers import ServeContext
@@ -28,6 +28,7 @@ from h2lab.servers.origin import (
     go_binary,
 )
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 
 HOST = "www.example.org"
 CDN = "static.cdn.example.net"

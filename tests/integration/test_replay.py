@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from h2lab.net.lab import Lab, TcpSettings
+from h2lab.net.lab import Lab
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
 from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.servers.nginx import UNSERVED_LOG
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 
 HOST = "www.example.org"
 CDN = "static.cdn.example.net"

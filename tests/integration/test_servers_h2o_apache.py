@@ -13,12 +13,13 @@ import pytest
 
 from h2lab.clients import LoadContext
 from h2lab.clients import get as get_client
-from h2lab.net.lab import Lab, TcpSettings
+from h2lab.net.lab import Lab
 from h2lab.pages import Page, resolve_page
 from h2lab.pages.manifest import PageWriter
 from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 
 HOST = "www.example.org"
 CDN = "static.cdn.example.net"

@@ -12,10 +12,10 @@ from collections.abc import Callable
 import pytest
 
 from h2lab.errors import SpecError
-from h2lab.net.lab import TcpSettings
 from h2lab.runner.matrix import TrialSpec, block_seed, claimed, expand, for_shard, select
 from h2lab.spec.experiment import Compare, Experiment, Factors, parse_only
 from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 
 PROTOCOLS = ("h1c", "h1s", "h2c", "h2s")
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from h2lab.errors import SpecError
 from h2lab.pages import Page
+from h2lab.results import PAGE_METRICS, LoadResult, PageMetrics, ResourceTiming
 from h2lab.spec.options import parse_named
-
-PROTOCOLS = ("h1c", "h1p", "h1s", "h2c", "h2s")
 
 
 @dataclass(frozen=True)
@@ -30,55 +29,14 @@ class LoadContext:
     namespace, like a browser, must start them again)"""
 
 
-@dataclass(frozen=True)
-class ResourceTiming:
-    url: str
-    origin: str
-    start_ms: float
-    """request start, from the trial's first request"""
-    ttfb_ms: float | None
-    end_ms: float
-    bytes: int
-    """body bytes"""
-    protocol: str
-    connection: str
-    """connection id, unique within the trial"""
-    priority: str | None = None
-    """the client's priority for the request, as it reports it (Chromium: VeryHigh..VeryLow)"""
-    status: int | None = None
-    """HTTP status of the response, where the client reports it"""
-    pushed: bool = False
-    """the server pushed it (HTTP/2 server push) instead of the client requesting it"""
-
-
-@dataclass(frozen=True, kw_only=True)
-class PageMetrics:
-    """The page-level metrics only a browser measures, from navigation start (NULL in the
-    store for other clients)."""
-
-    ttfb_ms: float | None = None
-    dcl_ms: float | None = None
-    """domContentLoadedEventStart"""
-    fp_ms: float | None = None
-    fcp_ms: float | None = None
-    lcp_ms: float | None = None
-    speed_index_ms: float | None = None
-    visual_complete_ms: float | None = None
-
-
-PAGE_METRICS = tuple(f.name for f in fields(PageMetrics))
-
-
-@dataclass(frozen=True)
-class LoadResult(PageMetrics):
-    pdt_ms: float
-    """first request sent -> last byte of the last response (seed 002)"""
-    body_bytes: int
-    request_header_bytes: int | None
-    response_header_bytes: int | None
-    resources: tuple[ResourceTiming, ...]
-    plt_ms: float | None = None
-    """loadEventEnd, from navigation start (browsers only)"""
+__all__ = [
+    "PAGE_METRICS",
+    "ClientAdapter",
+    "LoadContext",
+    "LoadResult",
+    "PageMetrics",
+    "ResourceTiming",
+]
 
 
 class ClientAdapter(Protocol):

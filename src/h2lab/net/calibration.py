@@ -102,9 +102,10 @@ def delay_overhead_ms(lab: Lab) -> float:
 
 
 def measure(lab: Lab) -> Calibration | None:
-    from h2lab.net.lab import PROBE_IP, TcpSettings
+    from h2lab.net.lab import PROBE_IP
     from h2lab.net.probe import rtt_samples_ms
     from h2lab.spec.network import parse_network
+    from h2lab.spec.tcp import TcpSettings
 
     profile = parse_network(f"rtt={CALIBRATION_RTT_MS:g}ms")
     with lab.link(profile, 0, TcpSettings(), delay_overhead_ms=0.0) as link:

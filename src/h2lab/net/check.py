@@ -39,9 +39,10 @@ from dataclasses import asdict, dataclass
 
 from h2lab.errors import H2LabError
 from h2lab.net import netns
-from h2lab.net.lab import Lab, Link, TcpSettings
+from h2lab.net.lab import Lab, Link
 from h2lab.net.probe import rtt_samples_ms, rtt_series
 from h2lab.spec.network import NetworkProfile
+from h2lab.spec.tcp import TcpSettings
 
 # TCP payload per full IP packet: MSS 1448 = 1500 - 20 (IP) - 20 (TCP) - 12 (timestamps).
 PAYLOAD_SHARE = 1448 / 1500

@@ -24,7 +24,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -33,6 +32,7 @@ from h2lab.errors import H2LabError
 from h2lab.net import netns, rattan
 from h2lab.paths import netns_etc, state_root
 from h2lab.spec.network import NetworkProfile
+from h2lab.spec.tcp import TcpSettings
 
 PREFIX = "h2lab-"
 # Origins live on the servers namespace's loopback at 10.2.0.k: Rattan numbers its veth pairs
@@ -47,14 +47,6 @@ server (a SYN to a closed port comes back as a RST), e.g. Rattan's calibration."
 RATTAN_START_TIMEOUT_S = 20.0
 LOG_TAIL_CHARS = 64 * 1024
 """How much of Rattan's log and of each link command's output a failed trial keeps."""
-
-
-@dataclass(frozen=True)
-class TcpSettings:
-    """Per-namespace TCP stack settings, a trial factor."""
-
-    congestion_control: str = "cubic"  # the seed papers' Linux default (host default here: bbr)
-    initcwnd_packets: int = 10  # RFC 6928
 
 
 class Link:

@@ -14,9 +14,9 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from h2lab.net.lab import TcpSettings
 from h2lab.spec.experiment import Experiment
 from h2lab.spec.network import NetworkProfile
+from h2lab.spec.tcp import TcpSettings
 
 
 @dataclass(frozen=True)

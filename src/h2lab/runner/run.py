@@ -23,11 +23,12 @@ from h2lab.clients import LoadContext, LoadResult, ResourceTiming
 from h2lab.errors import H2LabError, TrialFailed
 from h2lab.metrics.counters import busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
-from h2lab.net.lab import Lab, Link, TcpSettings
+from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.runner.matrix import TrialSpec, claimed
 from h2lab.servers import ServeContext
 from h2lab.spec.network import NetworkProfile
+from h2lab.spec.tcp import TcpSettings
 from h2lab.store import Store, TrialRecord
 from h2lab.store.sqlite import CPU_SATURATED_PCT
 

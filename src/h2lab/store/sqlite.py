@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h2lab.clients import PAGE_METRICS, PageMetrics, ResourceTiming
+from h2lab.results import PAGE_METRICS, PageMetrics, ResourceTiming
 
 CPU_SATURATED_PCT = 90.0
 """A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
 
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
-# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops
-SCHEMA_VERSION = 6
+# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms
+SCHEMA_VERSION = 7
 
 TRIAL_COLUMNS: dict[str, str] = {
     "id": "INTEGER PRIMARY KEY",
