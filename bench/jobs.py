@@ -74,7 +74,7 @@ def values_of(records: list[TrialRecord], metric: str) -> dict[tuple[str, str, s
     for r in records:
         v = getattr(r, metric)
         if v is not None:
-            values[(r.page, r.network, r.protocol)].append(v)
+            values[(r.cell.page, r.cell.network, r.protocol)].append(v)
     return values
 
 

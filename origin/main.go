@@ -2,7 +2,10 @@
 // (cleartext and TLS), HTTP/2 (TLS with ALPN, and cleartext with prior knowledge) and HTTP/3,
 // with a choice of HTTP/2 write scheduler, server push, 103 Early Hints and response delays.
 //
-// Usage: h2lab-origin -config FILE   (JSON, see Config; written by src/h2lab/servers/origin.py)
+// Usage: h2lab-origin -config FILE [-tls 1.2|1.3]
+//
+// FILE is JSON (see Config; written by src/h2lab/servers/origin.py); -tls is the one TLS version
+// the TCP listener (h1s, h2s) offers, 1.3 by default; HTTP/3 is TLS 1.3 whatever it says.
 //
 //	h2lab-origin -version
 //
@@ -124,6 +127,8 @@ func Version() string {
 func main() {
 	configPath := flag.String("config", "", "JSON configuration file")
 	version := flag.Bool("version", false, "print the version and exit")
+	tlsFlag := flag.String("tls", "1.3",
+		"the one TLS version of the TCP listener (h1s, h2s): 1.2 or 1.3 (HTTP/3: always 1.3)")
 	flag.Parse()
 	if *version {
 		fmt.Println(Version())
@@ -133,7 +138,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "h2lab-origin: -config FILE is required")
 		os.Exit(2)
 	}
-	if err := run(*configPath); err != nil {
+	tlsVersion, err := parseTLSVersion(*tlsFlag)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "h2lab-origin:", err)
+		os.Exit(2)
+	}
+	if err := run(*configPath, tlsVersion); err != nil {
 		fmt.Fprintln(os.Stderr, "h2lab-origin:", err)
 		os.Exit(1)
 	}
@@ -166,7 +176,7 @@ func (s *server) fail(err error) {
 	}
 }
 
-func run(configPath string) error {
+func run(configPath string, tlsVersion uint16) error {
 	start := time.Now()
 	cfg, err := loadConfig(configPath)
 	if err != nil {
@@ -224,7 +234,7 @@ func run(configPath string) error {
 		IdleTimeout:          cfg.idleTimeout(),
 	}
 	for _, o := range cfg.Origins {
-		if err := srv.listen(o, cfg, h, h2s, tracer, errorLog); err != nil {
+		if err := srv.listen(o, cfg, tlsVersion, h, h2s, tracer, errorLog); err != nil {
 			srv.close()
 			return err
 		}
@@ -249,8 +259,9 @@ func (s *server) close() {
 	}
 }
 
-func (s *server) listen(o OriginConfig, cfg *Config, h http.Handler, h2s *http2.Server,
-	tracer func(context.Context, bool, quic.ConnectionID) qlogTrace, errorLog *log.Logger) error {
+func (s *server) listen(o OriginConfig, cfg *Config, tlsVersion uint16, h http.Handler,
+	h2s *http2.Server, tracer func(context.Context, bool, quic.ConnectionID) qlogTrace,
+	errorLog *log.Logger) error {
 	cert, err := tls.LoadX509KeyPair(o.Cert, o.Key)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Host, err)
@@ -286,7 +297,7 @@ func (s *server) listen(o OriginConfig, cfg *Config, h http.Handler, h2s *http2.
 		s.closers = append(s.closers, ln)
 		h1s := newChanListener(ln.Addr())
 		go func() { s.fail(ignoreClosed(h1.Serve(h1s))) }()
-		tlsConf := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		tlsConf := tcpTLSConfig(cert, tlsVersion)
 		go func() {
 			for {
 				c, err := ln.Accept()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import datetime as dt
 import json
 import re
@@ -12,24 +10,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
     Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.table import Table
 
+from h2lab.cli_common import console, err, progress, require_root
+from h2lab.cli_net import net_app
+from h2lab.cli_pages import pages_app
 from h2lab.errors import H2LabError, SpecError
-from h2lab.spec.experiment import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
+from h2lab.results import METRICS
+from h2lab.spec.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from h2lab.runner.matrix import TrialSpec
+    from h2lab.spec.experiment import Experiment
+    from h2lab.store import TrialRecord
 
 app = typer.Typer(
     name="h2lab",
@@ -39,60 +37,13 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
-
+app.add_typer(net_app, name="net")
+app.add_typer(pages_app, name="pages")
 DEMO_EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "demo.toml"
 
 
-def _require_root() -> None:
-    import os
-
-    if os.geteuid() != 0:
-        raise H2LabError("h2lab needs root for network namespaces (run it with sudo)")
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err,
-    )
-
-
-def _write_meta(exp_path: Path | None, exp: object, out: Path, n_trials: int) -> None:
-    from h2lab.spec.experiment import Experiment
-
-    assert isinstance(exp, Experiment)
-    (out / "experiment.json").write_text(
-        json.dumps(
-            {
-                "name": exp.name,
-                "source": str(exp_path or exp.source),
-                "seed": exp.seed,
-                "repetitions": exp.repetitions,
-                "retries": exp.retries,
-                "warmup": exp.warmup,
-                "outlier_rule": exp.outlier_rule,
-                "compare": dataclasses.asdict(exp.compare) if exp.compare else None,
-                "trials": n_trials,
-                "text": exp_path.read_text() if exp_path else None,
-            },
-            indent=1,
-        )
-    )
-
-
-def _note_strangers(out: Path, name: str, stored: set[str], keys: set[str]) -> None:
-    strangers = sorted(stored - keys)
+def _note_strangers(out: Path, name: str, strangers: list[str]) -> None:
     if strangers:
-        # the key holds the page spec with a file path resolved from the current folder, so a
-        # run of the same file from another folder (or an edited file) does not resume
         err.print(
             f"[yellow]note[/] {out / 'results.sqlite'} holds {len(strangers)} trials of "
             f"{name} that this file does not have (first: {strangers[0]}); they are kept "
@@ -103,25 +54,17 @@ def _note_strangers(out: Path, name: str, stored: set[str], keys: set[str]) -> N
 
 
 def _start_run(
-    exp_path: Path | None, exp: object, out: Path, only: Mapping[str, frozenset[str]]
+    exp_path: Path | None, exp: Experiment, out: Path, only: Mapping[str, frozenset[str]]
 ) -> list[TrialSpec]:
     """The run's trials (those ``only`` selects), after the checks and records every run starts
     with: root, the store's schema, ``experiment.json``, and a note on stored trials this file
     does not have."""
-    from h2lab.runner.matrix import expand, select
-    from h2lab.spec.experiment import Experiment
-    from h2lab.store import Store
+    from h2lab.runner.start import start_run
 
-    assert isinstance(exp, Experiment)
-    trials = expand(exp)
-    _require_root()
-    store = Store(out)
-    try:
-        _write_meta(exp_path, exp, out, len(trials))
-        _note_strangers(out, exp.name, store.done_keys(exp.name), {t.key for t in trials})
-    finally:
-        store.close()
-    return select(trials, only)
+    require_root()
+    started = start_run(exp, exp_path, out, only)
+    _note_strangers(out, exp.name, started.strangers)
+    return started.trials
 
 
 class _Tally:
@@ -149,63 +92,42 @@ class _Tally:
         self.progress.update(self.task, advance=1, status=shown)
 
 
+MAX_JOBS = 8
+"""Most concurrent shards of ``h2lab run --jobs``."""
+
+
 def _run_experiment(
     exp_path: Path | None,
-    exp: object,
+    exp: Experiment,
     out: Path,
     *,
     retry_failed: bool = False,
     only: Mapping[str, frozenset[str]] | None = None,
-    shard_of: tuple[int, int] | None = None,
-    claims: str = "",
+    jobs: int = 1,
 ) -> None:
-    """Run ``exp`` (the trials ``only`` selects) into ``out`` with a progress bar; with
-    ``shard_of`` (index, count) as that shard of the sharded run ``claims``: it takes blocks
-    from the store one at a time as it is ready for them, and reports each trial as one JSON
-    line on stdout (``--jobs`` reads them; trials stored before, only the first shard)."""
-    from h2lab.runner.matrix import expand, for_shard, select
-    from h2lab.runner.run import run_trials
-    from h2lab.spec.experiment import Experiment
-    from h2lab.store import Store, TrialRecord
+    """Run ``exp`` (the trials ``only`` selects) into ``out`` with a progress bar: in this
+    process, or with ``jobs`` > 1 as that many shards, each its own worker process and lab
+    (``h2lab run --jobs``; a shard's own output goes to ``out/shard-K.log``)."""
+    from h2lab.runner.executor import Executor
+    from h2lab.runner.run import SerialExecutor, run_trials
+    from h2lab.runner.shards import LocalShardsExecutor
+    from h2lab.store import Store
 
-    assert isinstance(exp, Experiment)
-    if shard_of is None:
-        trials = _start_run(exp_path, exp, out, only or {})
-    else:
-        _require_root()
-        trials = for_shard(select(expand(exp), only or {}), *shard_of)
+    trials = _start_run(exp_path, exp, out, only or {})
+    executor: Executor = SerialExecutor() if jobs == 1 else LocalShardsExecutor(jobs, out)
     store = Store(out)
-    claim = None
-    if shard_of is not None:
-        mark = f"{shard_of[0] + 1}/{shard_of[1]}"
-
-        def claim(t: TrialSpec) -> bool:
-            return store.claim_block(claims, str(t.seed), mark)
-
-    def line(status: str, key: str, detail: str = "") -> None:
-        print(json.dumps({"status": status, "key": key, "detail": detail}), flush=True)
-
     try:
-        with contextlib.ExitStack() as stack:
-            if shard_of is None:
-                tally = _Tally(stack.enter_context(_progress()), exp.name, len(trials))
-                report = tally.add
-            else:
-                report = line
-
-            # every shard sees the trials stored before; the first one reports them
-            reports_stored = shard_of is None or shard_of[0] == 0
+        with progress() as bar:
+            tally = _Tally(bar, exp.name, len(trials))
 
             def on_progress(t: TrialSpec, record: TrialRecord | None) -> None:
                 if record is None:
-                    if reports_stored:
-                        report("resumed", t.key)
+                    tally.add("resumed", t.key)
                 else:
-                    report(record.status, t.key, record.error or "")
+                    tally.add(record.status, t.key, record.error or "")
 
             def on_give_up(t: TrialSpec, attempts: int) -> None:
-                if reports_stored:
-                    report("given-up", t.key, str(attempts))
+                tally.add("given-up", t.key, str(attempts))
 
             run_trials(
                 trials,
@@ -215,120 +137,21 @@ def _run_experiment(
                 retry_failed=retry_failed,
                 on_progress=on_progress,
                 on_give_up=on_give_up,
-                claim=claim,
+                executor=executor,
             )
     finally:
         store.close()
 
 
-MAX_JOBS = 8
-"""Most concurrent shards of ``h2lab run --jobs``."""
-SHARD_STOP_S = 120.0
-"""How long ``--jobs`` waits for an interrupted shard to tear its lab down before killing it."""
-
-
-def _run_jobs(
-    exp_path: Path,
-    exp: object,
-    out: Path,
-    jobs: int,
-    *,
-    quick: bool,
-    retry_failed: bool,
-    only: list[str],
-    selected: Mapping[str, frozenset[str]],
-) -> None:
-    """Run ``exp`` (the trials ``selected`` keeps, from the ``--only`` texts ``only``) as
-    ``jobs`` concurrent shards, each its own ``h2lab run --shard`` process with its own lab,
-    taking blocks from one run-wide pool (``--claims``), all writing to one store; one progress
-    bar. Ctrl-C/SIGTERM stops every shard the orderly way. A shard's own output goes to
-    ``out/shard-K.log``."""
-    import os
-    import queue
-    import signal
-    import subprocess
-    import threading
-    import uuid
-
-    from h2lab.pages import resolve_page
-    from h2lab.runner.run import signals_as_interrupt
-    from h2lab.spec.experiment import Experiment
-
-    assert isinstance(exp, Experiment)
-    trials = _start_run(exp_path, exp, out, selected)  # the schema before the shards open it
-    for page in dict.fromkeys(t.page for t in trials):
-        resolve_page(page)  # written once here, not raced by the shards
-    argv = [sys.executable, "-m", "h2lab", "run", str(exp_path), "--out", str(out)]
-    argv += ["--quick"] * quick + ["--retry-failed"] * retry_failed
-    argv += [arg for text in only for arg in ("--only", text)]
-    argv += ["--claims", uuid.uuid4().hex]  # this run's blocks, taken one at a time
-    lines: queue.Queue[tuple[int, str | None]] = queue.Queue()
-    procs: list[subprocess.Popen[str]] = []
-
-    def pump(k: int, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for text in proc.stdout:
-            lines.put((k, text))
-        lines.put((k, None))
-
-    with signals_as_interrupt() as interrupted, _progress() as progress:
-        tally = _Tally(progress, exp.name, len(trials))
-        try:
-            for k in range(jobs):
-                with (out / f"shard-{k + 1}.log").open("w") as log:
-                    # own session: a Ctrl-C reaches h2lab only, which stops each shard once
-                    proc = subprocess.Popen(
-                        [*argv, "--shard", f"{k + 1}/{jobs}"],
-                        stdout=subprocess.PIPE,
-                        stderr=log,
-                        text=True,
-                        start_new_session=True,
-                    )
-                procs.append(proc)
-                threading.Thread(target=pump, args=(k, proc), daemon=True).start()
-            running = jobs
-            while running:
-                interrupted()
-                try:
-                    k, text = lines.get(timeout=0.5)
-                except queue.Empty:
-                    continue
-                if text is None:
-                    running -= 1
-                    continue
-                try:
-                    msg = json.loads(text)
-                    tally.add(msg["status"], msg["key"], msg["detail"])
-                except (ValueError, KeyError):
-                    err.print(f"shard {k + 1}: {text.rstrip()}", soft_wrap=True)
-        except KeyboardInterrupt:
-            for proc in procs:
-                if proc.poll() is None:
-                    os.kill(proc.pid, signal.SIGINT)
-            for proc in procs:
-                try:
-                    proc.wait(timeout=SHARD_STOP_S)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            raise
-    codes = [p.wait() for p in procs]
-    bad = [(k + 1, c) for k, c in enumerate(codes) if c != 0]
-    if bad:
-        k, code = bad[0]
-        raise H2LabError(
-            f"shard {k}/{jobs} exited with {code} (see {out / f'shard-{k}.log'}); rerun the "
-            "same command to resume"
-        )
-
-
-SUMMARY_METRICS = ("pdt_ms", "plt_ms", "speed_index_ms")
+SUMMARY_METRICS = tuple(m.name for m in METRICS if m.judges)
 """The table's metrics, each shown when some trial has it (plt/SpeedIndex: browsers only)."""
 
 
 def _summary_tables(out: Path) -> list[Table]:
     """One table per metric that some trial has: median per protocol and the paired ratios."""
     from h2lab.analysis.summary import summarize
+    from h2lab.report.model import factor_texts
+    from h2lab.spec.factors import report_columns
     from h2lab.store import Store
 
     store = Store(out)
@@ -344,8 +167,10 @@ def _summary_tables(out: Path) -> list[Table]:
         protocols = sorted({p for c in cells for p in c.medians})
         pairs = sorted({r for c in cells for r in c.ratios})
         table = Table(title=f"median {metric} per cell ({out})")
-        for col in ("page", "network", "server", "client"):
-            table.add_column(col)
+        levels = {c.cell: factor_texts(c.cell) for c in cells}
+        shown = _shown_factors(list(levels.values()))
+        for i in shown:
+            table.add_column(list(report_columns())[i])
         for p in protocols:
             table.add_column(f"{p} {metric}", justify="right")
         for r in pairs:
@@ -355,13 +180,27 @@ def _summary_tables(out: Path) -> list[Table]:
             n = min(c.n_ok.values()) if c.n_ok else 0
             fails = sum(c.n_failed.values())
             table.add_row(
-                *c.cell[:4],
+                *(levels[c.cell][i] for i in shown),
                 *(f"{c.medians[p]:.0f}" if p in c.medians else "-" for p in protocols),
                 *(f"{c.ratios[r][0]:.2f}" if r in c.ratios else "-" for r in pairs),
                 f"{n}" + (f" ({fails} failed)" if fails else ""),
             )
         tables.append(table)
     return tables
+
+
+ALWAYS_SHOWN = ("page", "network", "server", "client")
+"""The factor columns the summary always shows; the others when their level varies."""
+
+
+def _shown_factors(rows: list[tuple[str, ...]]) -> list[int]:
+    from h2lab.spec.factors import report_columns
+
+    return [
+        i
+        for i, heading in enumerate(report_columns())
+        if heading in ALWAYS_SHOWN or len({r[i] for r in rows}) > 1
+    ]
 
 
 @app.command()
@@ -396,12 +235,6 @@ def run(
             "factor, so blocks stay whole",
         ),
     ] = None,
-    shard_of: Annotated[
-        str | None, typer.Option("--shard", hidden=True, help="K/N: shard K of N (--jobs)")
-    ] = None,
-    claims: Annotated[
-        str, typer.Option("--claims", hidden=True, help="the sharded run's id (--jobs)")
-    ] = "",
 ) -> None:
     """Run an experiment and write OUT/report.html.
 
@@ -413,40 +246,10 @@ def run(
 
     exp = load_experiment(experiment, quick=quick)
     selected = parse_only(exp, only or [])
-    if shard_of is not None:
-        _run_experiment(
-            experiment,
-            exp,
-            out,
-            retry_failed=retry_failed,
-            only=selected,
-            shard_of=_parse_shard(shard_of),
-            claims=claims,
-        )
-        return
-    if jobs > 1:
-        _run_jobs(
-            experiment,
-            exp,
-            out,
-            jobs,
-            quick=quick,
-            retry_failed=retry_failed,
-            only=only or [],
-            selected=selected,
-        )
-    else:
-        _run_experiment(experiment, exp, out, retry_failed=retry_failed, only=selected)
+    _run_experiment(experiment, exp, out, retry_failed=retry_failed, only=selected, jobs=jobs)
     for table in _summary_tables(out):
         console.print(table)
     print(f"report: {write_report(out)}")
-
-
-def _parse_shard(text: str) -> tuple[int, int]:
-    k, sep, n = text.partition("/")
-    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n) <= MAX_JOBS):
-        raise SpecError("--shard", text, f"must be K/N with 1 <= K <= N <= {MAX_JOBS}")
-    return int(k) - 1, int(n)
 
 
 @app.command()
@@ -493,6 +296,7 @@ _FLAG_FOR = {
     "factors.client": "--client",
     "factors.congestion_control": "--cc",
     "factors.initcwnd": "--initcwnd",
+    "factors.tls": "--tls",
 }
 
 
@@ -513,6 +317,7 @@ def load(
     repeat: Annotated[int, typer.Option(help="trials per protocol", min=1, max=1000)] = 1,
     cc: Annotated[str, typer.Option(help="TCP congestion control")] = "cubic",
     initcwnd: Annotated[int, typer.Option(help="initial congestion window, packets")] = 10,
+    tls: Annotated[str, typer.Option(help="TLS version servers offer for h1s/h2s")] = "1.3",
     seed: Annotated[int, typer.Option(help="seed of loss pattern and order", min=0)] = 0,
     timeout: Annotated[
         float,
@@ -535,6 +340,7 @@ def load(
         "client": [client],
         "congestion_control": [cc],
         "initcwnd": [initcwnd],
+        "tls": [tls],
     }
     try:
         factors = validate_factors("command line", raw)
@@ -556,18 +362,29 @@ def load(
     if as_json:
         print(json.dumps([r.as_dict() for r in rows], indent=1))
         return
-    table = Table(title=f"{page} over {network}")
-    cols = [
-        "protocol",
-        "repetition",
-        "status",
-        "pdt_ms",
-        "bytes_down",
-        "bytes_up",
-        "tcp_connections",
-        "retransmits",
-        "response_header_bytes",
-    ]
+    console.print(_load_table(f"{page} over {network}", rows))
+    for r in rows:
+        if r.error:
+            err.print(f"[yellow]{r.protocol} r{r.repetition}:[/] {r.error}")
+
+
+LOAD_COLUMNS = (
+    "protocol",
+    "repetition",
+    "status",
+    "pdt_ms",
+    "bytes_down",
+    "bytes_up",
+    "tcp_connections",
+    "retransmits",
+    "response_header_bytes",
+)
+"""`h2lab load`'s table; the browser metrics join it when some trial has them."""
+
+
+def _load_table(title: str, rows: list[TrialRecord]) -> Table:
+    table = Table(title=title)
+    cols = list(LOAD_COLUMNS)
     # the page-level metrics only a browser measures, when some trial has them
     cols[3:3] = [m for m in ("plt_ms", "speed_index_ms", "fcp_ms") if any(
         getattr(r, m) is not None for r in rows)]  # fmt: skip
@@ -576,10 +393,7 @@ def load(
     for r in rows:
         d = r.as_dict()
         table.add_row(*(f"{d[c]:.1f}" if isinstance(d[c], float) else str(d[c]) for c in cols))
-    console.print(table)
-    for r in rows:
-        if r.error:
-            err.print(f"[yellow]{r.protocol} r{r.repetition}:[/] {r.error}")
+    return table
 
 
 @app.command()
@@ -673,236 +487,11 @@ def clean(
     """Remove namespaces, processes and state left by killed h2lab instances."""
     from h2lab.net.clean import clean_stale
 
-    _require_root()
+    require_root()
     removed = clean_stale(include_live=all_instances)
     console.print(
         f"removed {len(removed)} instance(s)" + (f": {' '.join(removed)}" if removed else "")
     )
-
-
-net_app = typer.Typer(help="The emulated network: list profiles, check a link, open a shell.")
-app.add_typer(net_app, name="net")
-
-
-@net_app.command("profiles")
-def net_profiles() -> None:
-    """List the named network profiles with their values and sources."""
-    from h2lab.net.profiles import PRESETS
-    from h2lab.spec.network import parse_network
-
-    table = Table(title="network profiles")
-    for col in ("name", "values", "source"):
-        table.add_column(col)
-    for name, preset in PRESETS.items():
-        table.add_row(name, parse_network(name).describe(), preset.source)
-    console.print(table)
-
-
-@net_app.command("check")
-def net_check(
-    profile: Annotated[str, typer.Argument(help="profile name or rtt=..,down=..,loss=..")],
-    as_json: Annotated[bool, typer.Option("--json", help="print rows as JSON")] = False,
-    quick: Annotated[bool, typer.Option(help="fewer samples, shorter flows")] = False,
-    seed: Annotated[int, typer.Option(help="loss seed", min=0)] = 1,
-    cc: Annotated[str, typer.Option(help="TCP congestion control")] = "cubic",
-) -> None:
-    """Measure the link for PROFILE and compare with what was asked (exit 1 if a row fails)."""
-    from h2lab.net.check import check
-    from h2lab.net.lab import Lab
-    from h2lab.spec.experiment import CONGESTION_CONTROLS
-    from h2lab.spec.network import parse_network
-    from h2lab.spec.tcp import TcpSettings
-
-    network = parse_network(profile, "command line", field="PROFILE")
-    if cc not in CONGESTION_CONTROLS:
-        raise SpecError(
-            "command line", "--cc", f"unknown {cc!r} ({', '.join(CONGESTION_CONTROLS)})"
-        )
-    _require_root()
-    with Lab(("check.h2lab.test",)) as lab:
-        rows = check(lab, network, seed, TcpSettings(cc), quick=quick)
-    if as_json:
-        print(json.dumps([r.as_dict() for r in rows], indent=1))
-    else:
-        table = Table(title=f"net check {network.describe()}")
-        for col in ("metric", "direction", "asked", "measured", "unit", "tolerance", "pass"):
-            table.add_column(col)
-        for r in rows:
-            verdict = (
-                "-" if r.passed is None else ("[green]pass[/]" if r.passed else "[red]FAIL[/]")
-            )
-            table.add_row(r.metric, r.direction, f"{r.asked:g}" if r.asked is not None else "-",
-                          f"{r.measured:g}" if r.measured is not None else "-", r.unit,
-                          r.tolerance, verdict)  # fmt: skip
-        console.print(table)
-    if any(r.passed is False for r in rows):
-        raise typer.Exit(1)
-
-
-@net_app.command("shell")
-def net_shell(
-    profile: Annotated[str, typer.Argument(help="profile name or rtt=..,down=..,loss=..")],
-    seed: Annotated[int, typer.Option(help="loss seed", min=0)] = 1,
-) -> None:
-    """Open a shell in the client namespace with the link up (like mm-shell); exit to tear down.
-
-    The servers side answers at 10.2.0.1 (name server.h2lab.test); run a server there with
-    `ip netns exec <servers namespace> ...` from another terminal.
-    """
-    import os
-    import subprocess
-
-    from h2lab.net.lab import Lab
-    from h2lab.net.netns import exec_argv
-    from h2lab.spec.network import parse_network
-    from h2lab.spec.tcp import TcpSettings
-
-    network = parse_network(profile, "command line", field="PROFILE")
-    _require_root()
-    with Lab(("server.h2lab.test",)) as lab, lab.link(network, seed, TcpSettings()) as link:
-        err.print(
-            f"client namespace {link.client_ns}, servers namespace {lab.servers_ns} "
-            f"(server.h2lab.test = {lab.origin_ips['server.h2lab.test']}); link: "
-            f"{network.describe()}. Exit the shell to tear down."
-        )
-        shell = os.environ.get("SHELL", "/bin/bash")
-        env = {**os.environ, "H2LAB_NETWORK": network.describe(), "PS1": "[h2lab] \\w$ "}
-        subprocess.run(exec_argv(link.client_ns, [shell]), env=env, check=False)
-
-
-pages_app = typer.Typer(help="Pages: list, show, generate, import and check stored pages.")
-app.add_typer(pages_app, name="pages")
-
-
-def _page_row(page: object) -> tuple[str, ...]:
-    from h2lab.pages import Page
-
-    assert isinstance(page, Page)
-    return (
-        page.digest,
-        page.name,
-        str(len(page.origins)),
-        str(len(page.resources)),
-        f"{page.total_body_bytes / 1000:.1f}",
-        page.entry.url(page.schemes.get(page.entry.origin, "https")),
-    )
-
-
-def _pages_table(title: str, pages: list[object]) -> Table:
-    table = Table(title=title)
-    for col in ("id", "name", "origins", "resources", "body_kB", "entry"):
-        table.add_column(col)
-    for p in pages:
-        table.add_row(*_page_row(p))
-    return table
-
-
-@pages_app.command("list")
-def pages_list() -> None:
-    """List the stored pages (imported and generated) with their ids."""
-    from h2lab.pages.manifest import load_page, pages_root
-
-    pages = []
-    for mf in sorted(pages_root().glob("*/manifest.json")):
-        try:
-            pages.append(load_page(mf.parent))
-        except H2LabError as exc:
-            err.print(f"skipped {mf.parent.name}: {exc.line()}")
-    console.print(_pages_table(f"pages in {pages_root()}", pages))  # type: ignore[arg-type]
-
-
-@pages_app.command("show")
-def pages_show(
-    page: Annotated[str, typer.Argument(help="page id, name, spec or folder")],
-    limit: Annotated[int, typer.Option(help="resources to list (0: all)", min=0)] = 40,
-) -> None:
-    """Show a page: origins, and its resources with status, type and size."""
-    from h2lab.pages import resolve_page
-
-    p = resolve_page(page, "command line")
-    console.print(_pages_table(p.source or p.name, [p]))
-    table = Table(title="resources")
-    for col in ("#", "method", "status", "url", "content_type", "body_B"):
-        table.add_column(col)
-    shown = p.resources if limit == 0 else p.resources[:limit]
-    for i, r in enumerate(shown):
-        table.add_row(str(i), r.method, str(r.status), r.url(), r.content_type, str(r.size_bytes))
-    console.print(table)
-    if len(shown) < len(p.resources):
-        console.print(f"... {len(p.resources) - len(shown)} more (--limit 0 lists all)")
-
-
-@pages_app.command("synth")
-def pages_synth(
-    spec: Annotated[str, typer.Argument(help="generator spec, e.g. synthetic:n=64,size=10KB")],
-) -> None:
-    """Generate a synthetic page (once; the same spec gives the same page id)."""
-    from h2lab.pages import resolve_page
-
-    if not spec.startswith("synthetic:"):
-        raise SpecError("command line", "SPEC", f"expected synthetic:..., got {spec!r}")
-    p = resolve_page(spec, "command line")
-    console.print(_pages_table("generated", [p]))
-
-
-@pages_app.command("import")
-def pages_import(
-    source: Annotated[str, typer.Argument(help="FILE.warc\\[.gz], FILE.har, or FOLDER#ENTRY")],
-    name: Annotated[str | None, typer.Option(help="page name (default: from the file)")] = None,
-    host: Annotated[str | None, typer.Option(help="folder import: the origin's host name")] = None,
-    follow_symlinks: Annotated[
-        bool, typer.Option(help="folder import: follow symlinks that leave the folder")
-    ] = False,
-) -> None:
-    """Import a real page (WARC, HAR with bodies, or a folder) into the page store.
-
-    Prints its id, and a note for each response skipped or dropped."""
-    from h2lab.pages.importers import read_capture, read_folder, store
-
-    spec = source
-    kind = source.split(":", 1)[0]
-    if kind not in ("warc", "har", "dir"):
-        path = source.split("#", 1)[0]
-        if Path(path).is_dir():
-            kind = "dir"
-        elif path.endswith((".warc", ".warc.gz")):
-            kind = "warc"
-        elif path.endswith(".har"):
-            kind = "har"
-        else:
-            raise SpecError(
-                "command line", "SOURCE", f"{source!r}: expected a .warc(.gz), a .har or a folder"
-            )
-        spec = f"{kind}:{source}"
-    if kind == "dir":
-        folder, _, entry = spec.removeprefix("dir:").partition("#")
-        capture = read_folder(
-            Path(folder), entry or None, host=host, follow_symlinks=follow_symlinks
-        )
-    else:
-        capture = read_capture(spec, "command line")
-    for note in capture.notes:
-        err.print(f"note: {note}")
-    page = store(capture, name)
-    console.print(_pages_table("imported", [page]))
-
-
-@pages_app.command("check")
-def pages_check(page: Annotated[str, typer.Argument(help="page id, name, spec or folder")]) -> None:
-    """Check a stored page: valid manifest, every body present with its size and hash."""
-    from h2lab.pages import resolve_page
-    from h2lab.pages.manifest import check_bodies
-
-    p = resolve_page(page, "command line")
-    problems = check_bodies(p)
-    for line in problems:
-        console.print(f"[red]{line}[/]")
-    console.print(
-        f"{p.name} ({p.digest}): {len(p.resources)} resources, {len(p.origins)} origins, "
-        f"{len(problems)} problem(s)"
-    )
-    if problems:
-        raise typer.Exit(1)
 
 
 @app.command()

@@ -3,7 +3,8 @@ analysis and the report consume these types; clients produce them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -27,34 +28,74 @@ class ResourceTiming:
     """the server pushed it (HTTP/2 server push) instead of the client requesting it"""
 
 
-@dataclass(frozen=True, kw_only=True)
-class PageMetrics:
-    """Page-level metrics: from navigation start for a browser, from the first request for a
-    load client (h2load); NULL in the store where a client does not report one."""
-
-    connect_ms: float | None = None
-    """the first connection's TCP (and TLS) handshake done, from the first request's start
-    (h2load's ``time for connect``; browsers: navigation timing's connectEnd)"""
-    ttfb_ms: float | None = None
-    dcl_ms: float | None = None
-    """domContentLoadedEventStart"""
-    fp_ms: float | None = None
-    fcp_ms: float | None = None
-    lcp_ms: float | None = None
-    speed_index_ms: float | None = None
-    visual_complete_ms: float | None = None
-
-
-PAGE_METRICS = tuple(f.name for f in fields(PageMetrics))
-
-
 @dataclass(frozen=True)
-class LoadResult(PageMetrics):
-    pdt_ms: float
+class Metric:
+    """How one metric is measured and read."""
+
+    name: str
+    """its field on :class:`Metrics`, its store column (unit in the name)"""
+    unit: str
+    """``ms``, ``bytes``, ``connections``, ``segments``"""
+    title: str
+    """what the report calls it"""
+    reported_by: str
+    """who measures it: ``browser`` (Chromium), ``load`` (h2load, nghttp), ``client`` (every
+    client), or ``lab`` (the runner, from the namespaces' counters)"""
+    lower_is_better: bool = True
+    judges: str | None = None
+    """the cells whose verdicts it gives: ``load`` (non-browser clients), ``browser``, or None"""
+
+
+BROWSER, LOAD, CLIENT, LAB = "browser", "load", "client", "lab"
+
+
+def _metric(unit: str, title: str, by: str, judges: str | None = None) -> Any:
+    meta = {"unit": unit, "title": title, "reported_by": by, "judges": judges}
+    return field(default=None, metadata={"metric": meta})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metrics:
+    """Every metric of a trial, each in its unit (None: not reported by this client, or the
+    trial failed). Page-level times run from navigation start for a browser and from the first
+    request for a load client. The fields are the table: :data:`METRICS` derives from them."""
+
+    pdt_ms: float | None = _metric("ms", "page download time (ms)", CLIENT, LOAD)
     """first request sent -> last byte of the last response (seed 002)"""
-    body_bytes: int
-    request_header_bytes: int | None
-    response_header_bytes: int | None
-    resources: tuple[ResourceTiming, ...]
-    plt_ms: float | None = None
-    """loadEventEnd, from navigation start (browsers only)"""
+    plt_ms: float | None = _metric("ms", "page load time (ms)", BROWSER, BROWSER)
+    """loadEventEnd, from navigation start"""
+    speed_index_ms: float | None = _metric("ms", "SpeedIndex (ms)", BROWSER, BROWSER)
+    connect_ms: float | None = _metric("ms", "first connection set up (ms)", CLIENT)
+    """the first connection's TCP (and TLS) handshake done: h2load's ``time for connect``
+    (from its connect call); Chromium's navigation timing ``connectEnd`` of the document, from
+    navigation start (with TLS False Start, when the client's Finished left)"""
+    ttfb_ms: float | None = _metric("ms", "time to first byte (ms)", CLIENT)
+    """the first response byte: h2load's ``time to 1st byte`` (from its connect call), a
+    browser's responseStart of the document"""
+    dcl_ms: float | None = _metric("ms", "DOMContentLoaded (ms)", BROWSER)
+    """domContentLoadedEventStart"""
+    fp_ms: float | None = _metric("ms", "first paint (ms)", BROWSER)
+    fcp_ms: float | None = _metric("ms", "first contentful paint (ms)", BROWSER)
+    lcp_ms: float | None = _metric("ms", "largest contentful paint (ms)", BROWSER)
+    visual_complete_ms: float | None = _metric("ms", "visually complete (ms)", BROWSER)
+    body_bytes: int | None = _metric("bytes", "body bytes", CLIENT)
+    request_header_bytes: int | None = _metric("bytes", "request header bytes", CLIENT)
+    """header bytes sent (HPACK vs HTTP/1.1); the server's count where the client has none"""
+    response_header_bytes: int | None = _metric("bytes", "response header bytes", CLIENT)
+    bytes_up: int | None = _metric("bytes", "bytes on the link, up", LAB)
+    bytes_down: int | None = _metric("bytes", "bytes on the link, down", LAB)
+    tcp_connections: int | None = _metric("connections", "TCP connections opened", LAB)
+    retransmits: int | None = _metric("segments", "segments retransmitted", LAB)
+
+
+METRICS: tuple[Metric, ...] = tuple(Metric(f.name, **f.metadata["metric"]) for f in fields(Metrics))
+"""Every metric, in column order."""
+METRIC_BY_NAME = {m.name: m for m in METRICS}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadResult(Metrics):
+    """What a client returns from one page load: its metrics (the lab's are filled in by the
+    runner) and one row per resource."""
+
+    resources: tuple[ResourceTiming, ...] = ()

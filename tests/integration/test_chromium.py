@@ -17,6 +17,7 @@ import pytest
 
 from h2lab import clients, procs
 from h2lab.analysis.lower_bound import fetch_lower_bound_ms, handshake_rtts
+from h2lab.artifacts import ARTIFACTS_DIR, PAGE_HAR, RESULTS_DB, VISUAL_PROGRESS
 from h2lab.clients import LoadContext
 from h2lab.errors import TrialFailed
 from h2lab.net import netns
@@ -100,7 +101,7 @@ def test_speed_index_matches_the_analytic_value(
     ends = {r.url.rsplit("/", 1)[1].split("?")[0]: r.end_ms for r in result.resources}
     # Completeness is 0 until Chrome paints a.png, 50% until it paints b.png, then 100%; when
     # each was painted, Chrome itself says (Element Timing), independently of the screenshots.
-    har = json.loads((tmp_path / "halves" / "page.har").read_text())
+    har = json.loads((tmp_path / "halves" / PAGE_HAR).read_text())
     painted = har["log"]["pages"][0]["_element_timing_ms"]
     analytic = painted["a"] + 0.5 * (painted["b"] - painted["a"])
     assert result.speed_index_ms is not None
@@ -112,7 +113,7 @@ def test_speed_index_matches_the_analytic_value(
     assert result.visual_complete_ms is not None
     assert result.visual_complete_ms >= ends["b.png"]
     assert abs(result.visual_complete_ms - painted["b"]) <= 50
-    progress = json.loads((tmp_path / "halves" / "visual-progress.json").read_text())["progress"]
+    progress = json.loads((tmp_path / "halves" / VISUAL_PROGRESS).read_text())["progress"]
     levels = sorted({round(p, 1) for _, p in progress})
     assert levels == [0.0, 0.5, 1.0] or levels == [0.5, 1.0]
 
@@ -135,7 +136,7 @@ def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(
         chromium.load(never, "h1c", _ctx(lab, link, tmp_path / "never", timeout_s=3))
     assert time.monotonic() - t0 < 15
     # the failed load keeps its request log: the held image is there, marked unfinished
-    entries = json.loads((tmp_path / "never" / "page.har").read_text())["log"]["entries"]
+    entries = json.loads((tmp_path / "never" / PAGE_HAR).read_text())["log"]["entries"]
     held = [e for e in entries if "hold=30000" in e["request"]["url"]]
     assert [e.get("_error") for e in held] == ["unfinished"]
     assert any("_error" not in e and e["response"]["status"] == 200 for e in entries)
@@ -189,7 +190,7 @@ def test_back_to_back_trials_are_isolated(tmp_path: Path) -> None:
     )
     page = resolve_page(page_spec)
     assert [r.status for r in records] == ["ok"] * 6, [r.error for r in records]
-    db = sqlite3.connect(tmp_path / "results.sqlite")
+    db = sqlite3.connect(tmp_path / RESULTS_DB)
     seen_connections: set[tuple[str, str]] = set()
     largest = max(r.size_bytes for r in page.resources)
     profile = parse_network(f"rtt={rtt_ms}ms,rate={rate}")
@@ -204,8 +205,8 @@ def test_back_to_back_trials_are_isolated(tmp_path: Path) -> None:
         for res in page.resources:
             assert fetched[res.path.lstrip("/")] == res.size_bytes, res.path
         har = json.loads(
-            (tmp_path / "artifacts").glob(f"*_r{r.repetition}_{r.protocol}.1").__next__()
-            .joinpath("page.har").read_text()
+            (tmp_path / ARTIFACTS_DIR).glob(f"*_r{r.repetition}_{r.protocol}.1").__next__()
+            .joinpath(PAGE_HAR).read_text()
         )  # fmt: skip
         assert not any(e["_fromCache"] for e in har["log"]["entries"])
         # no connection is ever reused from an earlier trial

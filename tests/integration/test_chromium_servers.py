@@ -77,7 +77,7 @@ def test_early_hints_start_the_hinted_requests_before_the_html(tmp_path: Path) -
         seed=1, repetitions=1,
     )  # fmt: skip
     assert [r.status for r in records] == ["ok", "ok"], [r.error for r in records]
-    by = {r.server: r for r in records}
+    by = {r.cell.server: r for r in records}
     (netlog,) = out.glob("artifacts/*/netlog-*.json")  # one browser made both loads
     events = _netlog_requests(netlog)
     navigations = [t for t, kind, u in events if kind == "start" and u.endswith("index.html")]
@@ -137,10 +137,10 @@ def test_client_scheduler_follows_chromium_priorities(tmp_path: Path) -> None:
             (s, e, p) for u, s, e, p in rows if u.endswith(".css")
         )
         images = [(s, e, p) for u, s, e, p in rows if u.endswith(".png")]
-        images_first[r.server] = sum(e < css_end for _, e, _ in images)
-        css_share[r.server] = css_end / max(e for _, e, _ in images)
+        images_first[r.cell.server] = sum(e < css_end for _, e, _ in images)
+        css_share[r.cell.server] = css_end / max(e for _, e, _ in images)
         print(
-            f"{r.server}: a.css ({css_priority}) {css_start:.0f}-{css_end:.0f} ms; images "
+            f"{r.cell.server}: a.css ({css_priority}) {css_start:.0f}-{css_end:.0f} ms; images "
             f"({images[0][2]}) requested {min(s for s, _, _ in images):.0f}-"
             f"{max(s for s, _, _ in images):.0f} ms, ends {sorted(round(e) for _, e, _ in images)}"
         )

@@ -39,12 +39,12 @@ def test_corpus_warcs_load_in_chromium_from_the_replay(tmp_path: Path) -> None:
         seed=1, repetitions=1,
     )  # fmt: skip
     assert len(records) == 8 and all(r.status == "ok" for r in records), [
-        (r.page, r.protocol, r.error) for r in records if r.status != "ok"
+        (r.cell.page, r.protocol, r.error) for r in records if r.status != "ok"
     ]
     db = sqlite3.connect(out / "results.sqlite")
     lines = []
     for r in records:
-        page = resolve_page(r.page)
+        page = resolve_page(r.cell.page)
         requests = _network_requests(db, r.id or 0)
         answered = [u for u, s in requests if (m := page.match("GET", u)) and s == m.status]
         used = {page.match("GET", u) for u in answered}

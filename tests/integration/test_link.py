@@ -12,9 +12,11 @@ from pathlib import Path
 
 from h2lab import procs
 from h2lab.clients import LoadContext, get
-from h2lab.net import netns
-from h2lab.net.lab import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT, Lab, Link
+from h2lab.net import calibration, netns
+from h2lab.net.check import rtt_tolerance_ms
+from h2lab.net.lab import PROBE_IP, Lab, Link
 from h2lab.net.probe import median_rtt_ms
+from h2lab.net.rmem import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT
 from h2lab.pages import resolve_page
 from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
@@ -43,10 +45,6 @@ def test_calibrated_links_measure_the_rtt_asked() -> None:
     tolerance (max(0.5 ms, 1%)). On the VM of 2026-11-25 (overhead 0.139 ms) the raw excess
     grew with the delay, +0.19/0.23/0.33/0.61/0.80 ms at 10/20/50/100/200 ms, so calibrated
     links measured 9.87/19.90/50.06/100.21/200.58 ms: one value fits short delays best."""
-    from h2lab.net import calibration
-    from h2lab.net.check import rtt_tolerance_ms
-    from h2lab.net.lab import PROBE_IP
-
     with Lab() as lab:
         overhead = lab.delay_overhead_ms()
         kept = calibration.load()

@@ -25,7 +25,9 @@ NONE, PUSH, RR = "origin:push=none", "origin:push=all", "origin:scheduler=rr"
 def on(server: str, protocol: str, rep: int, pdt: float | None, **kw: object) -> TrialRecord:
     t = trial(protocol, rep, pdt, **kw)  # type: ignore[arg-type]
     block = t.block.replace("|nginx|", f"|{server}|")
-    return dataclasses.replace(t, server=server, block=block, trial_key=f"{block}|{protocol}")
+    return dataclasses.replace(
+        t, cell=t.cell.replace("server", server), block=block, trial_key=f"{block}|{protocol}"
+    )
 
 
 def test_each_level_is_paired_with_the_baseline_of_its_repetition() -> None:

@@ -52,7 +52,14 @@ def test_network_features(spec: str, expected: NetworkFeatures) -> None:
 
 def test_features_use_names_only_where_numbers_are_unknown() -> None:
     known = cell_factors(
-        Cell("synthetic:n=64,size=10KB,origins=1", "cable", "nginx", "h2load", "cubic", 10)
+        Cell.of(
+            page="synthetic:n=64,size=10KB,origins=1",
+            network="cable",
+            server="nginx",
+            client="h2load",
+            congestion_control="cubic",
+            initcwnd_packets=10,
+        )
     ).features()
     assert known == {
         "object_count": 64.0,
@@ -66,9 +73,17 @@ def test_features_use_names_only_where_numbers_are_unknown() -> None:
         "client": "h2load",
         "congestion_control": "cubic",
         "initcwnd_packets": 10.0,
+        "tls": "1.3",
     }
     unknown = cell_factors(
-        Cell("synthetic:cssjs:files=4", "cell-poor", "nginx", "chromium", "bbr", 10)
+        Cell.of(
+            page="synthetic:cssjs:files=4",
+            network="cell-poor",
+            server="nginx",
+            client="chromium",
+            congestion_control="bbr",
+            initcwnd_packets=10,
+        )
     ).features()
     assert unknown["page"] == "synthetic:cssjs:files=4"
     assert unknown["network"] == "cell-poor"

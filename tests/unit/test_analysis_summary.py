@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from h2lab.analysis.summary import CellSummary, summarize
+from h2lab.spec.factors import Cell
 from h2lab.store import TrialRecord
 
 
@@ -22,14 +23,16 @@ def trial(
         trial_key=f"{block}|{protocol}",
         experiment="e",
         block=block,
-        page="p",
+        cell=Cell.of(
+            page="p",
+            network=network,
+            server="nginx",
+            client="h2load",
+            congestion_control="cubic",
+            initcwnd_packets=10,
+        ),
         page_digest=None,
         protocol=protocol,
-        network=network,
-        server="nginx",
-        client="h2load",
-        congestion_control="cubic",
-        initcwnd_packets=10,
         repetition=rep,
         seed=rep,
         attempt=1,
@@ -62,7 +65,7 @@ def test_medians_and_paired_ratio_per_block() -> None:
     ]
     (cell,) = summarize(rows)
     assert cell == CellSummary(
-        cell=("p", "cable", "nginx", "h2load", "cubic", "iw10"),
+        cell=Cell.of(page="p", network="cable", server="nginx", client="h2load"),
         n_ok={"h1s": 3, "h2s": 3},
         n_failed={},
         medians={"h1s": 200.0, "h2s": 50.0},
@@ -123,7 +126,7 @@ def test_cells_are_separate_and_sorted() -> None:
         trial("h2s", 0, 100.0, network="cable"),
     ]
     cells = summarize(rows)
-    assert [c.cell[1] for c in cells] == ["cable", "dsl"]
+    assert [c.cell.network for c in cells] == ["cable", "dsl"]
     assert cells[0].ratios == {"h2s/h1s": (1.0, 1)}
     assert cells[1].ratios == {"h2s/h1s": (0.5, 1)}
     assert cells[1].medians == {"h1s": 300.0, "h2s": 150.0}

@@ -40,13 +40,13 @@ def grid_samples() -> list[TreeSample]:
     """Cells of a full factor grid, described by their page and network specs as stored."""
     out = []
     for n, loss, rtt, size in itertools.product(COUNTS, LOSSES, RTTS_MS, SIZES):
-        cell = Cell(
-            f"synthetic:n={n},size={size},origins=1",
-            f"rtt={rtt}ms,down=10Mbps,up=2Mbps,loss={loss * 100:g}%",
-            "nginx",
-            "h2load",
-            "cubic",
-            10,
+        cell = Cell.of(
+            page=f"synthetic:n={n},size={size},origins=1",
+            network=f"rtt={rtt}ms,down=10Mbps,up=2Mbps,loss={loss * 100:g}%",
+            server="nginx",
+            client="h2load",
+            congestion_control="cubic",
+            initcwnd_packets=10,
         )
         factors = cell_factors(cell)
         assert factors.page.object_count == n and factors.network.loss_fraction == loss
@@ -242,14 +242,16 @@ def _trial(protocol: str, rep: int, pdt: float, page: str) -> TrialRecord:
         trial_key=f"{block}|{protocol}",
         experiment="e",
         block=block,
-        page=page,
+        cell=Cell.of(
+            page=page,
+            network="cable",
+            server="nginx",
+            client="h2load",
+            congestion_control="cubic",
+            initcwnd_packets=10,
+        ),
         page_digest=None,
         protocol=protocol,
-        network="cable",
-        server="nginx",
-        client="h2load",
-        congestion_control="cubic",
-        initcwnd_packets=10,
         repetition=rep,
         seed=rep,
         attempt=1,

@@ -16,7 +16,14 @@ from h2lab.analysis.verdict import (
 )
 from h2lab.store import TrialRecord
 
-CELL = Cell("synthetic:n=64,size=10KB,origins=1", "cable", "nginx", "h2load", "cubic", 10)
+CELL = Cell.of(
+    page="synthetic:n=64,size=10KB,origins=1",
+    network="cable",
+    server="nginx",
+    client="h2load",
+    congestion_control="cubic",
+    initcwnd_packets=10,
+)
 
 
 def trial(
@@ -34,14 +41,16 @@ def trial(
         trial_key=f"{block}|{protocol}",
         experiment="e",
         block=block,
-        page=CELL.page,
+        cell=Cell.of(
+            page=CELL.page,
+            network=network,
+            server="nginx",
+            client="h2load",
+            congestion_control="cubic",
+            initcwnd_packets=10,
+        ),
         page_digest=None,
         protocol=protocol,
-        network=network,
-        server="nginx",
-        client="h2load",
-        congestion_control="cubic",
-        initcwnd_packets=10,
         repetition=rep,
         seed=rep,
         attempt=attempt,

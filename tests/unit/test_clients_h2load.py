@@ -13,6 +13,7 @@ from h2lab.clients.h2load import (
     Connection,
     H2load,
     argv_for,
+    entry_connection,
     plan,
 )
 from h2lab.pages import Page, Resource
@@ -20,10 +21,15 @@ from h2lab.pages.synthetic import layout, parse
 from h2lab.servers import url_for
 
 
-def page(spec: str) -> Page:
+def page(spec: str, entry_index: int = 0) -> Page:
     origins, resources, _ = layout(parse(spec))
     return Page(
-        name=spec, origins=origins, resources=resources, docroot=Path("/nowhere"), digest="d"
+        name=spec,
+        origins=origins,
+        resources=resources,
+        docroot=Path("/nowhere"),
+        digest="d",
+        entry_index=entry_index,
     )
 
 
@@ -69,6 +75,24 @@ def test_plan_skips_origins_without_resources() -> None:
     assert p.resources_of("o3.h2lab.test") == []
     assert [c.origin for c in plan(p, "h2s")] == ["o1.h2lab.test", "o2.h2lab.test"]
     assert [c.origin for c in plan(p, "h1s")] == ["o1.h2lab.test", "o1.h2lab.test", "o2.h2lab.test"]
+
+
+@pytest.mark.parametrize("protocol", ["h1c", "h1p", "h1s", "h2c", "h2s"])
+def test_entry_connection_is_the_one_fetching_the_entry_document(protocol: str) -> None:
+    """connect_ms and ttfb_ms are those of this connection: a browser's first."""
+    p = page("synthetic:n=5,size=1KB,origins=2")
+    conns = plan(p, protocol)
+    assert entry_connection(conns, p) == 0
+    assert conns[0].resources[0] == p.entry
+
+
+@pytest.mark.parametrize(("protocol", "index"), [("h1s", 4), ("h2s", 1)])
+def test_entry_connection_of_an_entry_on_another_origin(protocol: str, index: int) -> None:
+    p = page("synthetic:n=5,size=1KB,origins=2", entry_index=2)  # o2's first resource
+    assert p.entry.origin == "o2.h2lab.test"
+    conns = plan(p, protocol)  # h1s: o1's 4 resources on 4 connections, then o2's
+    assert entry_connection(conns, p) == index
+    assert conns[index].resources[0] == p.entry
 
 
 RES = Resource("o2.h2lab.test", "/obj/00001.png", 1000, "application/octet-stream")

@@ -33,40 +33,44 @@ def test_overhead_is_half_the_median_excess_and_refused_when_implausible() -> No
     assert overhead_from(20.0, [24.5, 24.6, 24.7]) is None  # 2.3 ms per direction: a busy machine
 
 
-def test_first_use_measures_once_then_reads_the_cache(
-    machine: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    measured: list[object] = []
+def _probe(median_ms: float, calls: list[tuple[float, int]]) -> calibration.RttProbe:
+    """A fake link: three round trips of median ``median_ms``, each call recorded."""
 
-    def fake_measure(lab: object) -> Calibration:
-        measured.append(lab)
-        return _cal(0.17)
+    def probe(rtt_ms: float, count: int) -> list[float]:
+        calls.append((rtt_ms, count))
+        return [median_ms - 0.02, median_ms, median_ms + 0.5]
 
-    monkeypatch.setattr(calibration, "measure", fake_measure)
+    return probe
+
+
+def test_first_use_measures_once_then_reads_the_cache(machine: Path) -> None:
+    calls: list[tuple[float, int]] = []
     assert calibration.load() is None
-    assert calibration.delay_overhead_ms("lab-a") == 0.17  # type: ignore[arg-type]
-    assert calibration.delay_overhead_ms("lab-b") == 0.17  # type: ignore[arg-type]
-    assert measured == ["lab-a"]
+    assert calibration.delay_overhead_ms(_probe(20.34, calls)) == 0.17
+    assert calibration.delay_overhead_ms(_probe(25.0, calls)) == 0.17  # kept: not measured again
+    assert calls == [(calibration.CALIBRATION_RTT_MS, calibration.PROBES)]
     kept = json.loads(calibration.calibration_file().read_text())
     assert kept["overhead_ms"] == 0.17 and kept["boot_id"] == "boot-1"
+    assert kept["measured_rtt_ms"] == 20.34 and kept["asked_rtt_ms"] == 20.0
 
 
-def test_a_reboot_measures_again(machine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reboot_measures_again(machine: Path) -> None:
     path = calibration.calibration_file()
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(_cal(0.45).__dict__))
     assert calibration.load() == _cal(0.45)
     machine.write_text("boot-2\n")
     assert calibration.load() is None
-    monkeypatch.setattr(calibration, "measure", lambda lab: _cal(0.2, "boot-2"))
-    assert calibration.delay_overhead_ms(None) == 0.2  # type: ignore[arg-type]
+    calls: list[tuple[float, int]] = []
+    assert calibration.delay_overhead_ms(_probe(20.4, calls)) == 0.2
+    assert len(calls) == 1
+    reloaded = calibration.load()
+    assert reloaded is not None and reloaded.boot_id == "boot-2"
 
 
-def test_a_refused_measurement_falls_back_and_is_not_kept(
-    machine: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(calibration, "measure", lambda lab: None)
-    assert calibration.delay_overhead_ms(None) == DELAY_OVERHEAD_MS  # type: ignore[arg-type]
+def test_a_refused_measurement_falls_back_and_is_not_kept(machine: Path) -> None:
+    busy = _probe(24.6, [])  # 2.3 ms per direction: a busy machine
+    assert calibration.delay_overhead_ms(busy) == DELAY_OVERHEAD_MS
     assert not calibration.calibration_file().exists()
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from h2lab import paths
 from h2lab.net import clean, netns
 
 
@@ -19,7 +18,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root.mkdir()
     monkeypatch.setenv("H2LAB_STATE", str(root))
     monkeypatch.setattr(netns, "list_netns", lambda: [])
-    monkeypatch.setattr(paths, "netns_etc", lambda name: tmp_path / "etc-netns" / name)
+    monkeypatch.setattr(clean, "netns_etc", lambda name: tmp_path / "etc-netns" / name)
     return root
 
 

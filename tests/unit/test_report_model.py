@@ -34,14 +34,16 @@ def trial(
         trial_key=f"{block}|{protocol}",
         experiment="e",
         block=block,
-        page=page,
+        cell=Cell.of(
+            page=page,
+            network=network,
+            server="nginx",
+            client=client,
+            congestion_control="cubic",
+            initcwnd_packets=10,
+        ),
         page_digest=None,
         protocol=protocol,
-        network=network,
-        server="nginx",
-        client=client,
-        congestion_control="cubic",
-        initcwnd_packets=10,
         repetition=rep,
         seed=rep,
         attempt=attempt,
@@ -64,7 +66,14 @@ def trial(
 
 
 def cell(client: str = "h2load", network: str = "rtt=20ms", page: str = PAGE) -> Cell:
-    return Cell(page, network, "nginx", client, "cubic", 10)
+    return Cell.of(
+        page=page,
+        network=network,
+        server="nginx",
+        client=client,
+        congestion_control="cubic",
+        initcwnd_packets=10,
+    )
 
 
 def test_browsers_are_judged_on_plt_and_speed_index_others_on_pdt() -> None:
@@ -74,8 +83,8 @@ def test_browsers_are_judged_on_plt_and_speed_index_others_on_pdt() -> None:
     ]
     views = model.metric_views(trials)
     assert [v.metric for v in views] == ["pdt_ms", "plt_ms"]  # no speed index anywhere
-    assert {t.client for t in views[0].trials} == {"h2load"}
-    assert {t.client for t in views[1].trials} == {"chromium"}
+    assert {t.cell.client for t in views[0].trials} == {"h2load"}
+    assert {t.cell.client for t in views[1].trials} == {"chromium"}
     assert model.metric_views([]) == []
 
 
@@ -92,7 +101,7 @@ def test_verdict_rows_carry_medians_ci_ratio_n_and_failures() -> None:
     assert row.outcome == "h2 faster"
     assert row.n == "3 blocks (h1s 4, h2s 3), 1 incomplete"
     assert row.failures == "1"
-    assert row.tcp == "cubic iw10"
+    assert row.factors[2:] == ("nginx", "h2load", "cubic iw10", "1.3")
 
 
 def test_verdict_rows_empty_without_pairs() -> None:

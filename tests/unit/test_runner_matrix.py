@@ -7,13 +7,13 @@ import hashlib
 import itertools
 import json
 from collections import Counter
-from collections.abc import Callable
 
 import pytest
 
 from h2lab.errors import SpecError
-from h2lab.runner.matrix import TrialSpec, block_seed, claimed, expand, for_shard, select
+from h2lab.runner.matrix import TrialSpec, block_seed, expand, select
 from h2lab.spec.experiment import Compare, Experiment, Factors, parse_only
+from h2lab.spec.factors import trial_factors
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
 
@@ -23,7 +23,7 @@ PROTOCOLS = ("h1c", "h1s", "h2c", "h2s")
 def _experiment(seed: int = 5, repetitions: int = 3) -> Experiment:
     return Experiment(
         name="m",
-        factors=Factors(
+        factors=Factors.of(
             protocol=PROTOCOLS,
             network=(parse_network("cable"), parse_network("3g-fast")),
             page=("synthetic:n=2", "synthetic:n=4"),
@@ -130,11 +130,14 @@ def test_keys_unique_and_built_from_block() -> None:
 def test_block_and_key_format() -> None:
     t = TrialSpec(
         experiment="e",
-        page="synthetic:n=2",
-        network=parse_network("cable"),
-        server="nginx",
-        client="h2load",
-        tcp=TcpSettings("bbr", 4),
+        factors=trial_factors(
+            {
+                "page": "synthetic:n=2",
+                "network": parse_network("cable"),
+                "congestion_control": "bbr",
+                "initcwnd": 4,
+            }
+        ),
         repetition=2,
         protocol="h2s",
         seed=11,
@@ -151,6 +154,7 @@ def test_block_and_key_format() -> None:
         "client": "h2load",
         "congestion_control": "bbr",
         "initcwnd_packets": 4,
+        "tls": "1.3",
         "repetition": 2,
         "protocol": "h2s",
         "seed": 11,
@@ -170,7 +174,9 @@ def test_block_seed_is_stable() -> None:
 def test_single_repetition_single_protocol() -> None:
     exp = Experiment(
         name="one",
-        factors=Factors(protocol=("h2s",), network=(parse_network("lan"),), page=("synthetic:",)),
+        factors=Factors.of(
+            protocol=("h2s",), network=(parse_network("lan"),), page=("synthetic:",)
+        ),
     )
     (t,) = expand(exp)
     assert (t.experiment, t.protocol, t.repetition, t.order) == ("one", "h2s", 0, 0)
@@ -204,10 +210,10 @@ def test_factor_tables_are_crossed_each_and_united() -> None:
     lan, cable = parse_network("lan"), parse_network("cable")
     exp = Experiment(
         name="u",
-        factors=Factors(protocol=("h1s", "h2s"), network=(lan,), page=("synthetic:n=2",)),
+        factors=Factors.of(protocol=("h1s", "h2s"), network=(lan,), page=("synthetic:n=2",)),
         also=(
             # overlaps the first table in (lan, n=2) for h2s, adds h2c there, and a new cell
-            Factors(protocol=("h2s", "h2c"), network=(lan, cable), page=("synthetic:n=2",)),
+            Factors.of(protocol=("h2s", "h2c"), network=(lan, cable), page=("synthetic:n=2",)),
         ),
         seed=3,
     )
@@ -218,53 +224,6 @@ def test_factor_tables_are_crossed_each_and_united() -> None:
     for t in trials:
         by_block.setdefault(t.network.name, set()).add(t.protocol)
     assert by_block == {"lan": {"h1s", "h2s", "h2c"}, "cable": {"h2s", "h2c"}}
-
-
-def test_shards_take_whole_blocks_as_they_reach_them_and_cover_the_run_once() -> None:
-    """`h2lab run --jobs 3`: every shard walks the whole run and asks the store for each block
-    when it reaches it (here a dict stands for Store.claim_block); every trial runs in exactly
-    one shard, in run order, a block (the trials sharing a seed) never split; a shard busy with
-    a long block leaves the next blocks to the others; the warm-up trials go to the first."""
-    exp = dataclasses.replace(_experiment(repetitions=3), warmup=2)
-    trials = expand(exp)
-    owners: dict[int, int] = {}
-
-    def claimer(k: int) -> Callable[[TrialSpec], bool]:
-        def claim(t: TrialSpec) -> bool:
-            return owners.setdefault(t.seed, k) == k
-
-        return claim
-
-    walks = [claimed(for_shard(trials, k, 3), claimer(k)) for k in range(3)]
-    got: list[list[TrialSpec]] = [[], [], []]
-    # shard 0 is slow: it takes one trial for every 4 the others take
-    steps = itertools.cycle([0, 1, 1, 2, 2, 1, 1, 2, 2])
-    live = {0, 1, 2}
-    for k in steps:
-        if not live:
-            break
-        if k not in live:
-            continue
-        t = next(walks[k], None)
-        if t is None:
-            live.discard(k)
-        else:
-            got[k].append(t)
-    assert sorted(t.order for g in got for t in g) == [t.order for t in trials]
-    for k, g in enumerate(got):
-        assert [t.order for t in g] == sorted(t.order for t in g)
-        assert {t.shard for t in g} == {f"{k + 1}/3"}
-    assert [t.warmup for t in got[0][:2]] == [1, 2]
-    assert not any(t.warmup for g in got[1:] for t in g)
-    owner = {t.key: k for k, g in enumerate(got) for t in g}
-    for block in _blocks([t for t in trials if not t.warmup]):
-        assert len({owner[t.key] for t in block}) == 1
-    blocks = [len({t.seed for t in g if not t.warmup}) for g in got]
-    assert blocks[0] < blocks[1] and blocks[0] < blocks[2], blocks  # the slow one took fewer
-    assert sum(blocks) == len({t.seed for t in trials if not t.warmup})
-    assert for_shard(trials, 0, 1) == trials
-    assert got[1][0].config()["shard"] == "2/3"
-    assert "shard" not in trials[0].config()  # a serial run's configuration is as before
 
 
 def test_only_selects_whole_blocks_of_the_levels_given() -> None:
@@ -291,7 +250,7 @@ def test_only_selects_whole_blocks_of_the_levels_given() -> None:
     assert select(trials, {}) == trials
     # a network written as its spec selects the stored name
     inline = dataclasses.replace(
-        exp, factors=dataclasses.replace(exp.factors, network=(parse_network("rtt=20ms"),))
+        exp, factors=exp.factors.replace(network=(parse_network("rtt=20ms"),))
     )
     assert parse_only(inline, ["network=rtt=20ms"]) == {"network": {parse_network("rtt=20ms").name}}
     # a shell-style pattern keeps every level it matches, as the levels written one by one do
@@ -303,7 +262,7 @@ def test_only_selects_whole_blocks_of_the_levels_given() -> None:
     assert select(trials, parse_only(exp, ["network=3g-f?st"])) == picked
     # a level's exact name is that level, even if it reads as a pattern matching others too
     odd = dataclasses.replace(
-        exp, factors=dataclasses.replace(exp.factors, page=("pages/a[1].har", "pages/a1.har"))
+        exp, factors=exp.factors.replace(page=("pages/a[1].har", "pages/a1.har"))
     )
     assert parse_only(odd, ["page=pages/a[1].har"]) == {"page": {"pages/a[1].har"}}
     assert parse_only(odd, ["page=pages/a[1]*"]) == {"page": {"pages/a1.har"}}
@@ -324,7 +283,7 @@ def test_only_selects_whole_blocks_of_the_levels_given() -> None:
 def test_only_refuses_what_would_split_a_block_or_is_not_a_level(text: str, reason: str) -> None:
     exp = dataclasses.replace(
         _experiment(),
-        factors=dataclasses.replace(_experiment().factors, server=("nginx", "rr")),
+        factors=_experiment().factors.replace(server=("nginx", "rr")),
         compare=Compare("server", ("nginx",)),
     )
     with pytest.raises(SpecError) as exc:

@@ -70,15 +70,15 @@ def test_valid_file(tmp_path: Path) -> None:
     assert exp.source == str(path)
     f = exp.factors
     assert f.protocol == ("h1s", "h2s")
-    assert f.network == (
+    assert f["network"] == (
         parse_network("3g-fast"),
         parse_network("rtt=20ms,rate=10Mbps,loss=1%"),
     )
-    assert f.network[1].down_loss_ratio == 0.01
-    assert f.page == ("synthetic:n=4,size=1KB,origins=2",)
-    assert (f.server, f.client) == (("nginx",), ("h2load",))
-    assert f.congestion_control == ("cubic", "bbr")
-    assert f.initcwnd == (10, 4)
+    assert f["network"][1].down_loss_ratio == 0.01
+    assert f["page"] == ("synthetic:n=4,size=1KB,origins=2",)
+    assert (f["server"], f["client"]) == (("nginx",), ("h2load",))
+    assert f["congestion_control"] == ("cubic", "bbr")
+    assert f["initcwnd"] == (10, 4)
 
 
 def test_defaults(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_defaults(tmp_path: Path) -> None:
         "",
     )
     f = exp.factors
-    assert (f.server, f.client, f.congestion_control, f.initcwnd) == (
+    assert (f["server"], f["client"], f["congestion_control"], f["initcwnd"]) == (
         ("nginx",),
         ("h2load",),
         ("cubic",),
@@ -101,7 +101,7 @@ def test_defaults(tmp_path: Path) -> None:
 def test_scalar_factor_is_a_one_element_list(tmp_path: Path) -> None:
     exp = load_experiment(_write(tmp_path, _experiment(protocol='"h2c"', network='"cable"')))
     assert exp.factors.protocol == ("h2c",)
-    assert exp.factors.network[0].name == "cable"
+    assert exp.factors["network"][0].name == "cable"
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -283,7 +283,7 @@ def test_import_page_paths_are_relative_to_the_experiment_file(tmp_path: Path) -
         'page = ["synthetic:n=2"]', 'page = ["har:pages/x.har"]'
     )
     exp = load_experiment(_write(tmp_path, 'name = "t"\n' + text))
-    assert exp.factors.page == (f"har:{tmp_path}/pages/x.har",)
+    assert exp.factors["page"] == (f"har:{tmp_path}/pages/x.har",)
 
 
 def test_quick_variant_overrides_repetitions_and_levels(tmp_path: Path) -> None:
@@ -294,8 +294,8 @@ def test_quick_variant_overrides_repetitions_and_levels(tmp_path: Path) -> None:
     )
     path = _write(tmp_path, text)
     full, quick = load_experiment(path), load_experiment(path, quick=True)
-    assert (full.name, full.repetitions, len(full.factors.network)) == ("t", 10, 2)
-    assert (quick.name, quick.repetitions, len(quick.factors.network)) == ("t-quick", 1, 1)
+    assert (full.name, full.repetitions, len(full.factors["network"])) == ("t", 10, 2)
+    assert (quick.name, quick.repetitions, len(quick.factors["network"])) == ("t-quick", 1, 1)
     assert quick.factors.protocol == ("h1s", "h2s")
     e = _error(tmp_path, text.replace("repetitions = 1\n[quick", "reps = 1\n[quick"))
     assert (e.field, e.reason.split(" (")[0]) == ("quick.reps", "unknown key")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from h2lab.spec.network import (
     CODEL_TARGET_MS,
     DEFAULT_QUEUE_PACKETS,
     MTU_BYTES,
+    NETWORK_KEYS,
     PRESETS,
     LossModel,
     NetworkProfile,
@@ -153,7 +155,10 @@ def test_describe_and_as_dict() -> None:
         "down_trace": None,
         "queue": "1bdp",
         "aqm": "droptail",
+        "codel_target_ms": 5.0,
+        "codel_interval_ms": 100.0,
         "cellular": None,
+        "cellular_parts": ["bw", "delay", "loss"],
     }
     asym = parse_network("up_loss=1%,down_loss=2%")
     assert asym.describe() == "rtt=0ms,up_loss=1%,down_loss=2%,queue=1000p"
@@ -488,3 +493,39 @@ def test_trace_with_a_bdp_queue_is_an_error(tmp_path: Path) -> None:
     assert "fixed rate" in e.reason
     # packets and bytes are fine
     assert parse_network(f"trace={trace},queue=64KB").queue == Queue(bytes=64_000)
+
+
+def test_every_key_the_parser_accepts_reaches_config_json(tmp_path: Path) -> None:
+    # a trial's config_json is its network's as_dict(): a key that changes the profile but
+    # not as_dict() would be a setting nobody can see in the store (codel_* once were)
+    flat, other = _trace(tmp_path), _trace(tmp_path, "other.trace")
+    values = {  # key: (one level, another level, what else the spec needs)
+        "rtt": ("30ms", "40ms", ""),
+        "delay": ("15ms", "20ms", ""),
+        "up_delay": ("7ms", "8ms", ""),
+        "down_delay": ("9ms", "10ms", ""),
+        "rate": ("3Mbps", "4Mbps", ""),
+        "up": ("2Mbps", "3Mbps", ""),
+        "down": ("4Mbps", "5Mbps", ""),
+        "trace": (str(flat), str(other), ""),
+        "up_trace": (str(flat), str(other), ""),
+        "down_trace": (str(flat), str(other), ""),
+        "loss": ("1%", "2%", ""),
+        "up_loss": ("2%", "3%", ""),
+        "down_loss": ("3%", "4%", ""),
+        "loss_burst": ("3", "4", ",loss=1%"),
+        "up_loss_burst": ("4", "5", ",loss=1%"),
+        "down_loss_burst": ("5", "6", ",loss=1%"),
+        "queue": ("2bdp", "3bdp", ",rate=10Mbps"),
+        "aqm": ("codel", "droptail", ",rate=10Mbps"),
+        "codel_target": ("7ms", "8ms", ",rate=10Mbps,aqm=codel"),
+        "codel_interval": ("50ms", "60ms", ",rate=10Mbps,aqm=codel"),
+        "cellular": ("good", "fair", ""),
+    }
+    assert set(values) == NETWORK_KEYS  # a new parser key needs its levels here
+    for key, (a, b, extra) in values.items():
+        one = parse_network(f"{key}={a}{extra}").as_dict()
+        two = parse_network(f"{key}={b}{extra}").as_dict()
+        differs = {k for k in one if k != "name" and one[k] != two[k]}
+        assert differs, f"{key}: {a} and {b} give the same config_json"
+        assert json.loads(json.dumps(one)) == one

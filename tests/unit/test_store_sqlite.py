@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from h2lab.clients import ResourceTiming
+from h2lab.spec.factors import Cell
 from h2lab.store import Store, TrialRecord
 from h2lab.store.sqlite import RESOURCE_COLUMNS, SCHEMA_VERSION, TRIAL_COLUMNS, config_json
 
@@ -21,14 +22,16 @@ def record(key: str = "b|h2s", status: str = "ok", attempt: int = 1, **kw: objec
         trial_key=key,
         experiment="e",
         block=key.rsplit("|", 1)[0],
-        page="synthetic:n=2",
+        cell=Cell.of(
+            page="synthetic:n=2",
+            network="cable",
+            server="nginx",
+            client="h2load",
+            congestion_control="cubic",
+            initcwnd_packets=10,
+        ),
         page_digest="0123456789abcdef",
         protocol=key.rsplit("|", 1)[1],
-        network="cable",
-        server="nginx",
-        client="h2load",
-        congestion_control="cubic",
-        initcwnd_packets=10,
         repetition=0,
         seed=99,
         attempt=attempt,
@@ -271,24 +274,3 @@ def test_a_store_of_schema_1_gains_the_new_columns(tmp_path: Path) -> None:
         assert [r["priority"] for r in s.resources(trial_id)] == [None, None]
     finally:
         s.close()
-
-
-def test_a_block_is_claimed_once_per_sharded_run(tmp_path: Path) -> None:
-    """Two shards' stores on one folder (as `h2lab run --jobs` has them): the first to ask
-    takes a block, the other is refused; a later run (another id) takes it afresh."""
-    first, second = Store(tmp_path), Store(tmp_path)
-    try:
-        assert first.claim_block("run-a", "123", "1/2")
-        assert not second.claim_block("run-a", "123", "2/2")
-        assert not first.claim_block("run-a", "123", "1/2")
-        assert second.claim_block("run-a", "456", "2/2")
-        assert second.claim_block("run-b", "123", "2/2")
-    finally:
-        first.close()
-        second.close()
-    db = sqlite3.connect(tmp_path / "results.sqlite")
-    try:
-        rows = db.execute("SELECT run, block, shard FROM claims ORDER BY run, block").fetchall()
-    finally:
-        db.close()
-    assert rows == [("run-a", "123", "1/2"), ("run-a", "456", "2/2"), ("run-b", "123", "2/2")]

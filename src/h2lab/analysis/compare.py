@@ -12,7 +12,6 @@ loss seed; otherwise they are paired by repetition number only.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,15 +29,11 @@ from h2lab.analysis.stats import (
 from h2lab.analysis.verdict import (
     Outcome,
     OutlierRule,
-    cell_order,
     collect_values,
     outcome_of,
 )
-from h2lab.spec.experiment import COMPARE_FACTORS
+from h2lab.spec.factors import COMPARABLE
 from h2lab.store import TrialRecord
-
-COMPARABLE = {f: "initcwnd_packets" if f == "initcwnd" else f for f in COMPARE_FACTORS}
-"""Experiment factor name -> :class:`Cell` field."""
 
 CompareOutcome = Literal["level faster", "baseline faster", "tie", "too few blocks"]
 
@@ -66,14 +61,11 @@ class LevelRatio:
 
 
 def level_of(cell: Cell, factor: str) -> str:
-    return str(getattr(cell, COMPARABLE[factor]))
+    return str(cell[factor])
 
 
 def _with_level(cell: Cell, factor: str, level: str) -> Cell:
-    fields = dataclasses.asdict(cell)
-    field = COMPARABLE[factor]
-    fields[field] = int(level) if field == "initcwnd_packets" else level
-    return Cell(**fields)
+    return cell.replace(factor, level)
 
 
 def _tokens(level: str) -> set[str]:
@@ -136,7 +128,7 @@ def compare_levels(
     data = collect_values(trials, metric, outlier_rule)
     out: list[LevelRatio] = []
     pairs = []
-    for cell in sorted(data, key=cell_order):
+    for cell in sorted(data):
         level = level_of(cell, factor)
         if level in baselines:
             continue

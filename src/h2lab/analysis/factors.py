@@ -12,29 +12,13 @@ from h2lab.errors import H2LabError
 from h2lab.pages import gen_images
 from h2lab.pages.synthetic import SyntheticSpec
 from h2lab.pages.synthetic import parse as parse_page
+from h2lab.spec.factors import FACTORS, Cell
 from h2lab.spec.network import NetworkProfile, parse_network
+
+__all__ = ["Cell", "CellFactors", "cell_factors"]
 
 FeatureValue = float | str | None
 """A feature for the tree: a number, a category name, or None when not known for a cell."""
-
-
-@dataclass(frozen=True)
-class Cell:
-    """Everything a trial shares with the other trials of its cell but the protocol and the
-    repetition (the same grouping as :mod:`h2lab.analysis.summary`)."""
-
-    page: str
-    network: str
-    server: str
-    client: str
-    congestion_control: str
-    initcwnd_packets: int
-
-    def describe(self) -> str:
-        return (
-            f"{self.page} | {self.network} | {self.server} | {self.client} | "
-            f"{self.congestion_control} | iw{self.initcwnd_packets}"
-        )
 
 
 @dataclass(frozen=True)
@@ -76,11 +60,11 @@ class CellFactors:
             "down_rate_bps": self.network.down_rate_bps,
             "up_rate_bps": self.network.up_rate_bps,
             "loss_fraction": self.network.loss_fraction,
-            "server": self.cell.server,
-            "client": self.cell.client,
-            "congestion_control": self.cell.congestion_control,
-            "initcwnd_packets": float(self.cell.initcwnd_packets),
         }
+        for f in FACTORS:  # the other factors: numbers as numbers, names as categories
+            if f.name not in ("page", "network"):
+                value = self.cell[f.name]
+                out[f.column] = float(value) if isinstance(value, int) else value
         if self.page.object_count is None:
             out["page"] = self.cell.page
         if self.network.rtt_ms is None or self.network.down_rate_bps is None:

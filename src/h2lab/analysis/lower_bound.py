@@ -34,6 +34,7 @@ not left out: they are already counted in the 1448 B MSS.
 from __future__ import annotations
 
 from h2lab.errors import SpecError
+from h2lab.spec.protocols import CLEARTEXT_TCP, QUIC, TLS_OVER_TCP
 
 # Round trips before the client may send its request on a fresh connection.
 TCP_HANDSHAKE_RTTS = 1  # RFC 9293 §3.5: SYN, SYN-ACK; data may follow the final ACK
@@ -42,9 +43,6 @@ TLS12_HANDSHAKE_RTTS = 2  # RFC 5246 §7.3: a full handshake takes two round tri
 QUIC_HANDSHAKE_RTTS = 1  # RFC 9000 §7 / RFC 9001 §4: transport + TLS 1.3 in one round trip
 
 _TLS_RTTS = {"1.3": TLS13_HANDSHAKE_RTTS, "1.2": TLS12_HANDSHAKE_RTTS}
-_CLEARTEXT_TCP = frozenset({"h1c", "h1p", "h2c"})
-_TLS_OVER_TCP = frozenset({"h1s", "h2s"})
-_QUIC = frozenset({"h3"})
 
 INITCWND_PACKETS = 10  # RFC 6928: IW10
 MSS_BYTES = 1448  # 1500 − 20 (IPv4) − 20 (TCP) − 12 (timestamps, RFC 7323)
@@ -57,18 +55,18 @@ def handshake_rtts(protocol: str, tls: str = "1.3") -> int:
     ``h1c``/``h1p``/``h2c``: TCP only (1); ``h1s``/``h2s``: TCP + TLS (2 with TLS 1.3, 3 with
     TLS 1.2); ``h3``: QUIC (1). ``tls`` is ignored for protocols that do not use TLS over TCP.
     """
-    if protocol in _CLEARTEXT_TCP:
+    if protocol in CLEARTEXT_TCP:
         return TCP_HANDSHAKE_RTTS
-    if protocol in _QUIC:
+    if protocol in QUIC:
         return QUIC_HANDSHAKE_RTTS
-    if protocol in _TLS_OVER_TCP:
+    if protocol in TLS_OVER_TCP:
         if tls not in _TLS_RTTS:
             known = ", ".join(sorted(_TLS_RTTS))
             raise SpecError(
                 "handshake_rtts", "tls", f"unknown TLS version {tls!r} (known: {known})"
             )
         return TCP_HANDSHAKE_RTTS + _TLS_RTTS[tls]
-    known = ", ".join(sorted(_CLEARTEXT_TCP | _TLS_OVER_TCP | _QUIC))
+    known = ", ".join(sorted(CLEARTEXT_TCP | TLS_OVER_TCP | QUIC))
     raise SpecError("handshake_rtts", "protocol", f"unknown protocol {protocol!r} (known: {known})")
 
 

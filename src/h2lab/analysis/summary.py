@@ -6,6 +6,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from h2lab.spec.factors import Cell
 from h2lab.store import TrialRecord
 
 # Which h1 variant each h2 variant is compared with: same transport security, and h2c
@@ -15,8 +16,7 @@ PAIRS = (("h2s", "h1s"), ("h2c", "h1c"), ("h2c", "h1p"))
 
 @dataclass(frozen=True)
 class CellSummary:
-    cell: tuple[str, ...]
-    """page, network, server, client, congestion control, initcwnd"""
+    cell: Cell
     n_ok: dict[str, int]
     n_failed: dict[str, int]
     """trials with no successful attempt, per protocol"""
@@ -26,14 +26,10 @@ class CellSummary:
     """"h2s/h1s" -> (median of per-block ratios, number of blocks)"""
 
 
-def _cell(t: TrialRecord) -> tuple[str, ...]:
-    return (t.page, t.network, t.server, t.client, t.congestion_control, f"iw{t.initcwnd_packets}")
-
-
 def summarize(trials: list[TrialRecord], metric: str = "pdt_ms") -> list[CellSummary]:
-    by_cell: dict[tuple[str, ...], list[TrialRecord]] = defaultdict(list)
+    by_cell: dict[Cell, list[TrialRecord]] = defaultdict(list)
     for t in trials:
-        by_cell[_cell(t)].append(t)
+        by_cell[t.cell].append(t)
     out = []
     for cell, rows in by_cell.items():
         values: dict[str, list[float]] = defaultdict(list)

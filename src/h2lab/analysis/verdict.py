@@ -49,10 +49,6 @@ OutlierRule = Literal["2sd"]
 """``"2sd"``: seed 002's |x − mean| > 2 sd, per cell and protocol (:func:`split_outliers`)."""
 
 
-def cell_of(t: TrialRecord) -> Cell:
-    return Cell(t.page, t.network, t.server, t.client, t.congestion_control, t.initcwnd_packets)
-
-
 @dataclass(frozen=True)
 class CellStats:
     """One protocol in one cell: the distribution of ``metric`` over its trials."""
@@ -171,7 +167,7 @@ def collect_values(
     for rows in attempts.values():
         ok = [t for t in rows if t.status == "ok"]
         last = max(ok or rows, key=lambda t: t.attempt)
-        key = (cell_of(last), last.protocol)
+        key = (last.cell, last.protocol)
         values = by_block[key]  # the protocol belongs to the cell even with no value
         value = getattr(last, metric)
         if not ok:
@@ -286,7 +282,7 @@ def analyze(
     data = collect_values(trials, metric, outlier_rule)
     stats: list[CellStats] = []
     out: list[Verdict] = []
-    for cell in sorted(data, key=cell_order):
+    for cell in sorted(data):
         protocols = data[cell]
         by_protocol = {
             p: _stats(cell, p, metric, protocols[p], rng, resamples, confidence)
@@ -304,10 +300,6 @@ def analyze(
                 outcome = outcome_of(r.ci_low_ratio, r.ci_high_ratio, r.n_blocks)
             out.append(Verdict(cell, outcome, r, by_protocol[h2], by_protocol[h1], outlier_rule))
     return Analysis(tuple(stats), tuple(out), metric, outlier_rule)
-
-
-def cell_order(c: Cell) -> tuple[str, str, str, str, str, int]:
-    return (c.page, c.network, c.server, c.client, c.congestion_control, c.initcwnd_packets)
 
 
 @dataclass(frozen=True)

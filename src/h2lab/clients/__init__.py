@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Protocol
 
 from h2lab.errors import SpecError
 from h2lab.pages import Page
-from h2lab.results import PAGE_METRICS, LoadResult, PageMetrics, ResourceTiming
+from h2lab.results import LoadResult, ResourceTiming
 from h2lab.spec.options import parse_named
 
 
@@ -30,11 +31,9 @@ class LoadContext:
 
 
 __all__ = [
-    "PAGE_METRICS",
     "ClientAdapter",
     "LoadContext",
     "LoadResult",
-    "PageMetrics",
     "ResourceTiming",
 ]
 
@@ -79,5 +78,11 @@ def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapt
         raise SpecError(source, field, str(exc)) from None
 
 
+ADAPTERS = tuple(f"h2lab.clients.{m}" for m in ("chromium", "h2load", "nghttp"))
+"""The modules that register a client when imported. Loaded by name, as plug-ins: the registry
+depends on none of them, they depend on it (no import cycle)."""
+
+
 def _load() -> None:
-    from h2lab.clients import chromium, h2load, nghttp  # noqa: F401  (register themselves)
+    for module in ADAPTERS:
+        importlib.import_module(module)

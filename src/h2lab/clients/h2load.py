@@ -13,11 +13,23 @@ trial start together; ``pdt_ms`` is from the earliest request start to the lates
 over all their request logs. h2load does not report request header bytes (nginx counts them,
 see ``servers.REQUEST_LOG``); it does report response header bytes as received.
 
+``connect_ms`` and ``ttfb_ms`` are h2load's own ``time for connect`` and ``time to 1st byte``
+(defined in :mod:`h2lab.metrics.h2load`: from h2load's ``connect()`` call to the TCP, and for
+h1s/h2s the TLS, handshake done; and to the first response body byte) of the connection that
+fetches the entry document, the first connection a browser opens. That process runs one
+connection, so h2load's min, max and mean are its value (with ``clients=N``, the mean over
+its N connections, see below). Unlike ``pdt_ms`` they include the handshakes: h2load sends the
+connection's first request when ``connect_ms`` ends. Where the entry is its origin's first
+resource (synthetic pages) it is that connection's first request, and for h1 ``ttfb_ms`` is
+the entry's first byte; over h2 the first body byte may be another stream's.
+
 Option ``clients`` (``h2load:clients=40``, seed 002's 40 parallel clients): that many page
 loads at once, each with its own connections; every process above runs ``-c N`` with N times
 its requests, h2load giving each of its clients an equal share. ``pdt_ms`` is then the time
-until the last of the N page loads ended. h2load's request log does not say which client made a
-request, so a trial of several clients stores no per-resource rows.
+until the last of the N page loads ended, and ``connect_ms`` and ``ttfb_ms`` the means over the
+N connections that fetch the entry (h2load's summary has no per-connection times). h2load's
+request log does not say which client made a request, so a trial of several clients stores no
+per-resource rows.
 
 Option ``per_host`` (``h2load:per_host=5``): at most that many requests outstanding at once per
 origin, for every protocol, as an app client's dispatcher allows (OkHttp's ``Dispatcher`` runs at
@@ -35,23 +47,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from h2lab import procs
+from h2lab.artifacts import H2LOAD_LOG, H2LOAD_OUT
 from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
 from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import h2load as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
 from h2lab.servers import url_for
+from h2lab.spec.protocols import H1C, H1P, H1S, H2C, H2S
 
 BROWSER_CONNECTIONS_PER_HOST = 6  # Chrome/Firefox per-host limit for HTTP/1.1
 MAX_CLIENTS = 100
 MAX_PER_HOST = 1000
 
 _FLAGS = {
-    "h1c": ["--h1"],
-    "h1p": ["--h1"],
-    "h1s": ["--h1"],  # ALPN http/1.1 only
-    "h2s": ["--npn-list=h2"],
-    "h2c": ["--no-tls-proto=h2c"],  # HTTP/2 with prior knowledge
+    H1C: ["--h1"],
+    H1P: ["--h1"],
+    H1S: ["--h1"],  # ALPN http/1.1 only
+    H2S: ["--npn-list=h2"],
+    H2C: ["--no-tls-proto=h2c"],  # HTTP/2 with prior knowledge
 }
 
 
@@ -79,13 +93,19 @@ def plan(page: Page, protocol: str, per_host: int | None = None) -> list[Connect
         res = page.resources_of(origin)
         if not res:
             continue
-        if protocol in ("h1c", "h1s"):
+        if protocol in (H1C, H1S):
             k = min(per_host or BROWSER_CONNECTIONS_PER_HOST, len(res))
             for i in range(k):
                 conns.append(Connection(origin, i, tuple(res[i::k]), 1))
         else:
             conns.append(Connection(origin, 0, tuple(res), min(per_host or len(res), len(res))))
     return conns
+
+
+def entry_connection(conns: Sequence[Connection], page: Page) -> int:
+    """Pure: the index in ``conns`` (a :func:`plan`) of the connection that fetches the page's
+    entry document."""
+    return next(i for i, c in enumerate(conns) if page.entry in c.resources)
 
 
 def argv_for(conn: Connection, protocol: str, log_file: str, clients: int = 1) -> list[str]:
@@ -122,25 +142,31 @@ class H2load:
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         jobs = []
         for i, conn in enumerate(conns):
-            log = ctx.artifacts_dir / f"h2load-{i}.log"
+            log = ctx.artifacts_dir / H2LOAD_LOG.format(i=i)
             argv = netns.exec_argv(ctx.netns, argv_for(conn, protocol, str(log), self.clients))
-            jobs.append((argv, ctx.artifacts_dir / f"h2load-{i}.out"))
+            jobs.append((argv, ctx.artifacts_dir / H2LOAD_OUT.format(i=i)))
         try:
             finished = procs.run_together(jobs, ctx.timeout_s)
         except WaitTimeout as exc:
             raise TrialFailed(f"h2load did not finish within {ctx.timeout_s:g} s") from exc
-        return self._collect(list(zip(conns, finished, strict=True)), protocol, ctx)
+        entry = entry_connection(conns, page)
+        return self._collect(list(zip(conns, finished, strict=True)), entry, protocol, ctx)
 
     def _collect(
         self,
         running: Sequence[tuple[Connection, subprocess.Popen[bytes]]],
+        entry: int,
         protocol: str,
         ctx: LoadContext,
     ) -> LoadResult:
+        """The result of a load's finished processes; ``entry`` indexes the one whose
+        connection fetched the entry document (its h2load times are ``connect_ms``,
+        ``ttfb_ms``)."""
         per_conn: list[tuple[Connection, list[parse.RequestLog]]] = []
+        summaries: list[parse.H2loadSummary] = []
         header_bytes = body_bytes = 0
         for i, (conn, proc) in enumerate(running):
-            text = (ctx.artifacts_dir / f"h2load-{i}.out").read_text(errors="replace")
+            text = (ctx.artifacts_dir / H2LOAD_OUT.format(i=i)).read_text(errors="replace")
             try:
                 summary = parse.parse_summary(text)
             except parse.H2loadParseError as exc:
@@ -153,7 +179,7 @@ class H2load:
                     f"succeeded ({tail[0]})"
                 )
             rows = parse.in_request_order(
-                parse.parse_log((ctx.artifacts_dir / f"h2load-{i}.log").read_text())
+                parse.parse_log((ctx.artifacts_dir / H2LOAD_LOG.format(i=i)).read_text())
             )
             bad = [r.status for r in rows if not 200 <= r.status < 400]
             if bad or len(rows) != wanted:
@@ -161,6 +187,7 @@ class H2load:
             header_bytes += summary.header_bytes
             body_bytes += summary.data_bytes
             per_conn.append((conn, rows))
+            summaries.append(summary)
         t0 = min(r.start_us for _, rows in per_conn for r in rows)
         t_end = max(r.end_us for _, rows in per_conn for r in rows)
         # rows of several clients cannot be told apart: none are kept then
@@ -183,8 +210,11 @@ class H2load:
                 for res, row in zip(conn.resources, rows, strict=True)
             )
         )
+        first = summaries[entry]
         return LoadResult(
             pdt_ms=(t_end - t0) / 1000,
+            connect_ms=first.connect.mean_ms if first.connect else None,
+            ttfb_ms=first.first_byte.mean_ms if first.first_byte else None,
             body_bytes=body_bytes,
             request_header_bytes=None,
             response_header_bytes=header_bytes,

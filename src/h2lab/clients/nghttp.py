@@ -31,14 +31,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from h2lab import procs
+from h2lab.artifacts import NGHTTP_HAR, NGHTTP_OUT
 from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
 from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import nghttp as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
 from h2lab.servers import url_for
+from h2lab.spec.protocols import H2C, H2S
 
-PROTOCOLS = frozenset({"h2s", "h2c"})
+PROTOCOLS = frozenset({H2S, H2C})
 WINDOW_BITS = 30  # h2load's default for -w and -W (h2load --help, nghttp2 1.52)
 
 
@@ -111,10 +113,10 @@ class Nghttp:
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         jobs = []
         for i, inv in enumerate(invocations):
-            har = ctx.artifacts_dir / f"nghttp-{i}.har"
+            har = ctx.artifacts_dir / NGHTTP_HAR.format(i=i)
             har.unlink(missing_ok=True)
             argv = netns.exec_argv(ctx.netns, argv_for(inv, str(har)))
-            jobs.append((argv, ctx.artifacts_dir / f"nghttp-{i}.out"))
+            jobs.append((argv, ctx.artifacts_dir / NGHTTP_OUT.format(i=i)))
         try:
             finished = procs.run_together(jobs, ctx.timeout_s)
         except WaitTimeout as exc:
@@ -130,8 +132,8 @@ class Nghttp:
         rows: list[tuple[Invocation, parse.HarEntry, str | None]] = []
         req_header = resp_header = 0
         for i, (inv, proc) in enumerate(running):
-            out = (ctx.artifacts_dir / f"nghttp-{i}.out").read_text(errors="replace")
-            har = ctx.artifacts_dir / f"nghttp-{i}.har"
+            out = (ctx.artifacts_dir / NGHTTP_OUT.format(i=i)).read_text(errors="replace")
+            har = ctx.artifacts_dir / NGHTTP_HAR.format(i=i)
             if proc.returncode != 0 or not har.exists():
                 tail = [ln for ln in out.splitlines() if ln.strip()][-1:] or [""]
                 raise TrialFailed(f"{inv.id}: nghttp exited {proc.returncode}: {tail[0]}")

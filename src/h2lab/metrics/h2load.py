@@ -1,4 +1,24 @@
-"""h2load's summary (stdout) and its ``--log-file`` (one line per request)."""
+"""h2load's summary (stdout) and its ``--log-file`` (one line per request).
+
+The summary's timing table (``time for request``, ``time for connect``, ``time to 1st byte``,
+each ``min max mean sd +/- sd``) is over h2load's clients, one TCP connection each (a client
+that reconnects keeps its last connection's times). From h2load's source (nghttp2
+``src/h2load.cc``, ``Client::connect``, ``connection_made``; the session files'
+``record_ttfb`` calls), per connection:
+
+* ``time for connect``: from just before h2load creates the socket and calls ``connect()`` to
+  the connection being ready for requests: the TCP handshake done (``h1c``/``h2c``: one round
+  trip), or for TLS, the TLS handshake done too (``SSL_do_handshake`` returned; TLS 1.3 one
+  more round trip, TLS 1.2 two). Requests are sent after it: h2load's request log and
+  ``time for request`` start there.
+* ``time to 1st byte``: from the same start to the first response body byte h2load read on the
+  connection (decrypted, for TLS), or to the end of the first HTTP/2 response without a body
+  (HEADERS with END_STREAM); not the first header byte. An HTTP/1.1 connection whose responses
+  have no body records none.
+
+Values are printed as ``830us`` (whole microseconds), ``30.05ms``, ``1.23s`` (two decimals: a
+time of a second or more has 10 ms resolution). Statistics over no connection print as zeros.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +27,35 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class TimeStats:
+    """One line of the summary's timing table, in milliseconds, over h2load's connections."""
+
+    min_ms: float
+    max_ms: float
+    mean_ms: float
+    sd_ms: float
+    """population standard deviation (0 for one connection)"""
+
+
+@dataclass(frozen=True)
 class H2loadSummary:
     requests_total: int
     requests_succeeded: int
+    """completed with a 2xx or 3xx status"""
     requests_failed: int
+    """the rest of those done: another status, or (h2load's ``errored``, a subset it counts in
+    ``failed`` too) a network error or a reset stream"""
     bytes_total: int
     """all bytes h2load received (TLS/TCP payload it read)"""
     header_bytes: int
     """response header bytes as received (HPACK-compressed for h2)"""
     data_bytes: int
     """response body bytes"""
+    connect: TimeStats | None = None
+    """``time for connect`` (see the module's docstring); None when h2load printed none or
+    timed no connection (all zeros)"""
+    first_byte: TimeStats | None = None
+    """``time to 1st byte``, from the same start as ``connect``; None as for ``connect``"""
 
 
 @dataclass(frozen=True)
@@ -40,6 +79,35 @@ _REQ = re.compile(
     r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored"
 )
 _TRAFFIC = re.compile(r"traffic: .*?\((\d+)\) total, .*?\((\d+)\) headers .*?, .*?\((\d+)\) data")
+_DURATION = r"(\d+(?:\.\d+)?)(us|ms|s)"
+_PER_MS = {"us": 1000.0, "ms": 1.0, "s": 0.001}
+
+
+def _timing_line(label: str) -> re.Pattern[str]:
+    """``<label>: min max mean sd +/-sd%`` (the label as h2load prints it, padding aside)."""
+    stats = r"\s+".join([_DURATION] * 4)
+    return re.compile(rf"^{re.escape(label)}\s*:\s+{stats}\s+[\d.]+%\s*$", re.MULTILINE)
+
+
+_CONNECT = _timing_line("time for connect")
+_FIRST_BYTE = _timing_line("time to 1st byte")
+
+
+def _duration_ms(value: str, unit: str) -> float:
+    """One of h2load's printed durations (``830`` ``us``, ``30.05`` ``ms``, ``1.23`` ``s``)
+    in milliseconds."""
+    return float(value) / _PER_MS[unit]
+
+
+def _time_stats(pattern: re.Pattern[str], stdout: str) -> TimeStats | None:
+    m = pattern.search(stdout)
+    if m is None:
+        return None
+    g = m.groups()
+    lo, hi, mean, sd = (_duration_ms(g[i], g[i + 1]) for i in range(0, 8, 2))
+    if lo == hi == mean == 0:
+        return None  # h2load's statistics over no sample
+    return TimeStats(min_ms=lo, max_ms=hi, mean_ms=mean, sd_ms=sd)
 
 
 def parse_summary(stdout: str) -> H2loadSummary:
@@ -50,10 +118,12 @@ def parse_summary(stdout: str) -> H2loadSummary:
     return H2loadSummary(
         requests_total=int(req.group(1)),
         requests_succeeded=int(req.group(2)),
-        requests_failed=int(req.group(3)) + int(req.group(4)),
+        requests_failed=int(req.group(3)),
         bytes_total=int(traffic.group(1)),
         header_bytes=int(traffic.group(2)),
         data_bytes=int(traffic.group(3)),
+        connect=_time_stats(_CONNECT, stdout),
+        first_byte=_time_stats(_FIRST_BYTE, stdout),
     )
 
 

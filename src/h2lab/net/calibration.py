@@ -22,15 +22,17 @@ import fcntl
 import json
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from h2lab.net.rattan import DELAY_OVERHEAD_MS, RATTAN_VERSION
 from h2lab.paths import cache_root
 
-if TYPE_CHECKING:
-    from h2lab.net.lab import Lab
+RttProbe = Callable[[float, int], list[float]]
+"""``(rtt_ms, count)`` -> ``count`` TCP SYN->RST round trips (ms) over a fresh Rattan link of
+one-way Delay cells of ``rtt_ms / 2``, no overhead taken off, and nothing else. Passed in by
+:meth:`h2lab.net.lab.Lab.delay_overhead_ms`, so that this module needs no lab."""
 
 CALIBRATION_RTT_MS = 20.0
 PROBES = 30
@@ -80,9 +82,9 @@ def overhead_from(asked_rtt_ms: float, samples_ms: list[float]) -> float | None:
     return round(overhead, 3)
 
 
-def delay_overhead_ms(lab: Lab) -> float:
+def delay_overhead_ms(probe: RttProbe) -> float:
     """Rattan's latency per direction on this machine: this boot's calibration, measured now
-    with ``lab`` (one link, about 4 s) if there is none yet."""
+    with ``probe`` (one link, about 4 s) if there is none yet."""
     path = calibration_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.with_suffix(".lock").open("a") as lock:
@@ -90,7 +92,7 @@ def delay_overhead_ms(lab: Lab) -> float:
         try:
             cal = load()
             if cal is None:
-                cal = measure(lab)
+                cal = measure(probe)
                 if cal is None:
                     return DELAY_OVERHEAD_MS
                 tmp = path.with_suffix(".tmp")
@@ -101,15 +103,8 @@ def delay_overhead_ms(lab: Lab) -> float:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def measure(lab: Lab) -> Calibration | None:
-    from h2lab.net.lab import PROBE_IP
-    from h2lab.net.probe import rtt_samples_ms
-    from h2lab.spec.network import parse_network
-    from h2lab.spec.tcp import TcpSettings
-
-    profile = parse_network(f"rtt={CALIBRATION_RTT_MS:g}ms")
-    with lab.link(profile, 0, TcpSettings(), delay_overhead_ms=0.0) as link:
-        samples = rtt_samples_ms(link.client_ns, PROBE_IP, count=PROBES)
+def measure(probe: RttProbe) -> Calibration | None:
+    samples = probe(CALIBRATION_RTT_MS, PROBES)
     overhead = overhead_from(CALIBRATION_RTT_MS, samples)
     if overhead is None:
         return None

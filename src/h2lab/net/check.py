@@ -27,6 +27,7 @@ What is measured, and how:
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import socket
 import statistics
@@ -36,9 +37,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
+from h2lab import procs
 from h2lab.errors import H2LabError
-from h2lab.net import netns
+from h2lab.net import netns, traces
 from h2lab.net.lab import Lab, Link
 from h2lab.net.probe import rtt_samples_ms, rtt_series
 from h2lab.spec.network import NetworkProfile
@@ -124,11 +127,7 @@ def effective_rate_bps(profile: NetworkProfile, direction: str) -> int | None:
     trace = profile.up_trace if direction == "up" else profile.down_trace
     if trace is None:
         return rate
-    from pathlib import Path
-
-    from h2lab.net.traces import read_mahimahi
-
-    return round(read_mahimahi(Path(trace)).mean_rate_bps)
+    return round(traces.read_mahimahi(Path(trace)).mean_rate_bps)
 
 
 def probe_rtt_ms(profile: NetworkProfile) -> float:
@@ -235,10 +234,6 @@ def iperf_goodput_bps(
 ) -> float:
     """TCP goodput of one iperf3 flow (``download``: servers -> client), excluding the first
     40% of the flow (slow start), as iperf3 received it."""
-    import json as _json
-
-    from h2lab import procs
-
     omit = max(1, round(seconds * 0.4))
     server = procs.spawn(
         netns.exec_argv(servers_ns, ["iperf3", "-s", "-1", "-B", server_ip, "-p", str(TCP_PORT)])
@@ -254,7 +249,7 @@ def iperf_goodput_bps(
         out = procs.run(netns.exec_argv(client_ns, argv), timeout_s=seconds + omit + 30)
     finally:
         procs.stop(server, grace_s=2)
-    result = _json.loads(out)
+    result = json.loads(out)
     if "error" in result or "sum_received" not in result.get("end", {}):
         raise H2LabError(f"iperf3 failed: {result.get('error', 'no result')}")
     return float(result["end"]["sum_received"]["bits_per_second"])
@@ -551,16 +546,23 @@ def check_cellular(
     Rattan (feature ``first-packet``) starts a trace's clock at the first packet through the
     cell, which here is the first probe packet: the offset searched is only +-200 ms.
     """
-    from h2lab.net import traces
-
     assert profile.cellular is not None
     cell = traces.cellular_profiles()[profile.cellular]
+    rate_rows, offset = _check_cellular_rate(lab, profile, seed, tcp, cell)
+    return [
+        *rate_rows,
+        *_check_cellular_delay(lab, profile, seed, tcp, cell),
+        _check_cellular_loss(lab, profile, seed, tcp, cell, offset),
+    ]
+
+
+def _check_cellular_rate(
+    lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings, cell: traces.CellularProfile
+) -> tuple[list[CheckRow], float]:
+    """A downlink UDP flood above the peak; bytes per step against the trace. Also the offset
+    of the trace's clock that fits best (the loss check uses it)."""
     step_s = traces.STEP_MS / 1000
     period_s = cell.steps * step_s
-    origin_ip = next(iter(lab.origin_ips.values()))
-    rows: list[CheckRow] = []
-
-    # 1. bandwidth: a downlink UDP flood above the peak; bytes per step against the trace
     with lab.link(dataclasses.replace(profile, cellular_parts=("bw",)), seed, tcp) as link:
         _, arrivals = udp_flood_receive(
             lab.servers_ns, link.client_ns, link.client_ip, max(cell.rate_kbps) * 1300, period_s
@@ -578,14 +580,21 @@ def check_cellular(
     asked, measured = rate_series(offset)
     rel = statistics.median(abs(a - m) / a for a, m in zip(asked, measured, strict=True))
     mae = statistics.median(abs(a - m) for a, m in zip(asked, measured, strict=True))
-    rows += [
+    return [
         _row("rate_per_step_correlation", "down", 1.0, round(r, 3), "pearson r",
              f"≥ 0.9 over {n_steps} steps of 70 ms", r >= 0.9),
         _row("rate_per_step_error", "down", 0.0, round(mae / 1e3, 1), "kbit/s (median abs)",
              f"median relative error {rel * 100:.1f}% ≤ 10%", rel <= 0.10),
-    ]  # fmt: skip
+    ], offset  # fmt: skip
 
-    # 2. delay: SYN round trips at 40 per second against twice the step's one-way delay
+
+def _check_cellular_delay(
+    lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings, cell: traces.CellularProfile
+) -> list[CheckRow]:
+    """SYN round trips at 40 per second against twice the step's one-way delay."""
+    step_s = traces.STEP_MS / 1000
+    period_s = cell.steps * step_s
+    origin_ip = next(iter(lab.origin_ips.values()))
     with lab.link(dataclasses.replace(profile, cellular_parts=("delay",)), seed, tcp) as link:
         series = rtt_series(link.client_ns, origin_ip, count=int(period_s * 40), interval_s=0.025)
     sent_at = [t for t, _ in series]
@@ -606,14 +615,26 @@ def check_cellular(
     asked_rtt, got_rtt = rtt_pairs(d_offset)
     err = statistics.median(abs(a - m) for a, m in zip(asked_rtt, got_rtt, strict=True))
     close = sum(abs(a - m) <= 2.0 for a, m in zip(asked_rtt, got_rtt, strict=True)) / len(samples)
-    rows += [
+    return [
         _row("rtt_per_step_within_2ms", "both", 100.0, round(close * 100, 1), "% of probes",
              f"≥ 90% of {len(samples)} probes (pearson r {r_delay:.3f})", close >= 0.9),
         _row("rtt_per_step_error", "both", 0.0, round(err, 2), "ms (median abs)",
              "≤ 1 ms", err <= 1.0),
     ]  # fmt: skip
 
-    # 3. loss: an uplink probe every 4 ms; lost probes must fall in scheduled episodes
+
+def _check_cellular_loss(
+    lab: Lab,
+    profile: NetworkProfile,
+    seed: int,
+    tcp: TcpSettings,
+    cell: traces.CellularProfile,
+    offset: float,
+) -> CheckRow:
+    """An uplink probe every 4 ms; lost probes must fall in scheduled episodes."""
+    step_s = traces.STEP_MS / 1000
+    period_s = cell.steps * step_s
+    origin_ip = next(iter(lab.origin_ips.values()))
     with lab.link(profile, seed, tcp) as link:
         probe = udp_probe(link.client_ns, lab.servers_ns, origin_ip, int(period_s * 250), 250.0)
     delays_s = [rtt / 2 / 1000 for rtt in cell.rtt_ms]
@@ -628,12 +649,9 @@ def check_cellular(
     lost = len(probe.lost_seq)
     share = sum(in_episode(q, offset) for q in probe.lost_seq) / lost if lost else 1.0
     fired = sum(1 for e in episodes if e.end_s <= period_s)
-    rows.append(
-        _row("loss_in_episodes", "up", 100.0, round(share * 100, 1), "% of lost probes",
-             f"≥ 90% inside a scheduled episode ±35 ms ({lost} lost, {fired} episodes)",
-             share >= 0.9)
-    )  # fmt: skip
-    return rows
+    return _row("loss_in_episodes", "up", 100.0, round(share * 100, 1), "% of lost probes",
+                f"≥ 90% inside a scheduled episode ±35 ms ({lost} lost, {fired} episodes)",
+                share >= 0.9)  # fmt: skip
 
 
 def check(

@@ -8,8 +8,8 @@ import time
 
 from h2lab import procs
 from h2lab.net import netns
-from h2lab.net.lab import PREFIX, teardown_lab
-from h2lab.paths import state_root
+from h2lab.net.teardown import PREFIX, teardown_lab
+from h2lab.paths import netns_etc, state_root
 
 # A lab makes its state folder and then writes owner.pid in it; a folder this young without one
 # is a lab starting (a shard of --jobs), not a stale one.
@@ -35,8 +35,6 @@ def stale_instances(include_live: bool = False) -> list[str]:
     for name in netns.list_netns():
         if name.startswith(PREFIX):
             ids.add(name.rsplit("-", 1)[0])
-    from h2lab.paths import netns_etc
-
     etc_root = netns_etc("x").parent
     if etc_root.is_dir():
         ids |= {p.name.rsplit("-", 1)[0] for p in etc_root.iterdir() if p.name.startswith(PREFIX)}

@@ -13,7 +13,6 @@ counters) and a fresh loss process seeded by the trial seed.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -22,19 +21,21 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
 from h2lab import procs
+from h2lab.artifacts import LINK_RATTAN_LOG, LINK_STATE
 from h2lab.errors import H2LabError
-from h2lab.net import netns, rattan
+from h2lab.net import calibration, netns, rattan
+from h2lab.net.clean import clean_stale
+from h2lab.net.probe import rtt_samples_ms
+from h2lab.net.rmem import rmem_default_raised
+from h2lab.net.teardown import PREFIX, teardown_lab, teardown_link
 from h2lab.paths import netns_etc, state_root
-from h2lab.spec.network import NetworkProfile
+from h2lab.spec.network import NetworkProfile, parse_network
 from h2lab.spec.tcp import TcpSettings
 
-PREFIX = "h2lab-"
 # Origins live on the servers namespace's loopback at 10.2.0.k: Rattan numbers its veth pairs
 # 10.2.<pair>.x with pair >= 1, so pair 0 never collides with Rattan's own addresses.
 ORIGIN_NET = "10.2.0."
@@ -122,8 +123,8 @@ class Link:
             return holder.exists()
 
         # Rattan's packet sockets take their receive buffer from net.core.rmem_default when it
-        # starts; raised for those seconds only (see RATTAN_RCVBUF_BYTES), then put back.
-        with _rmem_default_raised(self._dir):
+        # starts; raised for those seconds only (see net/rmem.py), then put back.
+        with rmem_default_raised(self._dir):
             # Rattan removes its namespaces on SIGINT (its Ctrl-C handler); SIGTERM kills it.
             log = self._dir / "rattan.log"
             self._proc = procs.spawn(argv, log=log, death_signal=signal.SIGINT)
@@ -168,7 +169,7 @@ class Link:
         received)."""
         kept: dict[str, str] = {}
         with contextlib.suppress(OSError):
-            kept["link-rattan.log"] = (self._dir / "rattan.log").read_text(errors="replace")[
+            kept[LINK_RATTAN_LOG] = (self._dir / "rattan.log").read_text(errors="replace")[
                 -LOG_TAIL_CHARS:
             ]
         lines = [f"rattan running: {self.alive()}", f"emulator drops: {self._drops_or_none()}"]
@@ -178,7 +179,7 @@ class Link:
             except H2LabError as exc:
                 out = exc.line()
             lines += [f"$ {' '.join(argv)} (client namespace)", out[-LOG_TAIL_CHARS:]]
-        kept["link-state.txt"] = "\n".join(lines) + "\n"
+        kept[LINK_STATE] = "\n".join(lines) + "\n"
         return kept
 
     def _drops_or_none(self) -> int | None:
@@ -198,66 +199,9 @@ class Link:
         teardown_link(self.lab.id, self._dir)
 
 
-RMEM_DEFAULT = Path("/proc/sys/net/core/rmem_default")
-RATTAN_RCVBUF_BYTES = 32 * 1024 * 1024
-"""Receive buffer of Rattan's AF_PACKET sockets. Rattan (0.1.1) drops a packet its socket cannot
-hold, silently, so the buffer must hold the largest burst the senders make while Rattan's thread
-waits for a core. With Linux's default (208 KiB, about 90 full-size packets) a loss-free
-100 Mbit/s flow lost 15-300 segments and reached 52-82 Mbit/s (4 MiB: 96.5, ``bench/fidelity.py``).
-4 MiB in turn overflowed under seed 002's 40 parallel h2load clients (640 connections starting
-at once, up to 6,400 initial-window packets): an unshaped, loss-free ``delay=25ms`` link then
-retransmitted 3,568-5,513 segments per load; with 32 MiB, 13-31, the socket's fill peaking at
-17.7 MB (skb truesize). The buffer is memory only when it fills."""
-
-
 def packet_socket_drops(ss_text: str) -> int:
     """The sum of the ``d`` (sk_drops) fields of ``ss -0 -m``'s ``skmem:(...)`` lists."""
     return sum(int(d) for d in re.findall(r"skmem:\([^)]*\bd(\d+)\)", ss_text))
-
-
-RMEM_LOCK = Path("/run/h2lab-rmem_default.lock")
-"""Host-wide, as net.core.rmem_default is (not one per state folder)."""
-
-
-@contextmanager
-def _rmem_default_lock() -> Iterator[None]:
-    """One link at a time between raising rmem_default and putting it back. Without it,
-    concurrent labs (``h2lab run --jobs``) put it back while another lab's Rattan was still
-    opening its sockets, which then held 208 KiB (found in a Fig. 1 shard: ``ss -0 -m`` in its
-    ns-rattan namespace showed rb212992 on both sockets)."""
-    with RMEM_LOCK.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-@contextmanager
-def _rmem_default_raised(link_dir: Path) -> Iterator[None]:
-    with _rmem_default_lock():
-        _raise_rmem_default(link_dir)
-        try:
-            yield
-        finally:
-            _restore_rmem_default(link_dir)
-
-
-def _raise_rmem_default(link_dir: Path) -> None:
-    old = int(RMEM_DEFAULT.read_text())
-    if old >= RATTAN_RCVBUF_BYTES:
-        return
-    (link_dir / "rmem-default.orig").write_text(str(old))
-    RMEM_DEFAULT.write_text(str(RATTAN_RCVBUF_BYTES))
-
-
-def _restore_rmem_default(link_dir: Path) -> None:
-    """Put the host's value back (also after a crash: teardown calls this)."""
-    saved = link_dir / "rmem-default.orig"
-    if saved.exists():
-        if int(RMEM_DEFAULT.read_text()) == RATTAN_RCVBUF_BYTES:
-            RMEM_DEFAULT.write_text(saved.read_text().strip())
-        saved.unlink()
 
 
 def _link_address(ns: str) -> str:
@@ -335,77 +279,6 @@ def apply_tcp(ns: str, tcp: TcpSettings, buffer_caps: tuple[int, int]) -> None:
         procs.run(netns.exec_argv(ns, argv))
 
 
-def teardown_link(lab_id: str, link_dir: Path) -> None:
-    """Remove a link's client namespace and whatever Rattan left (idempotent)."""
-    client_ns = f"{lab_id}-client"
-    if (link_dir / "rmem-default.orig").exists():  # a crash between raising and putting back
-        with _rmem_default_lock():
-            _restore_rmem_default(link_dir)
-    # Whatever a client left in the namespace (a browser kept across trials) goes first.
-    if netns.netns_path(client_ns).exists():
-        ours = {procs.read_int_file(link_dir / n) for n in ("holder.pid", "rattan.pid")}
-        for pid in netns.pids_in(client_ns):
-            if pid not in ours:
-                _kill(pid)
-    pid_file = link_dir / "rattan.pid"
-    if pid_file.exists():
-        pid = int(pid_file.read_text())
-        if procs.pid_alive(pid):
-            _kill(pid, first=signal.SIGINT)
-    # If Rattan died without its own cleanup, its left command (our holder) outlives it and
-    # keeps the client namespace alive: stop it too.
-    holder_file = link_dir / "holder.pid"
-    if holder_file.exists():
-        holder = int(holder_file.read_text())
-        if procs.pid_alive(holder) and not _is_zombie(holder):
-            _kill(holder)
-    leftovers: list[str] = []
-    names_file = link_dir / "rattan-netns.json"
-    before_file = link_dir / "netns-before.json"
-    if names_file.exists():
-        leftovers = json.loads(names_file.read_text())
-    elif before_file.exists():
-        leftovers = _new_rattan_netns(set(json.loads(before_file.read_text())))
-    for ns in [client_ns, *leftovers]:
-        if netns.netns_path(ns).exists():
-            for pid in netns.pids_in(ns):
-                _kill(pid)
-            netns.delete(ns)
-    shutil.rmtree(netns_etc(client_ns), ignore_errors=True)
-    shutil.rmtree(link_dir, ignore_errors=True)
-
-
-def _new_rattan_netns(before: set[str]) -> list[str]:
-    """Rattan namespaces created since ``before`` whose left side holds no process (ours:
-    a running Rattan of someone else always has its left command inside)."""
-    names = []
-    for name in netns.list_netns():
-        if name.startswith("ns-left-") and name not in before and not netns.pids_in(name):
-            names += [name, "ns-rattan-" + name.removeprefix("ns-left-")]
-    return names
-
-
-def _kill(pid: int, first: signal.Signals = signal.SIGTERM) -> None:
-    """``first``, then SIGKILL after 3 s; returns when the process is gone."""
-    for sig in (first, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
-            if not procs.pid_alive(pid) or _is_zombie(pid):
-                return
-            time.sleep(0.02)
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except (OSError, IndexError):
-        return True
-
-
 class Lab:
     """Owns the servers namespace, origin addresses and state folder of one instance."""
 
@@ -434,8 +307,6 @@ class Lab:
         self.close()
 
     def start(self) -> None:
-        from h2lab.net.clean import clean_stale
-
         clean_stale()
         self.state_dir.mkdir(parents=True, exist_ok=False)
         (self.state_dir / "owner.pid").write_text(str(os.getpid()))
@@ -477,10 +348,16 @@ class Lab:
     def delay_overhead_ms(self) -> float:
         """Rattan's own latency per direction on this machine (net/calibration.py)."""
         if self._delay_overhead_ms is None:
-            from h2lab.net.calibration import delay_overhead_ms
-
-            self._delay_overhead_ms = delay_overhead_ms(self)
+            self._delay_overhead_ms = calibration.delay_overhead_ms(self._uncalibrated_rtts_ms)
         return self._delay_overhead_ms
+
+    def _uncalibrated_rtts_ms(self, rtt_ms: float, count: int) -> list[float]:
+        """``count`` round trips to :data:`PROBE_IP` over a link of one-way Delay cells of
+        ``rtt_ms / 2`` with nothing taken off them and nothing else (the calibration's
+        measurement, :data:`h2lab.net.calibration.RttProbe`)."""
+        profile = parse_network(f"rtt={rtt_ms:g}ms")
+        with self.link(profile, 0, TcpSettings(), delay_overhead_ms=0.0) as link:
+            return rtt_samples_ms(link.client_ns, PROBE_IP, count=count)
 
     def reset_client_connections(self) -> None:
         """Destroy every TCP connection of the servers namespace to the client side (``ss
@@ -497,20 +374,3 @@ class Lab:
         if self._started:
             teardown_lab(self.id)
             self._started = False
-
-
-def teardown_lab(lab_id: str) -> None:
-    """Remove everything of one instance (idempotent; used by close and by clean)."""
-    state = state_root() / lab_id
-    teardown_link(lab_id, state / "link")
-    servers_ns = f"{lab_id}-servers"
-    if netns.netns_path(servers_ns).exists():
-        for pid in netns.pids_in(servers_ns):
-            _kill(pid)
-        netns.delete(servers_ns)
-    at_start = state / "netns-at-start.json"
-    if at_start.exists():
-        for ns in _new_rattan_netns(set(json.loads(at_start.read_text()))):
-            netns.delete(ns)
-    shutil.rmtree(netns_etc(servers_ns), ignore_errors=True)
-    shutil.rmtree(state, ignore_errors=True)

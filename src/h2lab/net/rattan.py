@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab.errors import MissingTool
+from h2lab.net import traces
 from h2lab.paths import cache_root
 from h2lab.spec.network import NetworkProfile
 
@@ -125,6 +126,90 @@ def _loss_json(pattern: list[float]) -> str:
     )
 
 
+def _cellular_files(profile: NetworkProfile, delay_overhead_ms: float) -> dict[str, str]:
+    """The rate, delay and loss traces a cellular profile's cells replay."""
+    assert profile.cellular is not None
+    cell_profile = traces.cellular_profiles()[profile.cellular]
+    rates = [round(kbps * 1000) for kbps in cell_profile.rate_kbps]
+    delays = [calibrated_delay_ms(rtt / 2, delay_overhead_ms) for rtt in cell_profile.rtt_ms]
+    # The script's episode timing (gaps counted from the start of the previous episode's
+    # step, in whole steps), closed-loop: it reproduces the loss averages seed 000 and
+    # data/README.md report; the README's literal wording gives up to twice as much loss.
+    schedule = traces.loss_schedule(cell_profile, CELLULAR_SCHEDULE_S, timing="script")
+    return {
+        "cellular-bw.json": traces.bw_trace_json(rates, traces.STEP_MS),
+        "cellular-delay.json": traces.delay_trace_json(delays, traces.STEP_MS),
+        "cellular-loss.json": traces.loss_trace_json(schedule),
+    }
+
+
+def _cellular_chain(
+    profile: NetworkProfile, direction: str, seed: int, state_dir: Path, lines: list[str]
+) -> list[str]:
+    """One direction's cells replaying a cellular profile's traces (those in
+    ``profile.cellular_parts``); their TOML is appended to ``lines``."""
+    bw, delay_cell, loss_cell = (f"{direction}_bw", f"{direction}_delay", f"{direction}_loss")
+    chain: list[str] = []
+    parts = profile.cellular_parts
+    if "bw" in parts:
+        lines += ["", f"[cells.{bw}]", 'type = "BwReplay"']
+        lines += [f"trace = {_q(str(state_dir / 'cellular-bw.json'))}"]
+        lines += _queue_lines(profile, None)
+        chain.append(bw)
+    if "delay" in parts:
+        lines += ["", f"[cells.{delay_cell}]", 'type = "DelayReplay"']
+        lines.append(f"trace = {_q(str(state_dir / 'cellular-delay.json'))}")
+        chain.append(delay_cell)
+    if "loss" in parts:
+        lines += ["", f"[cells.{loss_cell}]", 'type = "LossReplay"']
+        lines.append(f"trace = {_q(str(state_dir / 'cellular-loss.json'))}")
+        lines.append(f"seed = {direction_seed(seed, direction)}")
+        chain.append(loss_cell)
+    return chain or [_passthrough(lines, delay_cell)]
+
+
+def _fixed_chain(
+    profile: NetworkProfile,
+    direction: str,
+    seed: int,
+    state_dir: Path,
+    delay_overhead_ms: float,
+    lines: list[str],
+    files: dict[str, str],
+) -> list[str]:
+    """One direction's rate (or trace), delay and loss cells; their TOML is appended to
+    ``lines`` and a loss pattern file to ``files``."""
+    up = direction == "up"
+    rate = profile.up_rate_bps if up else profile.down_rate_bps
+    trace = profile.up_trace if up else profile.down_trace
+    delay = profile.up_delay_ms if up else profile.down_delay_ms
+    loss = profile.up_loss if up else profile.down_loss
+    bw, delay_cell, loss_cell = (f"{direction}_bw", f"{direction}_delay", f"{direction}_loss")
+    chain: list[str] = []
+    if trace is not None:
+        # Rattan reads a BwReplay trace as Mahimahi unless it ends in .json/.toml.
+        lines += ["", f"[cells.{bw}]", 'type = "BwReplay"']
+        lines += [f"trace = {_q(str(Path(trace).resolve()))}", *_queue_lines(profile, None)]
+        chain.append(bw)
+    elif rate is not None:
+        lines += ["", f"[cells.{bw}]", 'type = "Bw"', f"bandwidth = {_q(_bandwidth(rate))}"]
+        lines += _queue_lines(profile, rate)
+        chain.append(bw)
+    delay_us = calibrated_delay_ms(delay, delay_overhead_ms) * 1000
+    lines += ["", f"[cells.{delay_cell}]", 'type = "Delay"', f'delay = "{delay_us:.0f}us"']
+    chain.append(delay_cell)
+    if loss.ratio > 0:
+        name = f"loss-{direction}.json"
+        files[name] = _loss_json(loss.pattern())
+        lines += ["", f"[cells.{loss_cell}]", 'type = "LossReplay"']
+        lines += [
+            f"trace = {_q(str(state_dir / name))}",
+            f"seed = {direction_seed(seed, direction)}",
+        ]
+        chain.append(loss_cell)
+    return chain
+
+
 def build_config(
     profile: NetworkProfile,
     seed: int,
@@ -136,80 +221,15 @@ def build_config(
     its cells read, for this profile and seed; every Delay cell ``delay_overhead_ms`` (Rattan's
     own latency per direction) shorter than the delay asked."""
     lines = ["[env]", 'mode = "Compatible"', "left_veth_count = 1", "", "[cells]"]
-    files: dict[str, str] = {}
+    files = _cellular_files(profile, delay_overhead_ms) if profile.cellular else {}
     chains: dict[str, list[str]] = {}
-    cellular = None
-    if profile.cellular:
-        from h2lab.net import traces
-
-        cell_profile = traces.cellular_profiles()[profile.cellular]
-        rates = [round(kbps * 1000) for kbps in cell_profile.rate_kbps]
-        files["cellular-bw.json"] = traces.bw_trace_json(rates, traces.STEP_MS)
-        delays = [calibrated_delay_ms(rtt / 2, delay_overhead_ms) for rtt in cell_profile.rtt_ms]
-        files["cellular-delay.json"] = traces.delay_trace_json(delays, traces.STEP_MS)
-        # The script's episode timing (gaps counted from the start of the previous episode's
-        # step, in whole steps), closed-loop: it reproduces the loss averages seed 000 and
-        # data/README.md report; the README's literal wording gives up to twice as much loss.
-        schedule = traces.loss_schedule(cell_profile, CELLULAR_SCHEDULE_S, timing="script")
-        files["cellular-loss.json"] = traces.loss_trace_json(schedule)
-        cellular = cell_profile
-
-    def path(name: str) -> str:
-        return _q(str(state_dir / name))
-
     for direction in ("up", "down"):
-        rate = profile.up_rate_bps if direction == "up" else profile.down_rate_bps
-        trace = profile.up_trace if direction == "up" else profile.down_trace
-        delay = profile.up_delay_ms if direction == "up" else profile.down_delay_ms
-        loss = profile.up_loss if direction == "up" else profile.down_loss
-        chain: list[str] = []
-        bw, delay_cell, loss_cell = (f"{direction}_bw", f"{direction}_delay", f"{direction}_loss")
-        if cellular is not None:
-            parts = profile.cellular_parts
-            if "bw" in parts:
-                lines += ["", f"[cells.{bw}]", 'type = "BwReplay"']
-                lines += [f"trace = {path('cellular-bw.json')}", *_queue_lines(profile, None)]
-                chain.append(bw)
-            if "delay" in parts:
-                lines += ["", f"[cells.{delay_cell}]", 'type = "DelayReplay"']
-                lines.append(f"trace = {path('cellular-delay.json')}")
-                chain.append(delay_cell)
-            if "loss" in parts:
-                lines += ["", f"[cells.{loss_cell}]", 'type = "LossReplay"']
-                lines.append(f"trace = {path('cellular-loss.json')}")
-                lines.append(f"seed = {direction_seed(seed, direction)}")
-                chain.append(loss_cell)
-            chains[direction] = chain or [_passthrough(lines, delay_cell)]
-            continue
-        if trace is not None:
-            # Rattan reads a BwReplay trace as Mahimahi unless it ends in .json/.toml.
-            lines += [
-                "",
-                f"[cells.{bw}]",
-                'type = "BwReplay"',
-                f"trace = {_q(str(Path(trace).resolve()))}",
-            ]
-            lines += _queue_lines(profile, None)
-            chain.append(bw)
-        elif rate is not None:
-            lines += ["", f"[cells.{bw}]", 'type = "Bw"', f"bandwidth = {_q(_bandwidth(rate))}"]
-            lines += _queue_lines(profile, rate)
-            chain.append(bw)
-        delay_us = calibrated_delay_ms(delay, delay_overhead_ms) * 1000
-        lines += ["", f"[cells.{delay_cell}]", 'type = "Delay"', f'delay = "{delay_us:.0f}us"']
-        chain.append(delay_cell)
-        if loss.ratio > 0:
-            name = f"loss-{direction}.json"
-            files[name] = _loss_json(loss.pattern())
-            lines += [
-                "",
-                f"[cells.{loss_cell}]",
-                'type = "LossReplay"',
-                f"trace = {path(name)}",
-                f"seed = {direction_seed(seed, direction)}",
-            ]
-            chain.append(loss_cell)
-        chains[direction] = chain
+        if profile.cellular:
+            chains[direction] = _cellular_chain(profile, direction, seed, state_dir, lines)
+        else:
+            chains[direction] = _fixed_chain(
+                profile, direction, seed, state_dir, delay_overhead_ms, lines, files
+            )
     lines += ["", "[links]"]
     up = ["left", *chains["up"], "right"]
     down = ["right", *chains["down"], "left"]

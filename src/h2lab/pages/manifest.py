@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from h2lab.errors import SpecError
+from h2lab.pages import synthetic_spec
 from h2lab.paths import cache_root
 
 FORMAT = "h2lab-page/1"
@@ -331,10 +332,17 @@ def set_alias(root: Path, name: str, pid: str) -> None:
     os.replace(tmp, f)
 
 
-def load_page(folder: Path, source: str = "page") -> Page:
-    """Read and validate ``folder/manifest.json``; any defect is a SpecError naming the file
-    and the field."""
-    mf = folder / "manifest.json"
+def _need(
+    obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], at: str, where: str
+) -> Any:
+    """``obj[key]`` when it is of ``kind``, else a SpecError naming ``where`` and the field."""
+    value = obj.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise SpecError(where, f"{at}.{key}" if at else key, "missing or of the wrong type")
+    return value
+
+
+def _read_manifest(mf: Path, source: str) -> dict[str, Any]:
     where = str(mf)
     try:
         data = json.loads(mf.read_text())
@@ -344,74 +352,83 @@ def load_page(folder: Path, source: str = "page") -> Page:
         raise SpecError(where, "manifest", f"not JSON: {exc}") from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SpecError(where, "format", f"expected {FORMAT!r}")
+    return data
 
-    def need(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], at: str) -> Any:
-        value = obj.get(key)
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            raise SpecError(where, f"{at}.{key}" if at else key, "missing or of the wrong type")
-        return value
 
+def _origin_schemes(data: Mapping[str, Any], where: str) -> dict[str, str]:
     schemes: dict[str, str] = {}
-    for i, o in enumerate(need(data, "origins", list, "")):
+    for i, o in enumerate(_need(data, "origins", list, "", where)):
         if not isinstance(o, dict):
             raise SpecError(where, f"origins[{i}]", "expected an object")
-        schemes[need(o, "host", str, f"origins[{i}]").lower()] = need(
-            o, "scheme", str, f"origins[{i}]"
-        )
-    resources = []
-    for i, r in enumerate(need(data, "resources", list, "")):
-        at = f"resources[{i}]"
-        if not isinstance(r, dict):
-            raise SpecError(where, at, "expected an object")
-        parts = urlsplit(need(r, "url", str, at))
-        host = (parts.hostname or "").lower()
-        if host not in schemes:
-            raise SpecError(where, f"{at}.url", f"host {host!r} is not among the origins")
-        sha = r.get("body_sha256")
-        if sha is not None and not (isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha)):
-            raise SpecError(where, f"{at}.body_sha256", "expected 64 hex digits or null")
-        status = need(r, "status", int, at)
-        if not 100 <= status <= 599:
-            raise SpecError(where, f"{at}.status", f"not an HTTP status: {status}")
-        headers = r.get("headers", [])
-        if not (
-            isinstance(headers, list)
-            and all(
-                isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h)
-                for h in headers
-            )
-        ):
-            raise SpecError(where, f"{at}.headers", "expected a list of [name, value] pairs")
-        delay = r.get("delay_ms", 0)
-        if not isinstance(delay, int | float) or delay < 0:
-            raise SpecError(where, f"{at}.delay_ms", "expected a number >= 0")
-        size = need(r, "size_bytes", int, at)
-        if size < 0:
-            raise SpecError(where, f"{at}.size_bytes", "must be >= 0")
-        resources.append(
-            Resource(
-                origin=host,
-                path=parts.path or "/",
-                query=parts.query,
-                size_bytes=size,
-                content_type=need(r, "content_type", str, at),
-                method=need(r, "method", str, at),
-                status=status,
-                headers=tuple((k, v) for k, v in headers),
-                body_sha256=sha,
-                delay_ms=float(delay),
-            )
-        )
+        host = _need(o, "host", str, f"origins[{i}]", where).lower()
+        schemes[host] = _need(o, "scheme", str, f"origins[{i}]", where)
+    return schemes
+
+
+def _headers_ok(headers: object) -> bool:
+    return isinstance(headers, list) and all(
+        isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h) for h in headers
+    )
+
+
+def _resource(r: object, at: str, schemes: Mapping[str, str], where: str) -> Resource:
+    """One ``resources[i]`` entry of a manifest, checked."""
+    if not isinstance(r, dict):
+        raise SpecError(where, at, "expected an object")
+    parts = urlsplit(_need(r, "url", str, at, where))
+    host = (parts.hostname or "").lower()
+    if host not in schemes:
+        raise SpecError(where, f"{at}.url", f"host {host!r} is not among the origins")
+    sha = r.get("body_sha256")
+    if sha is not None and not (isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha)):
+        raise SpecError(where, f"{at}.body_sha256", "expected 64 hex digits or null")
+    status = _need(r, "status", int, at, where)
+    if not 100 <= status <= 599:
+        raise SpecError(where, f"{at}.status", f"not an HTTP status: {status}")
+    headers = r.get("headers", [])
+    if not _headers_ok(headers):
+        raise SpecError(where, f"{at}.headers", "expected a list of [name, value] pairs")
+    delay = r.get("delay_ms", 0)
+    if not isinstance(delay, int | float) or delay < 0:
+        raise SpecError(where, f"{at}.delay_ms", "expected a number >= 0")
+    size = _need(r, "size_bytes", int, at, where)
+    if size < 0:
+        raise SpecError(where, f"{at}.size_bytes", "must be >= 0")
+    return Resource(
+        origin=host,
+        path=parts.path or "/",
+        query=parts.query,
+        size_bytes=size,
+        content_type=_need(r, "content_type", str, at, where),
+        method=_need(r, "method", str, at, where),
+        status=status,
+        headers=tuple((k, v) for k, v in headers),
+        body_sha256=sha,
+        delay_ms=float(delay),
+    )
+
+
+def load_page(folder: Path, source: str = "page") -> Page:
+    """Read and validate ``folder/manifest.json``; any defect is a SpecError naming the file
+    and the field."""
+    mf = folder / "manifest.json"
+    where = str(mf)
+    data = _read_manifest(mf, source)
+    schemes = _origin_schemes(data, where)
+    resources = [
+        _resource(r, f"resources[{i}]", schemes, where)
+        for i, r in enumerate(_need(data, "resources", list, "", where))
+    ]
     if not resources:
         raise SpecError(where, "resources", "page has no resources")
-    entry = need(data, "entry", str, "")
+    entry = _need(data, "entry", str, "", where)
     found = [i for i, r in enumerate(resources) if r.url() == _https(entry)]
     if not found:
         raise SpecError(where, "entry", f"{entry!r} is not among the resources")
     pid = page_id(
         _content(resources[found[0]], schemes.items(), resources)  # what commit() hashed
     )
-    page = Page(
+    return Page(
         name=str(data.get("name", folder.name)),
         origins=tuple(schemes),
         resources=tuple(resources),
@@ -421,7 +438,6 @@ def load_page(folder: Path, source: str = "page") -> Page:
         schemes=schemes,
         source=str(data.get("source", "")),
     )
-    return page
 
 
 def check_bodies(page: Page) -> list[str]:
@@ -465,10 +481,8 @@ def content_digest(docroot: Path, resources: tuple[Resource, ...]) -> str:
 
 def check_page_spec(spec: str, source: str = "page", field: str = "page") -> None:
     """Validate a page spec without generating or importing anything (``h2lab validate``)."""
-    from h2lab.pages import synthetic
-
     if spec.startswith("synthetic:"):
-        synthetic.parse(spec, source, field)
+        synthetic_spec.parse(spec, source, field)
         return
     kind, _, rest = spec.partition(":")
     if kind in IMPORT_KINDS:
@@ -484,28 +498,3 @@ def check_page_spec(spec: str, source: str = "page", field: str = "page") -> Non
             f"unknown page {spec!r} (use synthetic:..., warc:FILE, har:FILE, dir:FOLDER#ENTRY, "
             "a page id or name from `h2lab pages list`, or a folder with a manifest.json)",
         )
-
-
-def resolve_page(spec: str, source: str = "page") -> Page:
-    """A page spec -> page on disk. Accepted: a generator spec (``synthetic:...``), an
-    importable source (``warc:FILE``, ``har:FILE``, ``dir:FOLDER[#ENTRY]``), a stored page's
-    id or name (``h2lab pages list``), or a folder holding a manifest.json."""
-    from h2lab.pages import synthetic
-
-    if spec.startswith("synthetic:"):
-        return synthetic.materialize(synthetic.parse(spec, source))
-    if spec.split(":", 1)[0] in IMPORT_KINDS:
-        from h2lab.pages.importers import import_source
-
-        return import_source(spec, source)
-    folder = find_page(spec)
-    if folder is None and Path(spec, "manifest.json").is_file():
-        folder = Path(spec)
-    if folder is not None:
-        return load_page(folder, source)
-    raise SpecError(
-        source,
-        "page",
-        f"unknown page {spec!r} (use synthetic:n=<count>,size=<bytes>,origins=<k>, "
-        "a page id or name from `h2lab pages list`, or a folder with a manifest.json)",
-    )

@@ -15,6 +15,7 @@ from pathlib import Path
 from PIL import Image
 
 from h2lab.analysis.verdict import OutlierRule
+from h2lab.artifacts import EXPERIMENT_FILE, FILMSTRIP_DIR, NGHTTP_OUT, VISUAL_PROGRESS
 from h2lab.report.model import frame_rows_from_log
 from h2lab.report.svg import TimelineRow
 
@@ -26,7 +27,7 @@ _FRAME_NAME = re.compile(r"^(\d+(?:\.\d+)?)ms\.(jpg|jpeg|png)$")
 def filmstrip_frames(artifacts: Path) -> list[tuple[float, str]]:
     """(ms from navigation start, file name) of the frames Chromium kept with
     ``chromium:filmstrip=1`` (``filmstrip/<t>ms.jpg``), in time order; [] when none."""
-    folder = artifacts / "filmstrip"
+    folder = artifacts / FILMSTRIP_DIR
     if not folder.is_dir():
         return []
     out = []
@@ -50,7 +51,7 @@ def thumbnail_uri(path: Path, width_px: int = THUMB_WIDTH_PX) -> str:
 
 def visual_progress(artifacts: Path) -> list[tuple[float, float]] | None:
     """(ms, visual completeness 0..1) from ``visual-progress.json``; None when absent."""
-    path = artifacts / "visual-progress.json"
+    path = artifacts / VISUAL_PROGRESS
     if not path.is_file():
         return None
     try:
@@ -67,7 +68,7 @@ def frame_log_rows(artifacts: Path) -> tuple[list[TimelineRow], list[str]]:
     files = []
     if not artifacts.is_dir():
         return [], []
-    for p in sorted(artifacts.glob("nghttp-*.out")):
+    for p in sorted(artifacts.glob(NGHTTP_OUT.format(i="*"))):
         found = frame_log_rows_of(p)
         if found:
             rows += found
@@ -127,7 +128,7 @@ class ExperimentInfo:
 
 def experiment_info(out_dir: Path) -> ExperimentInfo:
     """``DIR/experiment.json`` (written by ``h2lab run``/``demo``) and the file it names."""
-    path = out_dir / "experiment.json"
+    path = out_dir / EXPERIMENT_FILE
     if not path.is_file():
         return ExperimentInfo(None, None, None, None, None)
     try:

@@ -19,7 +19,8 @@ import h2lab
 from h2lab.analysis.compare import compare_levels
 from h2lab.analysis.factors import Cell
 from h2lab.analysis.stats import DEFAULT_RESAMPLES
-from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze, cell_of
+from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze
+from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
 from h2lab.errors import H2LabError
 from h2lab.report import artifacts, model, svg
 from h2lab.report import html as h
@@ -56,7 +57,7 @@ def write_report(
     seconds spent in each phase. ``compare`` (factor, baselines) sets the paired comparison on
     another factor (default: the experiment's ``[compare]``).
     """
-    if not (out_dir / "results.sqlite").is_file():
+    if not (out_dir / RESULTS_DB).is_file():
         raise NoResults(out_dir)
     clock: dict[str, float] = timings if timings is not None else {}
 
@@ -110,7 +111,7 @@ def write_report(
         path.write_text(text, encoding="utf-8")
     finally:
         store.close()
-    timed("export", lambda: export_tables(out_dir / "results.sqlite", out_dir))
+    timed("export", lambda: export_tables(out_dir / RESULTS_DB, out_dir))
     return path
 
 
@@ -120,7 +121,7 @@ NO_METRIC = "no successful trial has a value for pdt_ms, plt_ms or speed_index_m
 
 
 def _metric_title(view: model.MetricView) -> str:
-    clients = ", ".join(sorted({t.client for t in view.trials}))
+    clients = ", ".join(sorted({t.cell.client for t in view.trials}))
     return f"{model.METRIC_NAMES[view.metric]} — {view.metric}, clients: {clients}"
 
 
@@ -216,7 +217,7 @@ def _boxes(views: Sequence[model.MetricView]) -> str:
     parts = [h.note("Box: quartiles and median; whiskers: furthest values within 1.5 IQR.")]
     for v in views:
         parts.append(h.h3(_metric_title(v)))
-        groups = model.values_by(v.trials, v.metric, lambda t: t.network)
+        groups = model.values_by(v.trials, v.metric, lambda t: t.cell.network)
         parts.append(svg.box_chart(groups, y_label=v.metric, title=f"{v.metric} per network"))
     return "".join(parts)
 
@@ -227,7 +228,7 @@ LOG_X = {"object_count", "object_size_bytes", "down_rate_bps", "up_rate_bps"}
 def _factors(views: Sequence[model.MetricView], trials: Sequence[TrialRecord]) -> str:
     if not views:
         return h.empty(NO_METRIC)
-    levels = model.numeric_factor_levels({cell_of(t) for t in trials})
+    levels = model.numeric_factor_levels({t.cell for t in trials})
     if not levels:
         return h.empty(
             "no numeric factor varies in this experiment (object count, object size, origins, "
@@ -387,7 +388,7 @@ def _filmstrips(dirs: Mapping[str, Path]) -> str:
             for t in times:
                 name = model.frame_at(fs, t)
                 if name is not None and name not in uris:
-                    uris[name] = artifacts.thumbnail_uri(dirs[p] / "filmstrip" / name)
+                    uris[name] = artifacts.thumbnail_uri(dirs[p] / FILMSTRIP_DIR / name)
                 strip.append((t, None if name is None else uris[name]))
             parts.append(h.filmstrip(strip))
     else:

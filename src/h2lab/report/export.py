@@ -5,27 +5,33 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-
-# pyarrow ships no type information; its use is confined to this module.
-import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.csv as pacsv  # type: ignore[import-untyped]
-import pyarrow.parquet as pq  # type: ignore[import-untyped]
+from typing import TYPE_CHECKING
 
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
 
+if TYPE_CHECKING:
+    # pyarrow ships no type information; its use is confined to this module. It is imported
+    # when a table is written, not with the report: importing it imports `socket`, and the
+    # report's modules are pure (tests/unit/test_imports.py).
+    import pyarrow as pa  # type: ignore[import-untyped]
+
 TABLES = {"trials": TRIAL_COLUMNS, "resources": RESOURCE_COLUMNS}
-_ARROW_TYPES = {"TEXT": pa.string(), "REAL": pa.float64(), "INTEGER": pa.int64()}
 BATCH_ROWS = 100_000
 """Rows per fetch: bounds the memory of the Python tuples of one batch."""
 
 
 def arrow_type(sql_type: str) -> pa.DataType:
     """The column's declared SQLite type (first word of its declaration) as an Arrow type."""
-    return _ARROW_TYPES[sql_type.split()[0]]
+    import pyarrow as pa
+
+    types = {"TEXT": pa.string(), "REAL": pa.float64(), "INTEGER": pa.int64()}
+    return types[sql_type.split()[0]]
 
 
 def read_table(db: sqlite3.Connection, table: str) -> pa.Table:
     """Every row of ``table`` (``trials`` or ``resources``) in id/insertion order."""
+    import pyarrow as pa
+
     columns = TABLES[table]
     names = list(columns)
     schema = pa.schema([(n, arrow_type(t)) for n, t in columns.items()])
@@ -46,6 +52,9 @@ def read_table(db: sqlite3.Connection, table: str) -> pa.Table:
 def export_tables(db_path: Path, out_dir: Path) -> list[Path]:
     """Write ``trials.csv``, ``resources.csv``, ``trials.parquet`` and ``resources.parquet``
     to ``out_dir``; the paths written."""
+    import pyarrow.csv as pacsv  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
     db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     written = []
     try:

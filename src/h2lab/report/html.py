@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from html import escape
 
 from h2lab.report.model import CompareRow, HeaderRow, VerdictRow
+from h2lab.spec.factors import report_columns
 
 SECTIONS: dict[str, str] = {
     "verdicts": "Verdicts",
@@ -102,11 +103,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[in
 
 
 VERDICT_HEADERS = (
-    "page",
-    "network",
-    "server",
-    "client",
-    "tcp",
+    *report_columns(),
     "pair",
     "h1 median [95% CI] (ms)",
     "h2 median [95% CI] (ms)",
@@ -122,7 +119,7 @@ def verdict_table(rows: Sequence[VerdictRow]) -> str:
     body = []
     for r in rows:
         cls = r.outcome.replace(" ", "-")
-        cells = (r.page, r.network, r.server, r.client, r.tcp, r.pair, r.h1, r.h2, r.ratio)
+        cells = (*r.factors, r.pair, r.h1, r.h2, r.ratio)
         body.append(
             "<tr>"
             + "".join(f"<td>{e(c)}</td>" for c in cells)

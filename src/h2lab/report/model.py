@@ -9,7 +9,6 @@ for a browser (``speed_index_ms`` if it has no ``plt_ms``), else ``pdt_ms``.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from collections import defaultdict
@@ -18,19 +17,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from h2lab.analysis.compare import COMPARABLE, LevelRatio
+from h2lab.analysis.compare import LevelRatio
 from h2lab.analysis.factors import Cell, CellFactors, cell_factors
-from h2lab.analysis.verdict import Analysis, CellStats, Verdict, cell_of
+from h2lab.analysis.verdict import Analysis, CellStats, Verdict
 from h2lab.report.svg import LinePoint, TimelineRow, WaterfallRow
+from h2lab.results import BROWSER, LOAD, METRICS
+from h2lab.spec.factors import FACTORS, report_columns
 from h2lab.store import TrialRecord
 
-TRANSPORT_METRIC = "pdt_ms"
-BROWSER_METRICS = ("plt_ms", "speed_index_ms")
-METRIC_NAMES = {
-    "pdt_ms": "page download time (ms)",
-    "plt_ms": "page load time (ms)",
-    "speed_index_ms": "SpeedIndex (ms)",
-}
+TRANSPORT_METRIC = next(m.name for m in METRICS if m.judges == LOAD)
+BROWSER_METRICS = tuple(m.name for m in METRICS if m.judges == BROWSER)
+METRIC_NAMES = {m.name: m.title for m in METRICS}
 NUMERIC_FACTORS = (
     "object_count",
     "object_size_bytes",
@@ -49,10 +46,8 @@ FACTOR_NAMES = {
     "down_rate_bps": "downlink rate (bit/s)",
     "up_rate_bps": "uplink rate (bit/s)",
     "loss_fraction": "downlink loss (fraction)",
-    "page": "page",
-    "network": "network",
-    "client": "client",
-    "server": "server",
+    **{f.name: f.name.replace("_", " ") for f in FACTORS},
+    "initcwnd_packets": "initial congestion window (packets)",
 }
 MIN_TREE_CELLS = 4
 """Fewer labelled cells draw no tree: one split needs at least two cells on each side to say
@@ -77,7 +72,7 @@ def latest_ok(trials: Iterable[TrialRecord]) -> list[TrialRecord]:
 
 def browser_clients(trials: Iterable[TrialRecord]) -> frozenset[str]:
     return frozenset(
-        t.client for t in trials if t.plt_ms is not None or t.speed_index_ms is not None
+        t.cell.client for t in trials if any(getattr(t, m) is not None for m in BROWSER_METRICS)
     )
 
 
@@ -95,7 +90,7 @@ def metric_views(trials: Sequence[TrialRecord]) -> list[MetricView]:
     browsers = browser_clients(trials)
     out = []
     for metric in (TRANSPORT_METRIC, *BROWSER_METRICS):
-        wanted = [t for t in trials if (t.client in browsers) == (metric != TRANSPORT_METRIC)]
+        wanted = [t for t in trials if (t.cell.client in browsers) == (metric != TRANSPORT_METRIC)]
         if any(t.status == "ok" and getattr(t, metric) is not None for t in wanted):
             out.append(MetricView(metric, tuple(wanted)))
     return out
@@ -104,7 +99,7 @@ def metric_views(trials: Sequence[TrialRecord]) -> list[MetricView]:
 def primary_metric(client: str, browsers: frozenset[str], trials: Sequence[TrialRecord]) -> str:
     if client not in browsers:
         return TRANSPORT_METRIC
-    if any(t.plt_ms is not None for t in trials if t.client == client):
+    if any(t.plt_ms is not None for t in trials if t.cell.client == client):
         return "plt_ms"
     return "speed_index_ms"
 
@@ -128,11 +123,8 @@ def primary_verdicts(analyses: Mapping[str, Analysis], browsers: frozenset[str])
 class VerdictRow:
     """One row of the verdict table, every field already text."""
 
-    page: str
-    network: str
-    server: str
-    client: str
-    tcp: str
+    factors: tuple[str, ...]
+    """the cell's levels, one text per column of :func:`h2lab.spec.factors.report_columns`"""
     pair: str
     h1: str
     """median [CI] of the h1 protocol"""
@@ -157,6 +149,12 @@ def _ratio_text(median: float | None, low: float | None, high: float | None) -> 
     return f"{median:.3f} [{low:.3f}, {high:.3f}]"
 
 
+def factor_texts(c: Cell) -> tuple[str, ...]:
+    """A cell's levels under the report's factor columns (factors sharing one, like the TCP
+    settings, joined by a space)."""
+    return tuple(" ".join(c.text(n) for n in names) for names in report_columns().values())
+
+
 def verdict_rows(analysis: Analysis) -> list[VerdictRow]:
     rows = []
     for v in analysis.verdicts:
@@ -174,11 +172,7 @@ def verdict_rows(analysis: Analysis) -> list[VerdictRow]:
         c = v.cell
         rows.append(
             VerdictRow(
-                c.page,
-                c.network,
-                c.server,
-                c.client,
-                f"{c.congestion_control} iw{c.initcwnd_packets}",
+                factor_texts(c),
                 r.pair,
                 f"{v.h1.protocol}: {_ms(v.h1)}",
                 f"{v.h2.protocol}: {_ms(v.h2)}",
@@ -208,14 +202,7 @@ class CompareRow:
 
 
 def compare_row(r: LevelRatio) -> CompareRow:
-    field = COMPARABLE[r.factor]
-    others = [
-        f"{getattr(r.cell, f.name)}"
-        if f.name != "initcwnd_packets"
-        else f"iw{r.cell.initcwnd_packets}"
-        for f in dataclasses.fields(r.cell)
-        if f.name != field
-    ]
+    others = [r.cell.text(f.name) for f in FACTORS if f.name != r.factor]
 
     def ms(v: float | None) -> str:
         return "–" if v is None else f"{v:.0f}"
@@ -287,7 +274,7 @@ def line_series(
     grouped: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for t in latest_ok(trials):
         v = getattr(t, metric)
-        level = levels.get(cell_of(t))
+        level = levels.get(t.cell)
         if v is not None and level is not None:
             grouped[t.protocol][level].append(float(v))
     out: dict[str, list[LinePoint]] = {}
@@ -328,7 +315,8 @@ class Heatmap:
     """(column, row) -> (median s over the blocks pooled there, number of blocks)"""
 
 
-CATEGORICAL_AXES = ("page", "network", "client", "server")
+CATEGORICAL_AXES = tuple(f.name for f in FACTORS if f.kind is str)
+"""The factors a heatmap can use as categories (by name)."""
 
 
 def _axis_values(
@@ -345,7 +333,7 @@ def _axis_values(
         if len(vals) == len(feats) and len(set(vals.values())) >= 2:
             out[name] = vals
     for name in CATEGORICAL_AXES:
-        out[name] = {c: str(getattr(c, name)) for c in feats}
+        out[name] = {c: c.text(name) for c in feats}
     return out
 
 
@@ -427,7 +415,7 @@ def header_rows(trials: Iterable[TrialRecord]) -> list[HeaderRow]:
     """Seed 000 Table 2: header bytes per protocol and their share of the page's bytes."""
     by: dict[tuple[str, str], list[TrialRecord]] = defaultdict(list)
     for t in latest_ok(trials):
-        by[(t.client, t.protocol)].append(t)
+        by[(t.cell.client, t.protocol)].append(t)
 
     def med(xs: list[float]) -> float | None:
         return float(np.median(xs)) if xs else None
@@ -468,7 +456,7 @@ def choose_cell(trials: Sequence[TrialRecord]) -> Cell | None:
     browsers = browser_clients(ok)
     counts: dict[Cell, int] = defaultdict(int)
     for t in ok:
-        counts[cell_of(t)] += 1
+        counts[t.cell] += 1
     pool = [c for c in counts if c.client in browsers] or list(counts)
     return min(pool, key=lambda c: (-counts[c], c.describe()))
 
@@ -480,7 +468,7 @@ def median_trials(trials: Sequence[TrialRecord], cell: Cell) -> tuple[str, dict[
     metric = primary_metric(cell.client, browsers, trials)
     by: dict[str, list[TrialRecord]] = defaultdict(list)
     for t in latest_ok(trials):
-        if cell_of(t) == cell and getattr(t, metric) is not None:
+        if t.cell == cell and getattr(t, metric) is not None:
             by[t.protocol].append(t)
     out = {}
     for protocol, rows in sorted(by.items()):

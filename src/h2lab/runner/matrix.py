@@ -1,8 +1,9 @@
 """Expand an experiment into trials: blocks in random order, protocols interleaved in a block.
 
-A block is one (page, network, server, client, tcp, repetition): every protocol of a block runs
-back to back on the same machine state and with the same seed, so the per-block ratio
-metric(h2)/metric(h1) is a paired comparison (common random numbers for the loss process).
+A block is one level of every factor (:class:`h2lab.spec.factors.TrialFactors`) and one
+repetition: every protocol of a block runs back to back on the same machine state and with the
+same seed, so the per-block ratio metric(h2)/metric(h1) is a paired comparison (common random
+numbers for the loss process).
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import dataclasses
 import hashlib
 import itertools
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from h2lab.spec.experiment import Experiment
+from h2lab.spec.factors import Cell, TrialFactors
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.tcp import TcpSettings
 
@@ -22,11 +24,8 @@ from h2lab.spec.tcp import TcpSettings
 @dataclass(frozen=True)
 class TrialSpec:
     experiment: str
-    page: str
-    network: NetworkProfile
-    server: str
-    client: str
-    tcp: TcpSettings
+    factors: TrialFactors
+    """the trial's level of every factor but the protocol"""
     repetition: int
     protocol: str
     seed: int
@@ -36,22 +35,16 @@ class TrialSpec:
     warmup: int = 0
     """n > 0: the n-th warm-up trial (stored with ``warmup = 1``, never analysed)"""
     shard: str = ""
-    """"K/N" when run as shard K of N concurrent ones (``h2lab run --jobs N``); stored in the
-    trial's configuration, not part of its key"""
+    """"K/N" when run by worker K of N (``h2lab run --jobs N``); stored in the trial's
+    configuration, not part of its key"""
+
+    @property
+    def cell(self) -> Cell:
+        return self.factors.cell()
 
     @property
     def block(self) -> str:
-        return "|".join(
-            [
-                self.page,
-                self.network.name,
-                self.server,
-                self.client,
-                self.tcp.congestion_control,
-                f"iw{self.tcp.initcwnd_packets}",
-                f"r{self.repetition}",
-            ]
-        )
+        return "|".join([*self.cell.key_parts(), f"r{self.repetition}"])
 
     @property
     def key(self) -> str:
@@ -59,15 +52,33 @@ class TrialSpec:
         warm = f"warmup{self.warmup}|" if self.warmup else ""
         return f"{warm}{self.block}|{self.protocol}"
 
+    # the levels the runner acts on
+    @property
+    def page(self) -> str:
+        return self.factors.page
+
+    @property
+    def network(self) -> NetworkProfile:
+        return self.factors.network
+
+    @property
+    def server(self) -> str:
+        return self.factors.server
+
+    @property
+    def client(self) -> str:
+        return self.factors.client
+
+    @property
+    def tcp(self) -> TcpSettings:
+        return self.factors.tcp
+
     def config(self) -> dict[str, object]:
+        levels: dict[str, object] = dict(self.cell.columns())
+        levels["network"] = self.network.as_dict()
         return {
             "experiment": self.experiment,
-            "page": self.page,
-            "network": self.network.as_dict(),
-            "server": self.server,
-            "client": self.client,
-            "congestion_control": self.tcp.congestion_control,
-            "initcwnd_packets": self.tcp.initcwnd_packets,
+            **levels,
             "repetition": self.repetition,
             "protocol": self.protocol,
             "seed": self.seed,
@@ -80,28 +91,10 @@ def block_seed(experiment_seed: int, block: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def pair_block(
-    page: str,
-    network: NetworkProfile,
-    server: str,
-    client: str,
-    tcp: TcpSettings,
-    repetition: int,
-    compared: str | None = None,
-) -> str:
+def pair_block(cell: Cell, repetition: int, compared: str | None = None) -> str:
     """The block of these factors (:attr:`TrialSpec.block`), or with the ``compared`` factor
     (``[compare]``) replaced by ``*``: the trials that run back to back with one seed."""
-    parts = {
-        "page": page,
-        "network": network.name,
-        "server": server,
-        "client": client,
-        "congestion_control": tcp.congestion_control,
-        "initcwnd": f"iw{tcp.initcwnd_packets}",
-    }
-    if compared is not None:
-        parts[compared] = "*"
-    return "|".join([*parts.values(), f"r{repetition}"])
+    return "|".join([*cell.key_parts(compared), f"r{repetition}"])
 
 
 def expand(exp: Experiment) -> list[TrialSpec]:
@@ -117,25 +110,17 @@ def expand(exp: Experiment) -> list[TrialSpec]:
     × protocols) run back to back in random order and share one seed."""
     rng = random.Random(exp.seed)
     compared = exp.compare.factor if exp.compare else None
-    Combo = tuple[int, str, NetworkProfile, str, str, str, int]
+    Combo = tuple[int, TrialFactors]
     blocks: dict[Combo, tuple[str, ...]] = {}
     for f in exp.matrices:
-        for combo in itertools.product(
-            range(exp.repetitions),
-            f.page,
-            f.network,
-            f.server,
-            f.client,
-            f.congestion_control,
-            f.initcwnd,
-        ):
+        for rep, *levels in itertools.product(range(exp.repetitions), *f.levels):
+            combo = (rep, TrialFactors(*levels))
             have = blocks.setdefault(combo, ())
             blocks[combo] = have + tuple(p for p in f.protocol if p not in have)
     groups: dict[str, list[Combo]] = {}
     for combo in blocks:
-        rep, page, network, server, client, cc, iw = combo
-        key = pair_block(page, network, server, client, TcpSettings(cc, iw), rep, compared)
-        groups.setdefault(key, []).append(combo)
+        rep, factors = combo
+        groups.setdefault(pair_block(factors.cell(), rep, compared), []).append(combo)
     order = list(groups)
     rng.shuffle(order)
     order.sort(key=lambda key: groups[key][0][0])  # stable: shuffled within each round
@@ -144,13 +129,8 @@ def expand(exp: Experiment) -> list[TrialSpec]:
         seed = block_seed(exp.seed, key)
         runs = [(combo, proto) for combo in groups[key] for proto in blocks[combo]]
         rng.shuffle(runs)
-        for (rep, page, network, server, client, cc, iw), proto in runs:
-            tcp = TcpSettings(cc, iw)
-            trials.append(
-                TrialSpec(
-                    exp.name, page, network, server, client, tcp, rep, proto, seed, len(trials)
-                )
-            )
+        for (rep, factors), proto in runs:
+            trials.append(TrialSpec(exp.name, factors, rep, proto, seed, len(trials)))
     if exp.warmup and trials:
         first = trials[0]
         warm = [dataclasses.replace(first, warmup=i + 1, order=i) for i in range(exp.warmup)]
@@ -160,15 +140,7 @@ def expand(exp: Experiment) -> list[TrialSpec]:
 
 def level_of(t: TrialSpec, factor: str) -> str:
     """The level of ``factor`` of trial ``t``, as stored (a network's name; initcwnd as digits)."""
-    match factor:
-        case "network":
-            return t.network.name
-        case "congestion_control":
-            return t.tcp.congestion_control
-        case "initcwnd":
-            return str(t.tcp.initcwnd_packets)
-        case _:
-            return str(getattr(t, factor))
+    return str(t.cell[factor])
 
 
 def select(trials: Sequence[TrialSpec], only: Mapping[str, frozenset[str]]) -> list[TrialSpec]:
@@ -178,31 +150,3 @@ def select(trials: Sequence[TrialSpec], only: Mapping[str, frozenset[str]]) -> l
     return [
         t for t in trials if t.warmup or all(level_of(t, f) in levels for f, levels in only.items())
     ]
-
-
-def for_shard(trials: Sequence[TrialSpec], index: int, count: int) -> list[TrialSpec]:
-    """The trials shard ``index`` (0-based) of ``count`` may run (``h2lab run --jobs``): every
-    block, which it claims one at a time as it reaches them (:func:`claimed`), and the warm-up
-    trials if it is the first. Each trial is marked with its shard (:attr:`TrialSpec.shard`)."""
-    if count == 1:
-        return list(trials)
-    mark = f"{index + 1}/{count}"
-    return [dataclasses.replace(t, shard=mark) for t in trials if index == 0 or not t.warmup]
-
-
-def claimed(trials: Iterable[TrialSpec], claim: Callable[[TrialSpec], bool]) -> Iterator[TrialSpec]:
-    """The trials of the blocks (the trials that share a seed and run back to back) that
-    ``claim`` grants, in order; ``claim`` is asked at a block's first trial, when the caller
-    is ready to run it, so concurrent shards asking one store each take the next block no
-    other has taken and finish together (a heavy block does not hold up blocks dealt behind
-    it). Warm-up trials are never claimed."""
-    seed: int | None = None
-    granted = False
-    for t in trials:
-        if t.warmup:
-            yield t
-            continue
-        if t.seed != seed:
-            seed, granted = t.seed, claim(t)
-        if granted:
-            yield t

@@ -1,6 +1,13 @@
-"""Run trials for real: one lab for the whole run, a server per (page, server) stretch, a Rattan
-link per trial (kept for the next trial only when the link holds no state the next trial could
-inherit, see :func:`link_is_stateless`), and every trial committed to the store as it ends."""
+"""Run trials for real: the driver and one trial in a lab.
+
+The driver (:func:`run_trials`) decides what runs (resume, give-up, retries, blocks), hands
+blocks to an executor (:mod:`h2lab.runner.executor`) and alone writes the store, committing
+every attempt as it arrives. A lab (:class:`LabSession`, kept across blocks) runs one trial at
+a time (:func:`run_one`): a server per (page, server) stretch, a Rattan link per trial (kept
+for the next trial only when the link holds no state the next trial could inherit, see
+:func:`link_is_stateless`). :class:`SerialExecutor` runs every block in this process, in one
+lab; the workers of ``--jobs`` run theirs in one each (:mod:`h2lab.runner.shards`).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import signal
 import sys
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -19,18 +27,21 @@ from pathlib import Path
 from types import FrameType
 
 from h2lab import clients, servers
-from h2lab.clients import LoadContext, LoadResult, ResourceTiming
+from h2lab.artifacts import SERVER_LOG, TRACEBACK
+from h2lab.clients import LoadContext, LoadResult
 from h2lab.errors import H2LabError, TrialFailed
 from h2lab.metrics.counters import busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
-from h2lab.runner.matrix import TrialSpec, claimed
+from h2lab.results import Metrics, ResourceTiming
+from h2lab.runner.executor import BlockDone, BlockJob, Event, Executor, TrialDone, block_jobs
+from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.tcp import TcpSettings
 from h2lab.store import Store, TrialRecord
-from h2lab.store.sqlite import CPU_SATURATED_PCT
+from h2lab.store.sqlite import CPU_SATURATED_PCT, artifacts_dir
 
 
 @dataclass(frozen=True)
@@ -140,20 +151,20 @@ class Links:
 
 
 class ServerStretch:
-    """The server of the current (page, server) stretch of trials: started when the stretch
-    begins, stopped when it ends, and started again before the next attempt when it died
-    during the last one (a crash costs one trial, not the rest of its block)."""
+    """The server of the current (page, server, TLS version) stretch of trials: started when
+    the stretch begins, stopped when it ends, and started again before the next attempt when it
+    died during the last one (a crash costs one trial, not the rest of its block)."""
 
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
         self._stack = ExitStack()
-        self._key: tuple[str, str] | None = None
+        self._key: tuple[str, str, str] | None = None
         self.serving: servers.Serving | None = None
         self.error: str | None = None
         """the line of a server that did not start: the trials of its stretch fail with it"""
 
-    def get(self, page: Page, spec: str) -> None:
-        key = (page.digest, spec)
+    def get(self, page: Page, spec: str, tls_version: str) -> None:
+        key = (page.digest, spec, tls_version)
         dead = self.serving is not None and self.serving.exited() is not None
         if self._key == key and not dead:
             return
@@ -164,6 +175,7 @@ class ServerStretch:
             origin_ips=self.lab.origin_ips,
             state_dir=self.lab.state_dir / "server",
             tls_dir=self.lab.state_dir / "tls",
+            tls_version=tls_version,
         )
         try:
             self.serving = self._stack.enter_context(servers.get(spec).serve(page, ctx))
@@ -187,7 +199,7 @@ def keep_server_logs(serving: servers.Serving, artifacts: Path) -> None:
     for log in serving.logs():
         with log.open("rb") as f:
             f.seek(max(0, f.seek(0, 2) - SERVER_LOG_TAIL_BYTES))
-            (artifacts / f"server-{log.name}").write_bytes(f.read())
+            (artifacts / SERVER_LOG.format(name=log.name)).write_bytes(f.read())
 
 
 class _Terminated(KeyboardInterrupt):
@@ -231,6 +243,95 @@ def signals_as_interrupt() -> Iterator[Callable[[], None]]:
             signal.signal(s, h)
 
 
+class LabSession:
+    """One lab, started at the first block and kept for every block after it, with what
+    outlives a trial: the current link (:class:`Links`), the server of the current (page,
+    server) stretch (:class:`ServerStretch`), one client adapter per client spec, and the tool
+    versions per (server, client)."""
+
+    def __init__(self) -> None:
+        self._stack = ExitStack()
+        self._lab: Lab | None = None
+        self._links: Links | None = None
+        self._stretch: ServerStretch | None = None
+        self._pages: dict[str, Page] = {}
+        self._adapters: dict[str, clients.ClientAdapter] = {}
+        self._versions: dict[tuple[str, str], dict[str, str]] = {}
+
+    def _open(self, origins: tuple[str, ...]) -> tuple[Lab, Links, ServerStretch]:
+        if self._lab is None or self._links is None or self._stretch is None:
+            lab = self._stack.enter_context(Lab(origins))
+            self._lab, self._links, self._stretch = lab, Links(lab), ServerStretch(lab)
+            self._stack.callback(self._links.close)
+            self._stack.callback(self._stretch.close)
+        else:
+            self._lab.set_origins(origins)  # the same run's: nothing new
+        return self._lab, self._links, self._stretch
+
+    def _client(self, spec: str) -> clients.ClientAdapter:
+        if spec not in self._adapters:
+            self._adapters[spec] = clients.get(spec)
+            self._stack.callback(self._adapters[spec].close)
+        return self._adapters[spec]
+
+    def run(self, job: BlockJob) -> Iterator[TrialDone]:
+        """Run the block's trials in order, each attempted again at once when it fails (up to
+        ``job.retries`` more times, not when its server did not start); one event per attempt."""
+        lab, links, stretch = self._open(job.origins)
+        for t in job.trials:
+            if t.page not in self._pages:
+                self._pages[t.page] = resolve_page(t.page)
+            page = self._pages[t.page]
+            client = self._client(t.client)
+            if (t.server, t.client) not in self._versions:
+                self._versions[(t.server, t.client)] = tool_versions(
+                    t.server, client, lab.delay_overhead_ms()
+                )
+            stored = job.attempts.get(t.key, 0)
+            for retry in range(1 + job.retries):
+                stretch.get(page, t.server, t.factors.tls)
+                attempt = stored + 1 + retry
+                record, resources = run_one(
+                    lab, links, client, page, t, attempt,
+                    artifacts_dir(job.results_dir, t.key, attempt), job.timeout_s,
+                    self._versions[(t.server, t.client)], stretch,
+                )  # fmt: skip
+                last = record.status == "ok" or bool(stretch.error) or retry == job.retries
+                yield TrialDone(record, resources, last)
+                if last:
+                    break
+
+    def close(self) -> None:
+        """Stop the clients, the server and the link, and tear the lab down."""
+        self._stack.close()
+        self._lab = self._links = self._stretch = None
+
+
+class SerialExecutor:
+    """Runs every block here, in submission order, in one :class:`LabSession`: Ctrl-C raises
+    inside the running trial, and :meth:`close` tears the lab down."""
+
+    def __init__(self) -> None:
+        self._jobs: deque[BlockJob] = deque()
+        self._session = LabSession()
+
+    def submit(self, job: BlockJob) -> None:
+        self._jobs.append(job)
+
+    def events(self, check: Callable[[], None] = lambda: None) -> Iterator[Event]:
+        while self._jobs:
+            job = self._jobs.popleft()
+            yield from self._session.run(job)
+            yield BlockDone(job.number)
+
+    def cancel(self) -> None:
+        self._jobs.clear()
+
+    def close(self) -> None:
+        self._jobs.clear()
+        self._session.close()
+
+
 ProgressFn = Callable[[TrialSpec, TrialRecord | None], None]
 GiveUpFn = Callable[[TrialSpec, int], None]
 
@@ -249,78 +350,110 @@ def run_trials(
     retry_failed: bool = False,
     on_progress: ProgressFn | None = None,
     on_give_up: GiveUpFn | None = None,
-    claim: Callable[[TrialSpec], bool] | None = None,
+    executor: Executor | None = None,
 ) -> list[TrialRecord]:
-    """Run ``trials`` not yet stored ok; return the records written now. A failed trial is
-    attempted again at once, up to ``retries`` more times; every attempt is stored. A trial
-    with ``RUNS_BEFORE_GIVING_UP * (1 + retries)`` failed attempts stored is given up
-    (reported to ``on_give_up`` with that count) unless ``retry_failed``. With ``claim`` (a
-    shard of ``h2lab run --jobs``), a block's remaining trials run only if ``claim`` grants
-    the block when this runner reaches it (:func:`h2lab.runner.matrix.claimed`)."""
+    """Run ``trials`` not yet stored ok on ``executor`` (default: in this process, one lab);
+    return the records written now, each committed as it arrives. A failed trial is attempted
+    again at once, up to ``retries`` more times; every attempt is stored. A trial with
+    ``RUNS_BEFORE_GIVING_UP * (1 + retries)`` failed attempts stored is given up (reported to
+    ``on_give_up`` with that count) unless ``retry_failed``. ``on_progress`` hears of every
+    trial once: stored before (record None) or ended now (its last attempt). Ctrl-C/SIGTERM
+    stops the executor the orderly way and raises KeyboardInterrupt; the executor is closed
+    when this returns."""
+    if executor is None:
+        executor = SerialExecutor()
+    with signals_as_interrupt() as interrupted:
+        try:
+            todo, attempts = _resume(trials, store, retries, retry_failed, on_progress, on_give_up)
+            if not todo:
+                return []
+            for job in block_jobs(
+                todo,
+                attempts,
+                retries=retries,
+                timeout_s=timeout_s,
+                results_dir=store.dir,
+                origins=_origins(todo),
+            ):
+                executor.submit(job)
+            return _drive(executor, store, todo, on_progress, interrupted)
+        finally:
+            executor.close()
+
+
+def _resume(
+    trials: Sequence[TrialSpec],
+    store: Store,
+    retries: int,
+    retry_failed: bool,
+    on_progress: ProgressFn | None,
+    on_give_up: GiveUpFn | None,
+) -> tuple[list[TrialSpec], dict[str, int]]:
+    """The trials to run (not stored ok, not given up) and the attempts stored per key; the
+    others are reported."""
     if not trials:
-        return []
+        return [], {}
     experiment = trials[0].experiment
     done = store.done_keys(experiment)
-    failed = {} if retry_failed else store.failed_attempts(experiment)
+    attempts = store.failed_attempts(experiment)  # every attempt of a key not done failed
     give_up_at = RUNS_BEFORE_GIVING_UP * (1 + retries)
-    given_up = {k for k, n in failed.items() if n >= give_up_at}
-    todo = [t for t in trials if t.key not in done and t.key not in given_up]
+    given_up = set() if retry_failed else {k for k, n in attempts.items() if n >= give_up_at}
     for t in trials:
         if t.key in done and on_progress:
             on_progress(t, None)
         elif t.key in given_up and on_give_up:
-            on_give_up(t, failed[t.key])
-    if not todo:
-        return []
+            on_give_up(t, attempts[t.key])
+    return [t for t in trials if t.key not in done and t.key not in given_up], attempts
+
+
+def _origins(trials: Sequence[TrialSpec]) -> tuple[str, ...]:
+    """Every origin of the trials' pages, in order of first use. Resolving a page here
+    materializes it once, before any worker reads it."""
     pages: dict[str, Page] = {}
-    for t in todo:
+    for t in trials:
         if t.page not in pages:
             pages[t.page] = resolve_page(t.page)
-    origins = tuple(dict.fromkeys(o for p in pages.values() for o in p.origins))
-    versions: dict[tuple[str, str], dict[str, str]] = {}
-    adapters: dict[str, clients.ClientAdapter] = {}
+    return tuple(dict.fromkeys(o for p in pages.values() for o in p.origins))
+
+
+def _drive(
+    executor: Executor,
+    store: Store,
+    todo: Sequence[TrialSpec],
+    on_progress: ProgressFn | None,
+    interrupted: Callable[[], None],
+) -> list[TrialRecord]:
+    """Store every attempt the executor streams back, as it arrives. On an interrupt, the
+    executor is stopped and what ended meanwhile is still stored."""
+    specs = {t.key: t for t in todo}
     written: list[TrialRecord] = []
-    with (
-        signals_as_interrupt() as interrupted,
-        Lab(origins) as lab,
-        ExitStack() as stack,
-    ):
-        links = Links(lab)
-        stack.callback(links.close)
-        stretch = ServerStretch(lab)
-        stack.callback(stretch.close)
-        for t in todo if claim is None else claimed(todo, claim):
-            interrupted()
-            if t.client not in adapters:
-                adapters[t.client] = clients.get(t.client)
-                stack.callback(adapters[t.client].close)
-            client = adapters[t.client]
-            if (t.server, t.client) not in versions:
-                versions[(t.server, t.client)] = tool_versions(
-                    t.server, client, lab.delay_overhead_ms()
-                )
-            for _ in range(1 + retries):
-                interrupted()
-                stretch.get(pages[t.page], t.server)
-                record = run_one(
-                    lab, links, client, pages[t.page], t, store, timeout_s,
-                    versions[(t.server, t.client)], stretch,
-                )  # fmt: skip
-                written.append(record)
-                if record.status == "ok" or stretch.error:
-                    break
-            if on_progress:
-                on_progress(t, record)
+
+    def keep(event: Event) -> None:
+        if isinstance(event, TrialDone):
+            record = dataclasses.replace(
+                event.record, id=store.add_trial(event.record, event.resources)
+            )
+            written.append(record)
+            if event.last and on_progress:
+                on_progress(specs[record.trial_key], record)
+
+    try:
+        for event in executor.events(interrupted):
+            keep(event)
+            interrupted()  # a signal lost in an at-fork hook during that trial
         interrupted()
+    except KeyboardInterrupt:
+        executor.cancel()
+        for event in executor.events():
+            keep(event)
+        raise
     return written
 
 
 def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str, object]:
-    """The metric columns of a successful trial."""
+    """The metrics of a successful trial: the client's, and the link's from the counters."""
     return {
-        "pdt_ms": result.pdt_ms,
-        "plt_ms": result.plt_ms,
-        "body_bytes": result.body_bytes,
+        **{f.name: getattr(result, f.name) for f in dataclasses.fields(Metrics)},
         "bytes_up": after.bytes_up - before.bytes_up,
         "bytes_down": after.bytes_down - before.bytes_down,
         "tcp_connections": after.active_opens - before.active_opens,
@@ -328,27 +461,7 @@ def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str
         "emulator_drops": None
         if after.emulator_drops is None or before.emulator_drops is None
         else after.emulator_drops - before.emulator_drops,
-        "request_header_bytes": result.request_header_bytes,
-        "response_header_bytes": result.response_header_bytes,
-        **{name: getattr(result, name) for name in clients.PAGE_METRICS},
     }
-
-
-_NOT_MEASURED = dict.fromkeys(
-    [
-        *clients.PAGE_METRICS,
-        "pdt_ms",
-        "plt_ms",
-        "body_bytes",
-        "bytes_up",
-        "bytes_down",
-        "tcp_connections",
-        "retransmits",
-        "emulator_drops",
-        "request_header_bytes",
-        "response_header_bytes",
-    ]
-)
 
 
 def run_one(
@@ -357,23 +470,22 @@ def run_one(
     client: clients.ClientAdapter,
     page: Page,
     t: TrialSpec,
-    store: Store,
+    attempt: int,
+    artifacts: Path,
     timeout_s: float,
     versions: dict[str, str],
     stretch: ServerStretch,
-) -> TrialRecord:
-    """One trial; its row (ok or failed) is committed before this returns. A failed trial
-    never leaves its link to the next one, keeps the end of the server's logs, and says so
-    when the server died under it."""
-    attempt = store.attempts(t.experiment, t.key) + 1
-    artifacts = store.artifacts_dir(t.key, attempt)
+) -> tuple[TrialRecord, tuple[ResourceTiming, ...]]:
+    """Attempt ``attempt`` of trial ``t``, its artifacts in ``artifacts``; its record (``id``
+    None: the driver stores it) and resources. A failed trial never leaves its link to the
+    next one, keeps the end of the server's logs, and says so when the server died under it."""
     # A run killed during this attempt left its files here (the attempt was never stored):
     # start clean, so no log of the lost attempt is read as this one's.
     shutil.rmtree(artifacts, ignore_errors=True)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
     t0 = time.monotonic()
     cpu_before = parse_cpu_times(Path("/proc/stat").read_text())
-    metrics: dict[str, object] = _NOT_MEASURED
+    metrics: dict[str, object] = {}
     resources: tuple[ResourceTiming, ...] = ()
     error = None
     try:
@@ -408,32 +520,50 @@ def run_one(
         links.close()
         error = f"{type(exc).__name__}: {exc}"
         artifacts.mkdir(parents=True, exist_ok=True)
-        (artifacts / "traceback.txt").write_text(traceback.format_exc())
+        (artifacts / TRACEBACK).write_text(traceback.format_exc())
     if error is not None and stretch.serving is not None:
         keep_server_logs(stretch.serving, artifacts)
         died = stretch.serving.exited()
         if died:
             error = f"server {t.server} died during the trial ({died}); the client: {error}"
     cpu = busy_pct(cpu_before, parse_cpu_times(Path("/proc/stat").read_text()))
-    record = TrialRecord(
+    record = trial_record(
+        t, page, attempt=attempt, error=error, started_at=started,
+        duration_s=round(time.monotonic() - t0, 3), versions=versions, cpu_busy_pct=cpu,
+        metrics=metrics,
+    )  # fmt: skip
+    return record, resources
+
+
+def trial_record(
+    t: TrialSpec,
+    page: Page,
+    *,
+    attempt: int,
+    error: str | None,
+    started_at: str,
+    duration_s: float,
+    versions: Mapping[str, str],
+    cpu_busy_pct: float | None,
+    metrics: Mapping[str, object],
+) -> TrialRecord:
+    """The row of one attempt of ``t`` (failed when ``error``; ``metrics`` as
+    :func:`_measured` gives them, none for a failed one); ``id`` is None until stored."""
+    cpu = cpu_busy_pct
+    return TrialRecord(
         trial_key=t.key,
         experiment=t.experiment,
         block=t.block,
-        page=t.page,
+        cell=t.cell,
         page_digest=page.digest,
         protocol=t.protocol,
-        network=t.network.name,
-        server=t.server,
-        client=t.client,
-        congestion_control=t.tcp.congestion_control,
-        initcwnd_packets=t.tcp.initcwnd_packets,
         repetition=t.repetition,
         seed=t.seed,
         attempt=attempt,
         status="ok" if error is None else "failed",
         error=error,
-        started_at=started,
-        duration_s=round(time.monotonic() - t0, 3),
+        started_at=started_at,
+        duration_s=duration_s,
         config_json=json.dumps(t.config(), sort_keys=True),
         versions_json=json.dumps(versions, sort_keys=True),
         warmup=int(t.warmup > 0),
@@ -441,5 +571,3 @@ def run_one(
         cpu_saturated=None if cpu is None else int(cpu >= CPU_SATURATED_PCT),
         **metrics,  # type: ignore[arg-type]
     )
-    trial_id = store.add_trial(record, resources)
-    return dataclasses.replace(record, id=trial_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import signal
 import subprocess
 from collections.abc import Callable, Mapping
@@ -12,22 +13,16 @@ from typing import Protocol
 
 from h2lab.errors import SpecError, telling_line
 from h2lab.pages import Page, Resource
-from h2lab.spec.experiment import MAX_TIMEOUT_S
+from h2lab.spec.limits import MAX_TIMEOUT_S
 from h2lab.spec.options import parse_named
+from h2lab.spec.protocols import H1C, H1P, H1S, H2C, H2S, H3, TLS_VERSIONS
 
 # Ports per protocol, the same on every origin address. h1c on :80, TLS (h1s/h2s, ALPN
 # decides) on :443, h2c with prior knowledge on its own port.
-PORTS = {"h1c": 80, "h1p": 80, "h1s": 443, "h2s": 443, "h2c": 8080, "h3": 443}
+PORTS = {H1C: 80, H1P: 80, H1S: 443, H2S: 443, H2C: 8080, H3: 443}
 """TCP ports, except ``h3``: UDP 443."""
 
-SCHEMES = {
-    "h1c": "http",
-    "h1p": "http",
-    "h2c": "http",
-    "h1s": "https",
-    "h2s": "https",
-    "h3": "https",
-}
+SCHEMES = {H1C: "http", H1P: "http", H2C: "http", H1S: "https", H2S: "https", H3: "https"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 WRITE_TIMEOUT_S = int(MAX_TIMEOUT_S)
@@ -125,6 +120,22 @@ class ServeContext:
     """folder for the server's config, pid and logs"""
     tls_dir: Path
     """folder of the local CA; leaf certificates are made there"""
+    tls_version: str = "1.3"
+    """the only TLS version the servers offer for TLS over TCP (h1s, h2s): ``1.2`` or ``1.3``
+    (the trial's ``tls`` factor); a client asking for the other fails its handshake. QUIC (h3)
+    is TLS 1.3 whatever this says (RFC 9001)."""
+
+    def __post_init__(self) -> None:
+        if self.tls_version not in TLS_VERSIONS:
+            raise ValueError(
+                f"tls_version {self.tls_version!r}: expected one of {', '.join(TLS_VERSIONS)}"
+            )
+
+    @property
+    def tls_protocol(self) -> str:
+        """:attr:`tls_version` as OpenSSL names it (``TLSv1.2``), as nginx, H2O and Apache
+        spell it in their configs."""
+        return f"TLSv{self.tls_version}"
 
 
 def exit_text(returncode: int) -> str:
@@ -213,5 +224,11 @@ def get(spec: str, source: str = "server", field: str = "server") -> ServerAdapt
         raise SpecError(source, field, str(exc)) from None
 
 
+ADAPTERS = tuple(f"h2lab.servers.{m}" for m in ("apache", "h2o", "haproxy", "nginx", "origin"))
+"""The modules that register a server when imported. Loaded by name, as plug-ins: the registry
+depends on none of them, they depend on it (no import cycle)."""
+
+
 def _load() -> None:
-    from h2lab.servers import apache, h2o, haproxy, nginx, origin  # noqa: F401  (register themselves)
+    for module in ADAPTERS:
+        importlib.import_module(module)

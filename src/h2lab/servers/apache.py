@@ -3,9 +3,12 @@ per lab, three virtual hosts per origin.
 
 Listens per origin address: h1c on :80 (``Protocols http/1.1``), h1s/h2s on :443 (``Protocols
 h2 http/1.1``, ALPN picks), h2c with prior knowledge on :8080 (``Protocols h2c http/1.1``,
-``H2Direct on``). One child process (as nginx's one worker), compression off (mod_deflate not
-loaded), no ETag, caching headers left alone, push off unless asked (mod_http2 would otherwise
-push every ``Link: rel=preload`` it sees, which nginx does not).
+``H2Direct on``). TLS is the trial's one version (``SSLProtocol -all +TLSv1.x``, from
+:attr:`ServeContext.tls_version`), with OpenSSL's default TLS 1.2 suites (no ``SSLCipherSuite``
+here), ECDHE-ECDSA-AES128-GCM-SHA256 among them. One child process (as nginx's one worker),
+compression off (mod_deflate not loaded), no ETag, caching headers left alone, push off unless
+asked (mod_http2 would otherwise push every ``Link: rel=preload`` it sees, which nginx does
+not).
 
 Options (``apache:push=critical-css``, ``apache:early_hints=css-js``), seed 000 Fig. 6 (which
 used Apache): ``push`` and ``early_hints`` = ``none`` (default) or a rule of
@@ -56,6 +59,7 @@ from h2lab.servers import (
     register,
 )
 from h2lab.servers.rules import RULES, preload_link, select
+from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
@@ -162,6 +166,39 @@ def _entry_directives(page: Page, push: str, hints: str) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def _virtual_hosts(
+    page: Page, ctx: ServeContext, ca: LocalCA, token: str
+) -> tuple[list[str], list[str]]:
+    """The ``Listen`` lines and ``<VirtualHost>`` blocks: every origin on its h1c, h2c and
+    TLS (h1s/h2s) ports."""
+    listen = []
+    vhosts = []
+    for host in page.origins:
+        ip = ctx.origin_ips[host]
+        pair = ca.leaf(host)
+        for proto, port, extra in (
+            ("http/1.1", PORTS[H1C], ""),
+            ("h2c http/1.1", PORTS[H2C], "    H2Direct on\n"),
+            ("h2 http/1.1", PORTS[H2S], ""),
+        ):
+            listen.append(f"Listen {ip}:{port}")
+            tls = ""
+            if port == PORTS[H2S]:
+                tls = (
+                    f"    SSLEngine on\n    SSLCertificateFile {quote(str(pair.cert))}\n"
+                    f"    SSLCertificateKeyFile {quote(str(pair.key))}\n"
+                )
+            scheme = "https" if tls else "http"
+            vhosts.append(
+                f"""<VirtualHost {ip}:{port}>
+    ServerName {host}
+    Protocols {proto}
+{extra}{tls}{_rules(ctx.state_dir, token, scheme)}
+</VirtualHost>"""
+            )
+    return listen, vhosts
+
+
 def render_config(
     page: Page, ctx: ServeContext, ca: LocalCA, token: str, push: str = "none", hints: str = "none"
 ) -> str:
@@ -172,31 +209,7 @@ def render_config(
     if any(r.delay_ms for r in page.resources):
         raise SpecError(page.name, "server", "apache cannot delay responses (use server origin)")
     bodies = d / BODIES
-    listen = []
-    vhosts = []
-    for host in page.origins:
-        ip = ctx.origin_ips[host]
-        pair = ca.leaf(host)
-        for proto, port, extra in (
-            ("http/1.1", PORTS["h1c"], ""),
-            ("h2c http/1.1", PORTS["h2c"], "    H2Direct on\n"),
-            ("h2 http/1.1", PORTS["h2s"], ""),
-        ):
-            listen.append(f"Listen {ip}:{port}")
-            tls = ""
-            if port == PORTS["h2s"]:
-                tls = (
-                    f"    SSLEngine on\n    SSLCertificateFile {quote(str(pair.cert))}\n"
-                    f"    SSLCertificateKeyFile {quote(str(pair.key))}\n"
-                )
-            scheme = "https" if tls else "http"
-            vhosts.append(
-                f"""<VirtualHost {ip}:{port}>
-    ServerName {host}
-    Protocols {proto}
-{extra}{tls}{_rules(d, token, scheme)}
-</VirtualHost>"""
-            )
+    listen, vhosts = _virtual_hosts(page, ctx, ca, token)
     locations = "\n".join(
         [_alias(i, r, token, bodies) for i, r in enumerate(page.resources) if r.status == 200]
         + [
@@ -238,7 +251,7 @@ TypesConfig /dev/null
 H2MaxSessionStreams {MAX_CONCURRENT_STREAMS}
 H2Push {"off" if push == "none" else "on"}
 H2EarlyHints {"off" if hints == "none" else "on"}
-SSLProtocol -all +TLSv1.2 +TLSv1.3
+SSLProtocol -all +{ctx.tls_protocol}
 SSLSessionCache none
 SSLSessionTickets off
 SSLOpenSSLConfCmd NumTickets 0
@@ -272,7 +285,7 @@ def copy_bodies(page: Page, bodies: Path) -> None:
 
 class Apache:
     name = "apache"
-    protocols = frozenset({"h1c", "h1p", "h1s", "h2s", "h2c"})
+    protocols = TCP_PROTOCOLS
 
     def __init__(self, push: str = "none", early_hints: str = "none") -> None:
         self.push = push
@@ -318,7 +331,7 @@ class Apache:
                 return all(
                     netns.tcp_port_open(ctx.netns, ctx.origin_ips[h], port)
                     for h in page.origins
-                    for port in (PORTS["h1c"], PORTS["h2s"], PORTS["h2c"])
+                    for port in (PORTS[H1C], PORTS[H2S], PORTS[H2C])
                 )
 
             procs.wait_until(

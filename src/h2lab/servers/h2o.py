@@ -1,11 +1,14 @@
 """H2O (Debian ``h2o`` 2.2, built with mruby): one generated config per lab, one host per origin.
 
 Listens per origin address: h1c on :80, h1s/h2s on :443 (ALPN picks http/1.1 or h2), h2c with
-prior knowledge on :8080. H2O 2.2 takes h2c prior knowledge only when
-``http1-upgrade-to-http2`` is ON, a global switch, so its :80 also accepts ``Upgrade: h2c`` and
-prior knowledge (no client of h2lab asks for either there). Compression off (H2O's default),
-no etag, caching headers left alone, push off unless asked (H2O would otherwise push every
-``Link: rel=preload`` it sees, which nginx does not).
+prior knowledge on :8080. TLS is the trial's one version (:attr:`ServeContext.tls_version`:
+H2O's ``minimum-version`` and OpenSSL's ``MaxProtocol``, see :func:`openssl_conf`), with
+OpenSSL's default TLS 1.2 suites (no ``cipher-suite`` here), ECDHE-ECDSA-AES128-GCM-SHA256 among
+them. H2O 2.2 takes h2c prior knowledge only when ``http1-upgrade-to-http2`` is ON, a global
+switch, so its :80 also accepts ``Upgrade: h2c`` and prior knowledge (no client of h2lab asks
+for either there). Compression off (H2O's default), no etag, caching headers left alone, push
+off unless asked (H2O would otherwise push every ``Link: rel=preload`` it sees, which nginx does
+not).
 
 Every page is served from its manifest, the way a replay proxy does (docs/pages.md, "Replay"):
 an mruby handler on ``/`` picks the resource for a request, the exact method + host + request
@@ -43,6 +46,7 @@ from h2lab.servers import (
     register,
 )
 from h2lab.servers.rules import RULES, select
+from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
@@ -52,18 +56,27 @@ MAX_CONCURRENT_STREAMS = 1000
 UNSERVED_LOG = "unserved.log"
 APP_FILE = "h2o-replay.rb"
 _INTERNAL = "/.h2lab/"
-# H2O 2.2 predates TLS 1.3 and its ssl-session-resumption leaves OpenSSL 3 sending two TLS 1.3
-# tickets after every handshake; nginx turns them off with NumTickets 0, so does this config.
-OPENSSL_CONF = """openssl_conf = h2lab
+PUSH_RULES = ("none", "preload", *RULES)
+_BODILESS = frozenset({204, 304})
+
+
+def openssl_conf(tls_protocol: str) -> str:
+    """The OpenSSL configuration H2O runs with (``OPENSSL_CONF``), for TLS version
+    ``tls_protocol`` (``TLSv1.2``). H2O 2.2 predates TLS 1.3, which OpenSSL 3 does for it: its
+    ssl-session-resumption leaves OpenSSL sending two TLS 1.3 tickets after every handshake
+    (nginx turns them off with NumTickets 0, so does this config), and its own
+    ``maximum-version`` does not stop OpenSSL's TLS 1.3 (with ``maximum-version: TLSv1.2`` it
+    still completed ``openssl s_client -tls1_3``), so the highest version is set here; the
+    lowest is H2O's ``minimum-version``."""
+    return f"""openssl_conf = h2lab
 [h2lab]
 ssl_conf = h2lab_ssl
 [h2lab_ssl]
 system_default = h2lab_tls
 [h2lab_tls]
 NumTickets = 0
+MaxProtocol = {tls_protocol}
 """
-PUSH_RULES = ("none", "preload", *RULES)
-_BODILESS = frozenset({204, 304})
 
 
 def yaml_str(text: str) -> str:
@@ -220,17 +233,17 @@ def render_config(
   {yaml_str(host)}:
     listen:
       host: {ip}
-      port: {PORTS["h1c"]}
+      port: {PORTS[H1C]}
     listen:
       host: {ip}
-      port: {PORTS["h2c"]}
+      port: {PORTS[H2C]}
     listen:
       host: {ip}
-      port: {PORTS["h2s"]}
+      port: {PORTS[H2S]}
       ssl:
         certificate-file: {yaml_str(str(pair.cert))}
         key-file: {yaml_str(str(pair.key))}
-        minimum-version: TLSv1.2
+        minimum-version: {ctx.tls_protocol}
     paths:
       "/":
         mruby.handler-file: {yaml_str(str(d / APP_FILE))}{files}"""
@@ -258,7 +271,7 @@ hosts:{"".join(hosts)}
 
 class H2o:
     name = "h2o"
-    protocols = frozenset({"h1c", "h1p", "h1s", "h2s", "h2c"})
+    protocols = TCP_PROTOCOLS
 
     def __init__(self, push: str = "none") -> None:
         self.push = push
@@ -277,7 +290,7 @@ class H2o:
         conf = ctx.state_dir / "h2o.conf"
         conf.write_text(render_config(page, ctx, LocalCA(ctx.tls_dir), token, self.push))
         ssl_conf = ctx.state_dir / "h2o-openssl.cnf"
-        ssl_conf.write_text(OPENSSL_CONF)
+        ssl_conf.write_text(openssl_conf(ctx.tls_protocol))
         h2o = ["env", f"OPENSSL_CONF={ssl_conf}", "h2o", "-c", str(conf)]
         procs.run(netns.exec_argv(ctx.netns, [*h2o, "-t"]))
         argv = netns.exec_argv(ctx.netns, h2o)
@@ -294,7 +307,7 @@ class H2o:
                 return all(
                     netns.tcp_port_open(ctx.netns, ctx.origin_ips[h], port)
                     for h in page.origins
-                    for port in (PORTS["h1c"], PORTS["h2s"], PORTS["h2c"])
+                    for port in (PORTS[H1C], PORTS[H2S], PORTS[H2C])
                 )
 
             procs.wait_until("h2o listening on every origin port", ready, timeout_s=READY_TIMEOUT_S)

@@ -10,17 +10,19 @@ What sits between the server's HTTP/2 scheduler and the link, per connection:
 
 * ``buffer=none``: nothing added: the backend serves the origin addresses itself (no HAProxy
   process), the "without load balancer" arm of seed 003;
-* ``buffer=SIZE``: HAProxy forwards each origin address and port (80, 443, 8080) to the
-  backend, which listens on a loopback address of its own in the servers namespace
-  (``127.100.0.k``, on ``lo``: all of 127/8 is local, so no address to add or remove and no
-  overlap with Rattan's ``10.2.<pair>.x``). TLS passes through untouched (SNI and certificates
-  are the backend's). SIZE is the data HAProxy may hold for one connection beyond what the
-  link needs: ``tune.bufsize`` = SIZE/2 (HAProxy's channel buffer: what it read from the server
-  and has not written yet) and ``tune.rcvbuf.server`` = SIZE/4 (its receive socket towards the
-  server; Linux doubles a SO_RCVBUF request for bookkeeping, so about SIZE/2 of the server's
-  data can wait there). The client-side send buffer (``tune.sndbuf.client``) is left to the
-  kernel's autotuning, as the server's own socket is without HAProxy, so the link runs at the
-  same rate with and without it and only the added buffering differs.
+* ``buffer=SIZE``: HAProxy forwards each origin address and port (80, 443, 8080) to the backend,
+  which listens on a loopback address of its own in the servers namespace (``127.100.0.k``, on
+  ``lo``: all of 127/8 is local, so no address to add or remove and no overlap with Rattan's
+  ``10.2.<pair>.x``). TLS passes through untouched (SNI, certificates and the TLS version are
+  the backend's: it gets the trial's :attr:`~h2lab.servers.ServeContext.tls_version` with the
+  rest of the context; HAProxy's ``ssl-min-ver``/``ssl-max-ver`` apply only to a bind that
+  terminates TLS, which none does). SIZE is the data HAProxy may hold for one connection beyond
+  what the link needs: ``tune.bufsize`` = SIZE/2 (HAProxy's channel buffer: what it read from
+  the server and has not written yet) and ``tune.rcvbuf.server`` = SIZE/4 (its receive socket
+  towards the server; Linux doubles a SO_RCVBUF request for bookkeeping, so about SIZE/2 of the
+  server's data can wait there). The client-side send buffer (``tune.sndbuf.client``) is left to
+  the kernel's autotuning, as the server's own socket is without HAProxy, so the link runs at
+  the same rate with and without it and only the added buffering differs.
 
 ``version()`` names HAProxy's version, the resolved tunables and the backend's version.
 """
@@ -47,6 +49,7 @@ from h2lab.servers import (
     get,
     register,
 )
+from h2lab.spec.protocols import QUIC
 from h2lab.units import format_size, parse_size_bytes
 
 READY_TIMEOUT_S = 10.0
@@ -55,7 +58,7 @@ BACKEND_PREFIX = "127.100.0.0/24"
 SOURCE_IP = f"{BACKEND_NET}254"
 """HAProxy's address towards the backend, in the same prefix so the hop's route applies both ways"""
 LAN_MTU_BYTES = 1500  # Ethernet (RFC 894), what a server <-> load balancer hop runs on
-TCP_PORTS = sorted({port for proto, port in PORTS.items() if proto != "h3"})
+TCP_PORTS = sorted({port for proto, port in PORTS.items() if proto not in QUIC})
 # HAProxy keeps tune.maxrewrite (1024 B by default in 2.6) of each buffer free for header
 # rewrites, so tune.bufsize = SIZE/2 must stay well above it.
 MIN_BUFFER_BYTES = 4096
@@ -140,7 +143,7 @@ class Haproxy:
         self.backend_spec = backend_spec
         self.backend = backend
         self.tuning = tuning
-        self.protocols = frozenset(backend.protocols - {"h3"})
+        self.protocols = backend.protocols - QUIC
 
     def version(self) -> str:
         m = re.search(r"version (\S+)", procs.version_text(["haproxy", "-v"]))

@@ -1,7 +1,10 @@
 """nginx (Debian ``nginx``): one generated config per lab, one server block per origin.
 
 Listens per origin address: h1c on :80, h1s/h2s on :443 (ALPN picks http/1.1 or h2), h2c with
-prior knowledge on :8080. Compression off and caching headers left alone, so every protocol
+prior knowledge on :8080. TLS is the trial's one version (``ssl_protocols``, from
+:attr:`ServeContext.tls_version`); nginx's default ``ssl_ciphers`` (``HIGH:!aNULL:!MD5``) has the
+TLS 1.2 suite Chromium and h2load offer first for the local CA's P-256 keys,
+ECDHE-ECDSA-AES128-GCM-SHA256. Compression off and caching headers left alone, so every protocol
 moves the same bytes.
 
 Every page is served from its manifest, the way a replay proxy does: each resource gets an
@@ -35,6 +38,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
+from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
@@ -125,9 +129,9 @@ def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> str:
         servers.append(
             f"""
     server {{
-        listen {ip}:{PORTS["h1c"]} reuseport;
-        listen {ip}:{PORTS["h2s"]} ssl http2 reuseport;
-        listen {ip}:{PORTS["h2c"]} http2 reuseport;
+        listen {ip}:{PORTS[H1C]} reuseport;
+        listen {ip}:{PORTS[H2S]} ssl http2 reuseport;
+        listen {ip}:{PORTS[H2C]} http2 reuseport;
         server_name {host};
         ssl_certificate {pair.cert};
         ssl_certificate_key {pair.key};
@@ -165,7 +169,7 @@ http {{
     client_header_timeout {WRITE_TIMEOUT_S}s;  # also a fresh connection's first request
     client_body_timeout {WRITE_TIMEOUT_S}s;
     http2_max_concurrent_streams {MAX_CONCURRENT_STREAMS};
-    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_protocols {ctx.tls_protocol};  # the trial's one version
     ssl_session_cache off;
     ssl_session_tickets off;
     ssl_conf_command NumTickets 0;  # OpenSSL sends 2 TLS 1.3 tickets even with tickets off
@@ -178,7 +182,7 @@ http {{
 
 class Nginx:
     name = "nginx"
-    protocols = frozenset({"h1c", "h1p", "h1s", "h2s", "h2c"})
+    protocols = TCP_PROTOCOLS
 
     def version(self) -> str:
         m = re.search(r"nginx/(\S+)", procs.version_text(["nginx", "-v"]))

@@ -4,7 +4,10 @@ Hints and response delays become experiment factors (docs/origin.md).
 ``origin:scheduler=fcfs,push=css-js,early_hints=css-js,delay_image=200ms,framelog=1,qlog=1``
 
 Listens per origin address like nginx (h1c on :80, h1s/h2s on :443 by ALPN, h2c with prior
-knowledge on :8080) and also HTTP/3 on UDP :443. Replays the page manifest with the rules of
+knowledge on :8080) and also HTTP/3 on UDP :443. TLS over TCP is the trial's one version
+(:attr:`ServeContext.tls_version`, the binary's ``-tls`` flag: ``tls.Config`` MinVersion =
+MaxVersion), with crypto/tls's default TLS 1.2 suites (ECDHE-ECDSA-AES128-GCM-SHA256 among
+them); HTTP/3 is TLS 1.3 (QUIC). Replays the page manifest with the rules of
 docs/pages.md, including the per-resource ``delay_ms`` that nginx refuses.
 
 The binary is built on first use from the sources in ``origin/`` into
@@ -39,6 +42,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
+from h2lab.spec.protocols import H1C, H2C, H2S, H3, QUIC, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 from h2lab.units import parse_duration_ms, parse_size_bytes
 
@@ -173,7 +177,7 @@ def render_config(
         "page": str(page.docroot),
         "state_dir": str(ctx.state_dir),
         "origins": origins,
-        "ports": {"h1c": PORTS["h1c"], "tls": PORTS["h2s"], "h2c": PORTS["h2c"], "h3": PORTS["h3"]},
+        "ports": {"h1c": PORTS[H1C], "tls": PORTS[H2S], "h2c": PORTS[H2C], "h3": PORTS[H3]},
         "scheduler": opts.scheduler,
         "push": opts.push.as_json(),
         "early_hints": opts.early_hints.as_json(),
@@ -240,9 +244,16 @@ def ensure_built(src: Path = SOURCE_DIR) -> Path:
     return target
 
 
+def serve_argv(binary: Path, conf: Path, tls_version: str) -> list[str]:
+    """The server's command line: its JSON config and the one TLS version of its TCP listener
+    (``1.2`` or ``1.3``; a flag, not a config key, so that ``origin.json`` is the same for
+    both)."""
+    return [str(binary), "-config", str(conf), "-tls", tls_version]
+
+
 class Origin:
     name = "origin"
-    protocols = frozenset({"h1c", "h1p", "h1s", "h2s", "h2c", "h3"})
+    protocols = TCP_PROTOCOLS | QUIC
 
     def __init__(self, options: OriginOptions) -> None:
         self.options = options
@@ -259,7 +270,8 @@ class Origin:
         config = render_config(page, ctx, LocalCA(ctx.tls_dir), self.options)
         conf.write_text(json.dumps(config, indent=1) + "\n")
         log = ctx.state_dir / "origin.out"
-        proc = procs.spawn(netns.exec_argv(ctx.netns, [str(binary), "-config", str(conf)]), log=log)
+        argv = serve_argv(binary, conf, ctx.tls_version)
+        proc = procs.spawn(netns.exec_argv(ctx.netns, argv), log=log)
         try:
 
             def ready() -> bool:

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from h2lab.errors import SpecError
-from h2lab.spec.network import NetworkProfile, parse_network
+from h2lab.spec.factors import BY_NAME, COMPARABLE, FACTORS, REQUIRED, Factor
+from h2lab.spec.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
+from h2lab.spec.network import parse_network
+from h2lab.spec.protocols import PROTOCOLS
 
-PROTOCOLS = ("h1c", "h1p", "h1s", "h2c", "h2s", "h3")
-CONGESTION_CONTROLS = ("cubic", "bbr", "reno")
 TOP_KEYS = {
     "name",
     "description",
@@ -35,32 +36,38 @@ OUTLIER_RULES = ("none", "2sd")
 QUICK_KEYS = {"repetitions", "warmup", "timeout_s", "factors"}
 MAX_RETRIES = 10
 MAX_WARMUP = 100
-FACTOR_KEYS = {
-    "protocol",
-    "network",
-    "page",
-    "server",
-    "client",
-    "congestion_control",
-    "initcwnd",
-}
-DEFAULT_TIMEOUT_S = 120.0
-MAX_TIMEOUT_S = 3600.0
-"""The longest a trial may take; servers wait this long on a slow client (see
-:data:`h2lab.servers.WRITE_TIMEOUT_S`), so a load ends by its own timeout, never a server's."""
-COMPARE_FACTORS = ("page", "network", "server", "client", "congestion_control", "initcwnd")
+FACTOR_KEYS = {"protocol", *BY_NAME}
+COMPARE_FACTORS = COMPARABLE
 """Factors ``[compare]`` may name (the protocol is always compared, h2 against h1)."""
 
 
 @dataclass(frozen=True)
 class Factors:
+    """One factor table: the protocols a block pairs, and the levels of every factor of
+    :class:`~h2lab.spec.factors.TrialFactors` (typed), in :data:`FACTORS` order."""
+
     protocol: tuple[str, ...]
-    network: tuple[NetworkProfile, ...]
-    page: tuple[str, ...]
-    server: tuple[str, ...] = ("nginx",)
-    client: tuple[str, ...] = ("h2load",)
-    congestion_control: tuple[str, ...] = ("cubic",)
-    initcwnd: tuple[int, ...] = (10,)
+    levels: tuple[tuple[Any, ...], ...]
+
+    @classmethod
+    def of(cls, protocol: tuple[str, ...], **levels: tuple[Any, ...]) -> Factors:
+        """A table from levels by factor name; a factor not given has its default level."""
+        unknown = set(levels) - set(BY_NAME)
+        if unknown:
+            raise ValueError(f"unknown factor {sorted(unknown)[0]!r}")
+        missing = [name for name in REQUIRED if name not in levels]
+        if missing:
+            raise ValueError(f"missing factor {missing[0]!r}")
+        return cls(protocol, tuple(levels.get(f.name, (f.default,)) for f in FACTORS))
+
+    def __getitem__(self, name: str) -> tuple[Any, ...]:
+        return self.levels[FACTORS.index(BY_NAME[name])]
+
+    def replace(self, **levels: tuple[Any, ...]) -> Factors:
+        """This table with the levels of some factors replaced (by factor name)."""
+        return Factors.of(
+            self.protocol, **{f.name: levels.get(f.name, self[f.name]) for f in FACTORS}
+        )
 
 
 @dataclass(frozen=True)
@@ -77,10 +84,9 @@ class Compare:
 
 
 def factor_levels(f: Factors, factor: str) -> tuple[str, ...]:
-    """The levels of ``factor`` in one factor table, as stored with the trials."""
-    if factor == "network":
-        return tuple(n.name for n in f.network)
-    return tuple(str(v) for v in getattr(f, factor))
+    """The levels of ``factor`` in one factor table, as stored with the trials (as text)."""
+    stored = BY_NAME[factor].stored
+    return tuple(str(stored(v)) for v in f[factor])
 
 
 @dataclass(frozen=True)
@@ -125,64 +131,36 @@ def _list(source: str, key: str, value: Any, kind: type) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def _choice(
-    source: str, key: str, values: tuple[str, ...], allowed: list[str] | tuple[str, ...]
-) -> None:
-    for i, v in enumerate(values):
-        if v not in allowed:
-            raise SpecError(
-                source, f"{key}[{i}]", f"unknown value {v!r} (allowed: {', '.join(allowed)})"
-            )
+def _levels(source: str, raw: dict[str, Any], prefix: str, spec: Factor) -> tuple[Any, ...]:
+    key = f"{prefix}.{spec.name}"
+    written = _list(source, key, raw[spec.name], spec.kind) if spec.name in raw else None
+    if written is None:
+        return (spec.default,)
+    return tuple(spec.parse(v, source, f"{key}[{i}]") for i, v in enumerate(written))
 
 
 def validate_factors(source: str, raw: dict[str, Any], prefix: str = "factors") -> Factors:
-    from h2lab import clients, servers
-    from h2lab.pages.manifest import check_page_spec
-
     unknown = sorted(set(raw) - FACTOR_KEYS)
     if unknown:
         allowed = ", ".join(sorted(FACTOR_KEYS))
         raise SpecError(source, f"{prefix}.{unknown[0]}", f"unknown factor (known: {allowed})")
-    for required in ("protocol", "network", "page"):
+    for required in ("protocol", *REQUIRED):
         if required not in raw:
             raise SpecError(source, f"{prefix}.{required}", "missing (required)")
     protocol = _list(source, f"{prefix}.protocol", raw["protocol"], str)
-    _choice(source, f"{prefix}.protocol", protocol, PROTOCOLS)
-    networks = _list(source, f"{prefix}.network", raw["network"], str)
-    network = tuple(
-        parse_network(n, source, field=f"{prefix}.network[{i}]") for i, n in enumerate(networks)
-    )
-    page = _list(source, f"{prefix}.page", raw["page"], str)
-    for i, p in enumerate(page):
-        check_page_spec(p, source, f"{prefix}.page[{i}]")
-    server = _list(source, f"{prefix}.server", raw.get("server", ["nginx"]), str)
-    for i, s in enumerate(server):
-        served = servers.get(s, source, f"{prefix}.server[{i}]")
-        unsupported = [p for p in protocol if p not in served.protocols]
-        if unsupported:
+    for i, p in enumerate(protocol):
+        if p not in PROTOCOLS:
+            allowed = ", ".join(PROTOCOLS)
             raise SpecError(
-                source, f"{prefix}.server[{i}]", f"{s} cannot serve protocol {unsupported[0]}"
+                source, f"{prefix}.protocol[{i}]", f"unknown value {p!r} (allowed: {allowed})"
             )
-    client = _list(source, f"{prefix}.client", raw.get("client", ["h2load"]), str)
-    for i, c in enumerate(client):
-        adapter = clients.get(c, source, f"{prefix}.client[{i}]")
-        unsupported = [p for p in protocol if p not in adapter.protocols]
-        if unsupported:
-            note = getattr(adapter, "protocol_note", "")
-            raise SpecError(
-                source,
-                f"{prefix}.client[{i}]",
-                f"{c} cannot run protocol {unsupported[0]}" + (f" ({note})" if note else ""),
-            )
-    cc = _list(
-        source, f"{prefix}.congestion_control", raw.get("congestion_control", ["cubic"]), str
-    )
-    _choice(source, f"{prefix}.congestion_control", cc, CONGESTION_CONTROLS)
-    iw = _list(source, f"{prefix}.initcwnd", raw.get("initcwnd", [10]), int)
-    for i, w in enumerate(iw):
-        if not 1 <= w <= 1000:
-            raise SpecError(source, f"{prefix}.initcwnd[{i}]", f"must be 1..1000 packets, got {w}")
-    return Factors(protocol, network, page, server, client, cc, iw)
+    levels = tuple(_levels(source, raw, prefix, spec) for spec in FACTORS)
+    for spec, values in zip(FACTORS, levels, strict=True):
+        if spec.check is None:
+            continue
+        for i, v in enumerate(values):
+            spec.check(v, protocol, source, f"{prefix}.{spec.name}[{i}]")
+    return Factors(protocol, levels)
 
 
 def apply_quick(raw: dict[str, Any], source: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ and the keys after it override it: ``cable,loss=1%``. Keys:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -145,22 +146,17 @@ class NetworkProfile:
         return LossModel(self.down_loss_ratio, self.down_loss_burst)
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "up_rate_bps": self.up_rate_bps,
-            "down_rate_bps": self.down_rate_bps,
-            "up_delay_ms": self.up_delay_ms,
-            "down_delay_ms": self.down_delay_ms,
-            "up_loss_ratio": self.up_loss_ratio,
-            "down_loss_ratio": self.down_loss_ratio,
-            "up_loss_burst": self.up_loss_burst,
-            "down_loss_burst": self.down_loss_burst,
-            "up_trace": self.up_trace,
-            "down_trace": self.down_trace,
-            "queue": self.queue.describe(),
-            "aqm": self.aqm,
-            "cellular": self.cellular,
-        }
+        """Every field (the trial's ``config_json``): the queue as its spec text, tuples as
+        lists. Derived from the fields, so a key the parser learns reaches the store."""
+        out: dict[str, object] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Queue):
+                value = value.describe()
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
 
     def describe(self) -> str:
         if self.cellular:
@@ -188,7 +184,7 @@ class NetworkProfile:
         return ",".join(parts)
 
 
-_KEYS = {
+NETWORK_KEYS = {
     "rtt",
     "delay",
     "up_delay",
@@ -294,14 +290,81 @@ def _split(text: str, source: str, field: str) -> dict[str, str]:
         key = key.strip()
         if not sep or not value.strip():
             raise SpecError(source, field, f"expected key=value, got {part!r}")
-        if key not in _KEYS:
+        if key not in NETWORK_KEYS:
             raise SpecError(
-                source, f"{field}.{key}", f"unknown key (known: {', '.join(sorted(_KEYS))})"
+                source, f"{field}.{key}", f"unknown key (known: {', '.join(sorted(NETWORK_KEYS))})"
             )
         if key in fields:
             raise SpecError(source, f"{field}.{key}", "given twice")
         fields[key] = value.strip()
     return fields
+
+
+def _fields_of(text: str, source: str, field: str) -> dict[str, str]:
+    """The spec's key=value fields; a preset name first gives its fields, which later keys
+    override (a general key replaces the preset's specific ones: ``rtt`` its ``up_delay``)."""
+    head, _, rest = text.partition(",")
+    head = head.strip()
+    if "=" in head:
+        return _split(text, source, field)
+    if head not in PRESETS:
+        raise SpecError(
+            source, field, f"unknown profile {head!r} (known: {_known_names()}; or key=value,...)"
+        )
+    fields = _split(PRESETS[head], source, field)
+    if rest.strip():
+        overrides = _split(rest, source, field)
+        for key in overrides:
+            for dropped in _FAMILIES.get(key, (key,)):
+                fields.pop(dropped, None)
+        fields.update(overrides)
+    return fields
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """A spec's fields, read one key at a time; a bad value names exactly that key."""
+
+    fields: dict[str, str]
+    source: str
+    field: str
+
+    def __call__(self, key: str, parse: Callable[[str], T], default: T) -> T:
+        if key not in self.fields:
+            return default
+        try:
+            return parse(self.fields[key])
+        except UnitError as exc:
+            raise SpecError(self.source, f"{self.field}.{key}", str(exc)) from exc
+
+    def error(self, key: str | None, reason: str) -> SpecError:
+        return SpecError(self.source, f"{self.field}.{key}" if key else self.field, reason)
+
+
+def _check_exclusive(get: _Fields, cellular: str | None) -> None:
+    if cellular is not None:
+        clash = sorted(set(get.fields) & _CELLULAR_SETS)
+        if clash:
+            raise get.error(clash[0], "a cellular profile sets rate, delay and loss itself")
+    if "rtt" in get.fields and "delay" in get.fields:
+        raise get.error(None, "give rtt or delay, not both")
+    if "rate" in get.fields and "trace" in get.fields:
+        raise get.error(None, "give rate or trace, not both")
+
+
+def _losses(get: _Fields) -> tuple[float, float, float, float]:
+    """(up loss, down loss, up burst, down burst)."""
+    loss = get("loss", parse_ratio, 0.0)
+    up_loss = get("up_loss", parse_ratio, loss)
+    down_loss = get("down_loss", parse_ratio, loss)
+    burst = get("loss_burst", _parse_burst, 1.0)
+    up_burst = get("up_loss_burst", _parse_burst, burst)
+    down_burst = get("down_loss_burst", _parse_burst, burst)
+    for key, ratio, b in (("up_loss", up_loss, up_burst), ("down_loss", down_loss, down_burst)):
+        # the Gilbert chain cannot lose more than burst / (burst + 1) of the packets
+        if b > 1 and ratio > b / (b + 1):
+            raise get.error(key, f"at most {b / (b + 1):.0%} loss with bursts of {b:g}")
+    return up_loss, down_loss, up_burst, down_burst
 
 
 def parse_network(
@@ -312,88 +375,31 @@ def parse_network(
     Errors name ``source`` and the key (``<field>.<key>``).
     """
     text = text.strip()
-    head, _, rest = text.partition(",")
-    head = head.strip()
-    fields: dict[str, str] = {}
-    if "=" not in head:
-        if head not in PRESETS:
-            raise SpecError(
-                source,
-                field,
-                f"unknown profile {head!r} (known: {_known_names()}; or key=value,...)",
-            )
-        fields = _split(PRESETS[head], source, field)
-        if rest.strip():
-            overrides = _split(rest, source, field)
-            for key in overrides:
-                for dropped in _FAMILIES.get(key, (key,)):
-                    fields.pop(dropped, None)
-            fields.update(overrides)
-    else:
-        fields = _split(text, source, field)
-
-    def parsed(key: str, parse: Callable[[str], T], default: T) -> T:
-        """Parse one key; a bad value names exactly that key."""
-        if key not in fields:
-            return default
-        try:
-            return parse(fields[key])
-        except UnitError as exc:
-            raise SpecError(source, f"{field}.{key}", str(exc)) from exc
-
-    cellular = parsed("cellular", _parse_cellular, None)
-    if cellular is not None:
-        clash = sorted(set(fields) & _CELLULAR_SETS)
-        if clash:
-            raise SpecError(
-                source, f"{field}.{clash[0]}", "a cellular profile sets rate, delay and loss itself"
-            )
-    if "rtt" in fields and "delay" in fields:
-        raise SpecError(source, field, "give rtt or delay, not both")
-    if "rate" in fields and "trace" in fields:
-        raise SpecError(source, field, "give rate or trace, not both")
-    one_way = parsed("rtt", lambda t: parse_duration_ms(t) / 2, 0.0)
-    one_way = parsed("delay", parse_duration_ms, one_way)
-    up_delay = parsed("up_delay", parse_duration_ms, one_way)
-    down_delay = parsed("down_delay", parse_duration_ms, one_way)
-    rate = parsed("rate", parse_rate_bps, None)
-    up = parsed("up", parse_rate_bps, rate)
-    down = parsed("down", parse_rate_bps, rate)
-    trace = parsed("trace", _check_trace, None)
-    up_trace = parsed("up_trace", _check_trace, trace)
-    down_trace = parsed("down_trace", _check_trace, trace)
-    if up_trace and "up" in fields:
-        raise SpecError(source, f"{field}.up_trace", "give up or up_trace, not both")
-    if down_trace and "down" in fields:
-        raise SpecError(source, f"{field}.down_trace", "give down or down_trace, not both")
-    loss = parsed("loss", parse_ratio, 0.0)
-    up_loss = parsed("up_loss", parse_ratio, loss)
-    down_loss = parsed("down_loss", parse_ratio, loss)
-    burst = parsed("loss_burst", _parse_burst, 1.0)
-    up_burst = parsed("up_loss_burst", _parse_burst, burst)
-    down_burst = parsed("down_loss_burst", _parse_burst, burst)
-    for key, ratio, b in (("up_loss", up_loss, up_burst), ("down_loss", down_loss, down_burst)):
-        # the Gilbert chain cannot lose more than burst / (burst + 1) of the packets
-        if b > 1 and ratio > b / (b + 1):
-            raise SpecError(
-                source, f"{field}.{key}", f"at most {b / (b + 1):.0%} loss with bursts of {b:g}"
-            )
+    get = _Fields(_fields_of(text, source, field), source, field)
+    cellular = get("cellular", _parse_cellular, None)
+    _check_exclusive(get, cellular)
+    one_way = get("rtt", lambda t: parse_duration_ms(t) / 2, 0.0)
+    one_way = get("delay", parse_duration_ms, one_way)
+    rate = get("rate", parse_rate_bps, None)
+    trace = get("trace", _check_trace, None)
+    up_trace = get("up_trace", _check_trace, trace)
+    down_trace = get("down_trace", _check_trace, trace)
+    if up_trace and "up" in get.fields:
+        raise get.error("up_trace", "give up or up_trace, not both")
+    if down_trace and "down" in get.fields:
+        raise get.error("down_trace", "give down or down_trace, not both")
+    up_loss, down_loss, up_burst, down_burst = _losses(get)
     default_queue = Queue(bytes=CELLULAR_QUEUE_BYTES) if cellular else Queue(DEFAULT_QUEUE_PACKETS)
-    queue = parsed("queue", _parse_queue, default_queue)
+    queue = get("queue", _parse_queue, default_queue)
     if queue.bdp is not None and (cellular or up_trace or down_trace):
         # a replayed rate has no single BDP (Rattan would get no queue limit at all)
-        raise SpecError(
-            source, f"{field}.queue", "a queue in BDPs needs a fixed rate; give packets or bytes"
-        )
-    aqm = parsed("aqm", _parse_aqm, "droptail")
-    codel_target = parsed("codel_target", parse_duration_ms, CODEL_TARGET_MS)
-    codel_interval = parsed("codel_interval", parse_duration_ms, CODEL_INTERVAL_MS)
+        raise get.error("queue", "a queue in BDPs needs a fixed rate; give packets or bytes")
     return NetworkProfile(
         name=name or text,
-        up_rate_bps=None if up_trace else up,
-        down_rate_bps=None if down_trace else down,
-        up_delay_ms=up_delay,
-        down_delay_ms=down_delay,
+        up_rate_bps=None if up_trace else get("up", parse_rate_bps, rate),
+        down_rate_bps=None if down_trace else get("down", parse_rate_bps, rate),
+        up_delay_ms=get("up_delay", parse_duration_ms, one_way),
+        down_delay_ms=get("down_delay", parse_duration_ms, one_way),
         up_loss_ratio=up_loss,
         down_loss_ratio=down_loss,
         queue=queue,
@@ -401,8 +407,8 @@ def parse_network(
         down_loss_burst=down_burst,
         up_trace=up_trace,
         down_trace=down_trace,
-        aqm=aqm,
-        codel_target_ms=codel_target,
-        codel_interval_ms=codel_interval,
+        aqm=get("aqm", _parse_aqm, "droptail"),
+        codel_target_ms=get("codel_target", parse_duration_ms, CODEL_TARGET_MS),
+        codel_interval_ms=get("codel_interval", parse_duration_ms, CODEL_INTERVAL_MS),
         cellular=cellular,
     )

@@ -23,3 +23,6 @@ TLS_OVER_TCP = frozenset({H1S, H2S})
 """The protocols whose TLS version is a factor (``tls``); QUIC is always TLS 1.3."""
 QUIC = frozenset({H3})
 TCP_PROTOCOLS = CLEARTEXT_TCP | TLS_OVER_TCP
+
+TLS_VERSIONS = ("1.2", "1.3")
+"""The TLS versions a trial may use over TCP (the ``tls`` factor)."""

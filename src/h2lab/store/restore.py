@@ -22,11 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from h2lab.artifacts import RESULTS_DB
 from h2lab.errors import SpecError
+from h2lab.spec.factors import FACTORS
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS, Store
 
-_DEFAULTS = {"warmup": 0, "pushed": 0}
-"""NOT NULL columns added after the first schema: their value in a CSV that predates them."""
+_DEFAULTS: dict[str, Any] = {
+    "warmup": 0,
+    "pushed": 0,
+    **{f.column: f.stored(f.default) for f in FACTORS if not f.keyed_at_default},
+}
+"""NOT NULL columns added after the first schema (a factor added later: its default level):
+their value in a CSV that predates them."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,7 @@ def restore_store(out: Path) -> Restored:
     On a bad file nothing is left behind."""
     trials_csv = out / "trials.csv"
     resources_csv = out / "resources.csv"
-    db_path = out / "results.sqlite"
+    db_path = out / RESULTS_DB
     if not trials_csv.is_file():
         raise SpecError(trials_csv, "file", "no trials.csv to restore from")
     if db_path.is_file() and db_path.stat().st_size == 0:

@@ -5,32 +5,41 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h2lab.results import PAGE_METRICS, PageMetrics, ResourceTiming
+from h2lab.artifacts import ARTIFACTS_DIR, RESULTS_DB
+from h2lab.results import Metrics, ResourceTiming
+from h2lab.spec.factors import FACTORS, Cell
 
 CPU_SATURATED_PCT = 90.0
 """A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
 
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
-# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms
+# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls
 SCHEMA_VERSION = 7
+
+_SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
+
+
+def _sql(annotation: object) -> str:
+    return _SQL_TYPES[str(annotation).replace(" | None", "")]
+
 
 TRIAL_COLUMNS: dict[str, str] = {
     "id": "INTEGER PRIMARY KEY",
     "trial_key": "TEXT NOT NULL",
     "experiment": "TEXT NOT NULL",
     "block": "TEXT NOT NULL",
-    "page": "TEXT NOT NULL",
+    **{
+        f.column: f"{f.sql} NOT NULL"
+        + ("" if f.default is None else f" DEFAULT {f.stored(f.default)!r}")
+        for f in FACTORS
+    },
     "page_digest": "TEXT",
     "protocol": "TEXT NOT NULL",
-    "network": "TEXT NOT NULL",
-    "server": "TEXT NOT NULL",
-    "client": "TEXT NOT NULL",
-    "congestion_control": "TEXT NOT NULL",
-    "initcwnd_packets": "INTEGER NOT NULL",
     "repetition": "INTEGER NOT NULL",
     "seed": "INTEGER NOT NULL",
     "attempt": "INTEGER NOT NULL",
@@ -38,16 +47,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "error": "TEXT",
     "started_at": "TEXT NOT NULL",
     "duration_s": "REAL",
-    "pdt_ms": "REAL",
-    "plt_ms": "REAL",
-    "body_bytes": "INTEGER",
-    "bytes_up": "INTEGER",
-    "bytes_down": "INTEGER",
-    "tcp_connections": "INTEGER",
-    "retransmits": "INTEGER",
-    "request_header_bytes": "INTEGER",
-    "response_header_bytes": "INTEGER",
-    **dict.fromkeys(PAGE_METRICS, "REAL"),
+    **{f.name: _sql(f.type) for f in dataclasses.fields(Metrics)},
     "config_json": "TEXT NOT NULL",
     "versions_json": "TEXT NOT NULL",
     "warmup": "INTEGER NOT NULL DEFAULT 0",
@@ -55,16 +55,17 @@ TRIAL_COLUMNS: dict[str, str] = {
     "cpu_saturated": "INTEGER",
     "emulator_drops": "INTEGER",
 }
-
-_SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
+"""Every column of ``trials``: the factors' (:data:`h2lab.spec.factors.FACTORS`; a factor
+added later has its default level as the column default, which older rows take) and the
+metrics' (:class:`h2lab.results.Metrics`) derive from their definitions."""
+FACTOR_COLUMNS = tuple(f.column for f in FACTORS)
 
 
 def _resource_columns() -> dict[str, str]:
     """One column per :class:`ResourceTiming` field (a new field is a new column)."""
     columns = {"trial_id": "INTEGER NOT NULL REFERENCES trials(id)"}
     for f in dataclasses.fields(ResourceTiming):
-        kind = str(f.type).replace(" | None", "")
-        columns[f.name] = _SQL_TYPES[kind] + (" NOT NULL" if f.name in ("url", "origin") else "")
+        columns[f.name] = _sql(f.type) + (" NOT NULL" if f.name in ("url", "origin") else "")
     return columns
 
 
@@ -72,20 +73,16 @@ RESOURCE_COLUMNS: dict[str, str] = _resource_columns()
 
 
 @dataclass(frozen=True)
-class TrialRecord(PageMetrics):
+class TrialRecord(Metrics):
     """One trial's outcome with every metric in its unit; ``id`` is set by the store."""
 
     trial_key: str
     experiment: str
     block: str
-    page: str
+    cell: Cell
+    """the trial's factor levels as stored (one column each)"""
     page_digest: str | None
     protocol: str
-    network: str
-    server: str
-    client: str
-    congestion_control: str
-    initcwnd_packets: int
     repetition: int
     seed: int
     attempt: int
@@ -93,15 +90,6 @@ class TrialRecord(PageMetrics):
     error: str | None
     started_at: str
     duration_s: float | None
-    pdt_ms: float | None
-    plt_ms: float | None
-    body_bytes: int | None
-    bytes_up: int | None
-    bytes_down: int | None
-    tcp_connections: int | None
-    retransmits: int | None
-    request_header_bytes: int | None
-    response_header_bytes: int | None
     config_json: str
     versions_json: str
     id: int | None = None
@@ -117,8 +105,16 @@ class TrialRecord(PageMetrics):
     emulator, not by the asked loss model (0 on a faithful link; None: not recorded)"""
 
     def as_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        """The record as its store row (column -> value)."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "cell"}
+        d.update(self.cell.columns())
         return {k: d[k] for k in TRIAL_COLUMNS}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TrialRecord:
+        """The record of a store row (column -> value)."""
+        cell = Cell.of(**{c: row[c] for c in FACTOR_COLUMNS})
+        return cls(cell=cell, **{k: v for k, v in row.items() if k not in FACTOR_COLUMNS})
 
 
 def _ddl(table: str, columns: dict[str, str]) -> str:
@@ -129,11 +125,18 @@ def _ddl(table: str, columns: dict[str, str]) -> str:
     )
 
 
+def artifacts_dir(out_dir: Path, trial_key: str, attempt: int) -> Path:
+    """The folder of one attempt's artifacts in the results folder ``out_dir`` (a worker that
+    does not open the store names it as :meth:`Store.artifacts_dir` does)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in trial_key)
+    return out_dir / ARTIFACTS_DIR / f"{safe}.{attempt}"
+
+
 class Store:
     def __init__(self, out_dir: Path) -> None:
         self.dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
-        self.path = out_dir / "results.sqlite"
+        self.path = out_dir / RESULTS_DB
         # timeout: the shards of `h2lab run --jobs` write to one store
         self._db = sqlite3.connect(self.path, timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -144,7 +147,8 @@ class Store:
             self._add_missing_columns()
             self._db.execute("CREATE INDEX IF NOT EXISTS trials_key ON trials(trial_key)")
             self._db.execute("CREATE INDEX IF NOT EXISTS resources_trial ON resources(trial_id)")
-            # which shard of a `h2lab run --jobs` run took which block (Store.claim_block)
+            # which shard of a `h2lab run --jobs` run took which block: written by h2lab
+            # before the executor seam (#29), kept so older stores open unchanged
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS claims (run TEXT NOT NULL, block TEXT NOT NULL, "
                 "shard TEXT NOT NULL, PRIMARY KEY (run, block))"
@@ -160,8 +164,7 @@ class Store:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def artifacts_dir(self, trial_key: str, attempt: int) -> Path:
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in trial_key)
-        return self.dir / "artifacts" / f"{safe}.{attempt}"
+        return artifacts_dir(self.dir, trial_key, attempt)
 
     def close(self) -> None:
         self._db.close()
@@ -184,16 +187,6 @@ class Store:
                 [(trial_id, *dataclasses.astuple(r)) for r in resources],
             )
         return trial_id
-
-    def claim_block(self, run: str, block: str, shard: str) -> bool:
-        """Take ``block`` for ``shard`` of the sharded run ``run``: True for the first shard
-        to ask, False for every other (one atomic insert, so two shards never both win)."""
-        with self._db:
-            cur = self._db.execute(
-                "INSERT OR IGNORE INTO claims (run, block, shard) VALUES (?, ?, ?)",
-                (run, block, shard),
-            )
-        return cur.rowcount == 1
 
     def done_keys(self, experiment: str) -> set[str]:
         """Trial keys of ``experiment`` that already have a successful row (skipped on resume)."""
@@ -238,7 +231,7 @@ class Store:
             args.append(experiment)
         q += " ORDER BY id"
         return [
-            TrialRecord(**dict(zip(TRIAL_COLUMNS, r, strict=True)))
+            TrialRecord.from_row(dict(zip(TRIAL_COLUMNS, r, strict=True)))
             for r in self._db.execute(q, args)
         ]
 

@@ -73,6 +73,35 @@ def _text_bytes(text: str, content_type: str) -> tuple[bytes, str]:
     return text.encode("utf-8", "surrogatepass"), content_type
 
 
+def _body(
+    content: dict[str, Any], content_type: str, budget: Budget, path: Path, at: str
+) -> tuple[bytes, str, bool]:
+    """An entry's ``response.content``: (body, content type, whether a body was recorded),
+    taken from ``budget``."""
+    text = content.get("text")
+    encoding = content.get("encoding")
+    at_text = f"{at}.response.content.text"
+    if text is None:
+        body, recorded = b"", False
+    elif not isinstance(text, str):
+        raise SpecError(path, at_text, "expected a string")
+    elif encoding == "base64":
+        if len(text) > budget.remaining_bytes * 4 // 3 + 4:
+            raise SpecError(path, at_text, "body is larger than the page budget left")
+        try:
+            body = base64.b64decode("".join(text.split()), validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise SpecError(path, at_text, f"not base64: {exc}") from exc
+        recorded = True
+    elif encoding is None:
+        body, content_type = _text_bytes(text, content_type)
+        recorded = True
+    else:
+        raise SpecError(path, f"{at}.response.content.encoding", f"unknown: {encoding!r}")
+    budget.take(len(body), at_text)
+    return body, content_type, recorded
+
+
 def read_har(path: Path) -> Capture:
     """Read every entry of a HAR file. Errors name the file and the JSON path
     (``log.entries[3].response.content.text``)."""
@@ -117,27 +146,7 @@ def read_har(path: Path) -> Capture:
         header_type = next((v for k, v in headers if k.lower() == "content-type"), None)
         mime = content.get("mimeType")
         content_type = clean_content_type(header_type or (mime if isinstance(mime, str) else None))
-        text = content.get("text")
-        encoding = content.get("encoding")
-        at_text = f"{at}.response.content.text"
-        if text is None:
-            body, recorded = b"", False
-        elif not isinstance(text, str):
-            raise SpecError(path, at_text, "expected a string")
-        elif encoding == "base64":
-            if len(text) > budget.remaining_bytes * 4 // 3 + 4:
-                raise SpecError(path, at_text, "body is larger than the page budget left")
-            try:
-                body = base64.b64decode("".join(text.split()), validate=True)
-            except (binascii.Error, ValueError) as exc:
-                raise SpecError(path, at_text, f"not base64: {exc}") from exc
-            recorded = True
-        elif encoding is None:
-            body, content_type = _text_bytes(text, content_type)
-            recorded = True
-        else:
-            raise SpecError(path, f"{at}.response.content.encoding", f"unknown: {encoding!r}")
-        budget.take(len(body), at_text)
+        body, content_type, recorded = _body(content, content_type, budget, path, at)
         if start_url is None and (first_page is None or entry.get("pageref") == first_page):
             start_url = url
         responses.append(

@@ -80,6 +80,36 @@ def _check_gzip_complete(path: Path) -> None:
         raise SpecError(path, "warc", "file is truncated (it ends inside a gzip member)")
 
 
+def _response(record: Any, url: str, path: Path, field: str, budget: Budget) -> Recorded:
+    """A response record's status, headers and decoded body (taken from ``budget``)."""
+    http = record.http_headers
+    try:
+        status = int(http.get_statuscode())
+    except (TypeError, ValueError):
+        raise SpecError(path, field, f"bad HTTP status line {http.statusline!r}") from None
+    if not 100 <= status <= 599:
+        raise SpecError(path, field, f"not an HTTP status: {status}")
+    raw = _read_all(record, path, field, budget.remaining_bytes)
+    try:
+        body = decode_body(
+            raw,
+            http.get_header("transfer-encoding"),
+            http.get_header("content-encoding"),
+            budget.remaining_bytes,
+        )
+    except DecodeError as exc:
+        raise SpecError(path, field, f"cannot decode body: {exc}") from exc
+    budget.take(len(body), field)
+    return Recorded(
+        url=url,
+        method="GET",
+        status=status,
+        content_type=clean_content_type(http.get_header("content-type")),
+        headers=clean_headers(http.headers),
+        body=body,
+    )
+
+
 def read_warc(path: Path) -> Capture:
     """Read every response of a WARC file. Errors name the file and the record
     (``record N <target URI>``, N counting from 0 over all records)."""
@@ -112,43 +142,11 @@ def read_warc(path: Path) -> Capture:
                 if rec_type != "response" or record.http_headers is None:
                     skipped[rec_type] = skipped.get(rec_type, 0) + 1
                     continue
-                url = check_url(uri, path, field)
-                http = record.http_headers
-                try:
-                    status = int(http.get_statuscode())
-                except (TypeError, ValueError):
-                    raise SpecError(
-                        path, field, f"bad HTTP status line {http.statusline!r}"
-                    ) from None
-                if not 100 <= status <= 599:
-                    raise SpecError(path, field, f"not an HTTP status: {status}")
-                raw = _read_all(record, path, field, budget.remaining_bytes)
-                try:
-                    body = decode_body(
-                        raw,
-                        http.get_header("transfer-encoding"),
-                        http.get_header("content-encoding"),
-                        budget.remaining_bytes,
-                    )
-                except DecodeError as exc:
-                    raise SpecError(path, field, f"cannot decode body: {exc}") from exc
-                budget.take(len(body), field)
+                response = _response(record, check_url(uri, path, field), path, field, budget)
                 if start_url is None:
-                    start_url = url
+                    start_url = response.url
                 rec_id = record.rec_headers.get_header("WARC-Record-ID") or f"#{i}"
-                responses.append(
-                    (
-                        rec_id,
-                        Recorded(
-                            url=url,
-                            method="GET",
-                            status=status,
-                            content_type=clean_content_type(http.get_header("content-type")),
-                            headers=clean_headers(http.headers),
-                            body=body,
-                        ),
-                    )
-                )
+                responses.append((rec_id, response))
     except SpecError:
         raise
     except (ArchiveLoadFailed, StatusAndHeadersParserException) as exc:

@@ -1,0 +1,176 @@
+"""What a Chromium client is told: its options (``chromium:device=mobile,cpu=4``), parsed once
+into :class:`Options`, the devices it emulates, and the command-line switches of the browser
+that runs each protocol. Pure: nothing here starts or reads anything.
+
+Protocols. ``h1c``: http:// (HTTPS upgrades off); ``h1s``: https with HTTP/2 disabled, so ALPN
+picks http/1.1; ``h2s``: https, ALPN h2; ``h3``: QUIC forced on for every lab origin. QUIC is
+off for the other three. ``h1p`` and ``h2c`` are not possible in Chromium (no pipelining, no
+cleartext HTTP/2) and are rejected.
+
+Options: ``device`` desktop (1366x768) or mobile (412x823, DPR 1.75, touch; Lighthouse's
+phone), ``cpu`` CPU slowdown factor (DevTools CPU throttling), ``netlog`` and ``keylog`` (1: a
+NetLog / SSLKEYLOGFILE per browser, moved into the folder of the last trial that browser loaded
+when it exits; it covers every trial since it started), ``idle`` (a duration: after the load
+event, also wait for that much network silence), ``filmstrip`` (1: keep the frames as JPEG
+files in the trial folder), ``restart`` (1: a new browser for every trial, as browsertime does;
+``bench/overhead.py`` compares the two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from h2lab.errors import UnitError
+from h2lab.pages import Page
+from h2lab.servers import PORTS, url_for
+from h2lab.spec.protocols import H1C, H1S, H2S, H3
+from h2lab.units import parse_duration_ms
+
+# The brief's flags for a browser that must not reach the internet, plus no HTTPS upgrade of
+# http:// navigations (h1c would silently become h2s) and no QUIC.
+BASE_FLAGS = (
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-features=HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,MediaRouter",
+    "--no-default-browser-check",
+)
+# What Playwright 1.65 passed to Chromium (its ``chromiumSwitches`` and headless switches),
+# which drove the browser of h2lab before it spoke DevTools itself: kept so that the browser
+# behaves as it did (no timer throttling or backgrounding, sRGB, no extensions). Its own
+# ``--disable-features`` list is left out: a second one overrode it (BASE_FLAGS) then too.
+PLAYWRIGHT_FLAGS = (
+    "--disable-field-trial-config",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-back-forward-cache",
+    "--disable-breakpad",
+    "--disable-component-extensions-with-background-pages",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--allow-pre-commit-input",
+    "--disable-hang-monitor",
+    "--disable-ipc-flooding-protection",
+    "--disable-popup-blocking",
+    "--disable-prompt-on-repost",
+    "--disable-renderer-backgrounding",
+    "--force-color-profile=srgb",
+    "--metrics-recording-only",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--no-service-autorun",
+    "--disable-search-engine-choice-screen",
+    "--enable-unsafe-swiftshader",
+)
+HEADLESS_FLAGS = (
+    "--headless",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--blink-settings=primaryHoverType=2,availableHoverTypes=2,primaryPointerType=4,"
+    "availablePointerTypes=4",
+)
+
+PROTOCOL_FLAGS: Mapping[str, tuple[str, ...]] = {
+    H1C: (),
+    H1S: ("--disable-http2",),
+    H2S: (),
+    H3: ("--enable-quic",),  # and --origin-to-force-quic-on for every lab origin
+}
+PROTOCOLS = frozenset(PROTOCOL_FLAGS)
+"""The protocols Chromium can load a page over."""
+
+
+@dataclass(frozen=True)
+class Device:
+    width: int
+    """viewport and screen width, CSS pixels"""
+    height: int
+    """viewport and screen height, CSS pixels"""
+    scale: float
+    """device pixels per CSS pixel"""
+    mobile: bool
+    """a phone: mobile viewport, touch, portrait"""
+
+
+DEVICES: Mapping[str, Device] = {
+    "desktop": Device(1366, 768, 1.0, False),
+    "mobile": Device(412, 823, 1.75, True),  # Lighthouse's emulated phone (Moto G Power)
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    device: str = "desktop"
+    """a name in :data:`DEVICES`"""
+    cpu_slowdown: float = 1.0
+    """DevTools CPU throttling: the renderer runs this many times slower (1..20)"""
+    netlog: bool = False
+    keylog: bool = False
+    filmstrip: bool = False
+    restart: bool = False
+    """start a new browser for every trial (browsertime's way; for bench/overhead)"""
+    idle_ms: float = 0.0
+    """after the load event, also wait until the network has been idle this long (WebPageTest's
+    "fully loaded": 2000 ms), so requests made by scripts after load are made and served"""
+
+
+SWITCHES = ("netlog", "keylog", "filmstrip", "restart")
+"""The options that are 0 or 1."""
+KNOWN_OPTIONS = frozenset({"device", "cpu", "idle", *SWITCHES})
+
+
+def parse_options(options: Mapping[str, str]) -> Options:
+    """Validate ``chromium:key=value,...`` options (ValueError: one line naming the option)."""
+    unknown = sorted(set(options) - KNOWN_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"unknown chromium option {unknown[0]!r} (known: {', '.join(sorted(KNOWN_OPTIONS))})"
+        )
+    device = options.get("device", "desktop")
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    try:
+        cpu = float(options.get("cpu", "1"))
+    except ValueError:
+        raise ValueError(f"cpu must be a slowdown factor like 4, got {options['cpu']!r}") from None
+    if not 1 <= cpu <= 20:
+        raise ValueError(f"cpu slowdown must be 1..20, got {cpu:g}")
+    flags = {}
+    for name in SWITCHES:
+        value = options.get(name, "0")
+        if value not in ("0", "1"):
+            raise ValueError(f"{name} must be 0 or 1, got {value!r}")
+        flags[name] = value == "1"
+    idle = options.get("idle", "0")
+    try:
+        idle_ms = float(parse_duration_ms(idle)) if idle != "0" else 0.0
+    except UnitError:
+        raise ValueError(f"idle must be a duration like 2s, got {idle!r}") from None
+    if not 0 <= idle_ms <= 30_000:
+        raise ValueError(f"idle must be 0..30s, got {idle!r}")
+    return Options(device, cpu, idle_ms=idle_ms, **flags)
+
+
+def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> tuple[str, ...]:
+    """The command-line switches of the browser that runs ``protocol``: ``hosts`` (lab origin
+    -> address) are all the names it can resolve, ``spki`` pins the lab CA."""
+    rules = [f"MAP {host} {ip}" for host, ip in sorted(hosts.items())] + ["MAP * ~NOTFOUND"]
+    base = [f for f in BASE_FLAGS if not (protocol == H3 and f == "--disable-quic")]
+    flags = [*base, *PROTOCOL_FLAGS[protocol], f"--host-resolver-rules={', '.join(rules)}"]
+    if protocol == H3:
+        # QUIC from the first request, no TCP race: every lab origin is known to speak h3
+        quic_on = ",".join(f"{host}:{PORTS[H3]}" for host in sorted(hosts))
+        flags.append(f"--origin-to-force-quic-on={quic_on}")
+    if spki:
+        flags.append(f"--ignore-certificate-errors-spki-list={spki}")
+    return tuple(flags)
+
+
+def page_url(page: Page, protocol: str) -> str:
+    """The URL the browser navigates to: the page's entry over ``protocol``."""
+    return url_for(page.entry, protocol)

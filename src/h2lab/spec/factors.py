@@ -1,0 +1,315 @@
+"""A trial's factors, defined once.
+
+:class:`TrialFactors` is the one definition: each of its fields is a factor, and the field's
+:class:`Factor` (its metadata) says how experiment files spell it, how a level is parsed and
+checked, its default, whether ``[compare]`` and ``--only`` may name it, its store column and how
+it enters the trial key. Everything else derives from it: experiment validation
+(:mod:`h2lab.spec.experiment`), matrix expansion and trial keys (:mod:`h2lab.runner.matrix`),
+the store's columns and CSV/Parquet exports (:mod:`h2lab.store.sqlite`), the analysis cell
+(:class:`Cell`) and the report's factor columns. The protocol is not among them: it is what a
+block pairs (h2 against h1), listed per factor table.
+
+Adding a factor is a field here with its :class:`Factor`, the parser of its levels, and the
+adapters that act on it (see docs/architecture.md, "Where to add ...").
+
+Pure: parsers that check names against a registry (servers, clients, pages) import it when
+called, never at import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from h2lab.errors import SpecError
+from h2lab.spec.network import NetworkProfile, parse_network
+from h2lab.spec.protocols import QUIC, TLS_VERSIONS
+from h2lab.spec.tcp import CONGESTION_CONTROLS, TcpSettings
+
+Stored = str | int
+"""A level as the store keeps it (a network by its name, initcwnd as a number)."""
+
+MAX_INITCWND_PACKETS = 1000
+
+
+@dataclass(frozen=True)
+class Factor:
+    """How one factor is written, parsed, stored and keyed."""
+
+    name: str
+    """its key in ``[factors]``, ``[compare] factor`` and ``--only``"""
+    column: str
+    """its :class:`Cell` field name and store column (``initcwnd`` -> ``initcwnd_packets``)"""
+    kind: type
+    """the TOML type of one level: ``str`` or ``int``"""
+    doc: str
+    parse: Callable[[Any, str, str], Any]
+    """``parse(value, source, key)``: one level as written -> the trial's typed level, or
+    :class:`SpecError` naming ``source`` and ``key``"""
+    default: Any = None
+    """the level when an experiment does not list the factor; None: it must be listed"""
+    stored: Callable[[Any], Stored] = lambda level: level
+    """the typed level -> its store value (the level itself, but a network's name)"""
+    token: Callable[[Stored], str] = str
+    """a stored level -> its part of the trial key (:attr:`TrialSpec.block`)"""
+    keyed_at_default: bool = True
+    """False for a factor added after trial keys were first written: its default level adds
+    nothing to the key, so stored trials keep their keys (and resume) when it is added"""
+    comparable: bool = True
+    """``[compare] factor`` and ``--only`` may name it"""
+    label: str = ""
+    """the report's column for it; factors with one label share a column (default: its name)"""
+    check: Callable[[Any, tuple[str, ...], str, str], None] | None = None
+    """``check(level, protocols, source, key)``: a level that cannot go with a factor table's
+    protocols raises :class:`SpecError`"""
+
+    @property
+    def sql(self) -> str:
+        return "INTEGER" if self.kind is int else "TEXT"
+
+    @property
+    def heading(self) -> str:
+        return self.label or self.name
+
+    def key_part(self, value: Stored) -> str | None:
+        """This level's part of a trial key (None: none, see :attr:`keyed_at_default`)."""
+        if not self.keyed_at_default and value == self.stored(self.default):
+            return None
+        return self.token(value)
+
+
+# ----------------------------------------------------------------------- level parsers
+
+
+def _page(value: str, source: str, key: str) -> str:
+    from h2lab.pages.manifest import check_page_spec
+
+    check_page_spec(value, source, key)
+    return value
+
+
+def _network(value: str, source: str, key: str) -> NetworkProfile:
+    return parse_network(value, source, field=key)
+
+
+def _server(value: str, source: str, key: str) -> str:
+    from h2lab import servers
+
+    servers.get(value, source, key)
+    return value
+
+
+def _check_server(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+    from h2lab import servers
+
+    served = servers.get(level, source, key)
+    unsupported = [p for p in protocols if p not in served.protocols]
+    if unsupported:
+        raise SpecError(source, key, f"{level} cannot serve protocol {unsupported[0]}")
+
+
+def _client(value: str, source: str, key: str) -> str:
+    from h2lab import clients
+
+    clients.get(value, source, key)
+    return value
+
+
+def _check_client(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+    from h2lab import clients
+
+    adapter = clients.get(level, source, key)
+    unsupported = [p for p in protocols if p not in adapter.protocols]
+    if unsupported:
+        note = getattr(adapter, "protocol_note", "")
+        why = f"{level} cannot run protocol {unsupported[0]}" + (f" ({note})" if note else "")
+        raise SpecError(source, key, why)
+
+
+def _one_of(allowed: tuple[str, ...]) -> Callable[[str, str, str], str]:
+    def parse(value: str, source: str, key: str) -> str:
+        if value not in allowed:
+            raise SpecError(source, key, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
+        return value
+
+    return parse
+
+
+def _initcwnd(value: int, source: str, key: str) -> int:
+    if not 1 <= value <= MAX_INITCWND_PACKETS:
+        raise SpecError(source, key, f"must be 1..{MAX_INITCWND_PACKETS} packets, got {value}")
+    return value
+
+
+def _check_tls(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+    quic = [p for p in protocols if p in QUIC]
+    if level != "1.3" and quic:
+        raise SpecError(
+            source, key, f"TLS {level} cannot carry {quic[0]}: QUIC is TLS 1.3 only (RFC 9001)"
+        )
+
+
+def _is(spec: Factor) -> dict[str, Factor]:
+    """A :class:`TrialFactors` field's metadata: its definition."""
+    return {"factor": spec}
+
+
+# ----------------------------------------------------------------------- the definition
+
+
+@dataclass(frozen=True)
+class TrialFactors:
+    """One trial's levels of every factor (typed: a network is its parsed profile)."""
+
+    page: str = field(
+        metadata=_is(Factor("page", "page", str, "page spec: synthetic, imported or id", _page))
+    )
+    network: NetworkProfile = field(
+        metadata=_is(Factor(
+            "network", "network", str, "network profile (preset or spec)", _network,
+            stored=lambda n: n.name,
+        ))
+    )  # fmt: skip
+    server: str = field(
+        metadata=_is(Factor(
+            "server", "server", str, "server adapter spec", _server, default="nginx",
+            check=_check_server,
+        ))
+    )  # fmt: skip
+    client: str = field(
+        metadata=_is(Factor(
+            "client", "client", str, "client adapter spec", _client, default="h2load",
+            check=_check_client,
+        ))
+    )  # fmt: skip
+    congestion_control: str = field(
+        metadata=_is(Factor(
+            "congestion_control", "congestion_control", str,
+            "TCP congestion control of both namespaces", _one_of(CONGESTION_CONTROLS),
+            default="cubic", label="tcp",
+        ))
+    )  # fmt: skip
+    initcwnd: int = field(
+        metadata=_is(Factor(
+            "initcwnd", "initcwnd_packets", int, "initial congestion window, packets (RFC 6928)",
+            _initcwnd, default=10, token=lambda v: f"iw{v}", label="tcp",
+        ))
+    )  # fmt: skip
+    tls: str = field(
+        metadata=_is(Factor(
+            "tls", "tls", str, "the one TLS version servers offer for h1s/h2s (h3: 1.3)",
+            _one_of(TLS_VERSIONS), default="1.3", token=lambda v: f"tls{v}",
+            keyed_at_default=False, check=_check_tls,
+        ))
+    )  # fmt: skip
+
+    @property
+    def tcp(self) -> TcpSettings:
+        return TcpSettings(self.congestion_control, self.initcwnd)
+
+    def level(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def cell(self) -> Cell:
+        return Cell(tuple(f.stored(getattr(self, f.name)) for f in FACTORS))
+
+
+FACTORS: tuple[Factor, ...] = tuple(f.metadata["factor"] for f in dataclasses.fields(TrialFactors))
+"""Every factor, in key order."""
+BY_NAME: Mapping[str, Factor] = {f.name: f for f in FACTORS}
+BY_COLUMN: Mapping[str, Factor] = {f.column: f for f in FACTORS}
+REQUIRED = tuple(f.name for f in FACTORS if f.default is None)
+COMPARABLE = tuple(f.name for f in FACTORS if f.comparable)
+"""Factors ``[compare]`` and ``--only`` may name (never the protocol)."""
+
+
+def trial_factors(levels: Mapping[str, Any]) -> TrialFactors:
+    """Typed levels by factor name, defaults filled in for those not given."""
+    unknown = set(levels) - set(BY_NAME)
+    if unknown:
+        raise ValueError(f"unknown factor {sorted(unknown)[0]!r}")
+    return TrialFactors(**{f.name: levels.get(f.name, f.default) for f in FACTORS})
+
+
+# ------------------------------------------------------------------------- the stored form
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """A trial's levels as stored, in :data:`FACTORS` order: everything a trial shares with
+    the other trials of its cell but the protocol and the repetition."""
+
+    levels: tuple[Stored, ...]
+
+    @classmethod
+    def of(cls, **columns: Stored) -> Cell:
+        """A cell from store columns; a factor not given takes its default level."""
+        unknown = set(columns) - set(BY_COLUMN)
+        if unknown:
+            raise ValueError(f"unknown column {sorted(unknown)[0]!r}")
+        missing = [f.column for f in FACTORS if f.default is None and f.column not in columns]
+        if missing:
+            raise ValueError(f"missing column {missing[0]!r}")
+        return cls(
+            tuple(
+                columns[f.column] if f.column in columns else f.stored(f.default) for f in FACTORS
+            )
+        )
+
+    def __getitem__(self, name: str) -> Stored:
+        """The level of factor ``name`` (or of store column ``name``)."""
+        spec = BY_NAME.get(name) or BY_COLUMN[name]
+        return self.levels[FACTORS.index(spec)]
+
+    def columns(self) -> dict[str, Stored]:
+        return {f.column: v for f, v in zip(FACTORS, self.levels, strict=True)}
+
+    def text(self, name: str) -> str:
+        """A level as the report shows it (initcwnd as ``iw10``)."""
+        spec = BY_NAME.get(name) or BY_COLUMN[name]
+        value = self[name]
+        return spec.token(value) if spec.kind is int else str(value)
+
+    def replace(self, name: str, level: Stored) -> Cell:
+        spec = BY_NAME.get(name) or BY_COLUMN[name]
+        i = FACTORS.index(spec)
+        value = int(level) if spec.kind is int else str(level)
+        return Cell((*self.levels[:i], value, *self.levels[i + 1 :]))
+
+    def key_parts(self, replaced: str | None = None) -> list[str]:
+        """The cell's parts of a trial key; ``replaced`` (a factor name) is written ``*``."""
+        parts = []
+        for f, v in zip(FACTORS, self.levels, strict=True):
+            part = "*" if f.name == replaced else f.key_part(v)
+            if part is not None:
+                parts.append(part)
+        return parts
+
+    def describe(self, without: str | None = None) -> str:
+        return " | ".join(self.text(f.name) for f in FACTORS if f.name != without)
+
+    @property
+    def page(self) -> str:
+        return str(self["page"])
+
+    @property
+    def network(self) -> str:
+        return str(self["network"])
+
+    @property
+    def server(self) -> str:
+        return str(self["server"])
+
+    @property
+    def client(self) -> str:
+        return str(self["client"])
+
+
+def report_columns() -> dict[str, tuple[str, ...]]:
+    """The report's factor columns: heading -> the factors shown in it, in key order."""
+    out: dict[str, tuple[str, ...]] = {}
+    for f in FACTORS:
+        out[f.heading] = (*out.get(f.heading, ()), f.name)
+    return out

@@ -1,0 +1,120 @@
+"""h2lab.clients.chromium_analysis: a Chrome trace's frames and a load's metrics, resources
+and HAR, from what a (made-up) load left."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from h2lab.clients.browser_log import (
+    DataReceived,
+    NetworkLog,
+    RequestFinished,
+    RequestSent,
+    ResponseHeaderBytes,
+)
+from h2lab.clients.chromium_analysis import RawLoad, analyse, page_metrics, trace_frames
+from h2lab.errors import TrialFailed
+from h2lab.metrics.visual import VisualMetrics
+
+
+def jpeg(colour: tuple[int, int, int]) -> str:
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 30), colour).save(buf, "JPEG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def navigation(ts_us: int, url: str) -> dict[str, Any]:
+    data = {"isLoadingMainFrame": True, "documentLoaderURL": url}
+    return {"name": "navigationStart", "ts": ts_us, "args": {"data": data}}
+
+
+def screenshot(ts_us: int, colour: tuple[int, int, int]) -> dict[str, Any]:
+    return {"name": "Screenshot", "ts": ts_us, "args": {"snapshot": jpeg(colour)}}
+
+
+def test_trace_frames_are_timed_from_the_main_frame_navigation() -> None:
+    trace = {
+        "traceEvents": [
+            screenshot(900_000, (255, 255, 255)),
+            navigation(500_000, ""),  # the blank page's
+            navigation(1_000_000, "https://a.test/"),
+            screenshot(1_250_000, (200, 0, 0)),
+            screenshot(1_400_000, (0, 0, 200)),
+        ]
+    }
+    nav_s, frames = trace_frames(trace)
+    assert nav_s == 1.0
+    assert [f.t_ms for f in frames] == [250.0, 400.0]
+
+
+def test_a_trace_without_navigation_has_no_frames() -> None:
+    assert trace_frames({"traceEvents": [screenshot(900_000, (0, 0, 0))]}) == (None, [])
+
+
+def test_page_metrics_keep_only_positive_times() -> None:
+    visual = VisualMetrics(123.4567, 300.0, 100.0, 3, ())
+    timing = {"connectEnd": 8.0, "responseStart": 12.34567, "dcl": 0, "loadEventEnd": 250.0}
+    assert page_metrics(timing, visual) == {
+        "connect_ms": 8.0,
+        "ttfb_ms": 12.346,
+        "dcl_ms": None,
+        "plt_ms": 250.0,
+        "fp_ms": None,
+        "fcp_ms": None,
+        "lcp_ms": None,
+        "speed_index_ms": 123.457,
+        "visual_complete_ms": 300.0,
+    }
+
+
+def finished(log: NetworkLog, rid: str, url: str, start_s: float, end_s: float) -> None:
+    log.add(RequestSent(rid, url, start_s))
+    log.add(DataReceived(rid, 1000))
+    log.add(RequestFinished(rid, end_s, 1100))
+
+
+def test_analyse_times_everything_from_navigation_start() -> None:
+    log = NetworkLog()
+    finished(log, "1", "https://a.test/", 1.01, 1.05)
+    finished(log, "2", "https://a.test/x.png", 1.06, 1.2)
+    log.add(ResponseHeaderBytes("1", 100))
+    trace = {
+        "traceEvents": [
+            navigation(1_000_000, "https://a.test/"),
+            screenshot(1_100_000, (255, 255, 255)),
+            screenshot(1_300_000, (200, 0, 0)),
+        ]
+    }
+    timing = {"responseStart": 30.0, "loadEventEnd": 210.0, "elements": {"hero": 150.04321}}
+    raw = RawLoad(json.dumps(trace).encode(), timing, log)
+    analysis = analyse(raw, "https://a.test/")
+    result = analysis.result
+    assert (result.ttfb_ms, result.plt_ms, result.body_bytes) == (30.0, 210.0, 2000)
+    assert result.pdt_ms == pytest.approx(190.0)
+    assert result.response_header_bytes is None  # one response's size is unknown
+    assert [r.start_ms for r in result.resources] == [pytest.approx(10.0), pytest.approx(60.0)]
+    assert analysis.visual.frames == 2 and [f.t_ms for f in analysis.frames] == [100.0, 300.0]
+    page = analysis.har["log"]["pages"][0]
+    assert page["_element_timing_ms"] == {"hero": 150.043}
+    assert page["pageTimings"]["onLoad"] == 210.0 and page["pageTimings"]["__frames"] == 2.0
+    assert len(analysis.har["log"]["entries"]) == 2
+
+
+def test_analyse_without_navigation_times_from_the_first_request() -> None:
+    log = NetworkLog()
+    finished(log, "1", "https://a.test/", 2.0, 2.1)
+    raw = RawLoad(b'{"traceEvents": []}', {}, log)
+    (row,) = analyse(raw, "https://a.test/").result.resources
+    assert (row.start_ms, row.end_ms) == pytest.approx((0.0, 100.0))
+
+
+def test_a_load_that_fetched_nothing_fails() -> None:
+    raw = RawLoad(b'{"traceEvents": []}', {}, NetworkLog())
+    with pytest.raises(TrialFailed, match=r"^chromium fetched nothing from https://a\.test/$"):
+        analyse(raw, "https://a.test/")
