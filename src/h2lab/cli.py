@@ -458,18 +458,18 @@ def report(
 
 
 def _parse_compare(texts: list[str] | None) -> tuple[str, tuple[str, ...]] | None:
-    from h2lab.spec.experiment import COMPARE_FACTORS
+    from h2lab.spec.factors import COMPARABLE
 
     if not texts:
         return None
     factors, baselines = set(), []
     for text in texts:
         factor, sep, baseline = text.partition("=")
-        if not sep or factor not in COMPARE_FACTORS or not baseline:
+        if not sep or factor not in COMPARABLE or not baseline:
             raise SpecError(
                 "--compare",
                 text,
-                f"must be FACTOR=BASELINE with FACTOR one of {', '.join(COMPARE_FACTORS)}",
+                f"must be FACTOR=BASELINE with FACTOR one of {', '.join(COMPARABLE)}",
             )
         factors.add(factor)
         baselines.append(baseline)

@@ -90,7 +90,6 @@ class Metrics:
 
 METRICS: tuple[Metric, ...] = tuple(Metric(f.name, **f.metadata["metric"]) for f in fields(Metrics))
 """Every metric, in column order."""
-METRIC_BY_NAME = {m.name: m for m in METRICS}
 
 
 @dataclass(frozen=True, kw_only=True)

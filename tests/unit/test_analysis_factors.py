@@ -57,8 +57,6 @@ def test_features_use_names_only_where_numbers_are_unknown() -> None:
             network="cable",
             server="nginx",
             client="h2load",
-            congestion_control="cubic",
-            initcwnd_packets=10,
         )
     ).features()
     assert known == {

@@ -45,8 +45,6 @@ def grid_samples() -> list[TreeSample]:
             network=f"rtt={rtt}ms,down=10Mbps,up=2Mbps,loss={loss * 100:g}%",
             server="nginx",
             client="h2load",
-            congestion_control="cubic",
-            initcwnd_packets=10,
         )
         factors = cell_factors(cell)
         assert factors.page.object_count == n and factors.network.loss_fraction == loss
@@ -242,14 +240,7 @@ def _trial(protocol: str, rep: int, pdt: float, page: str) -> TrialRecord:
         trial_key=f"{block}|{protocol}",
         experiment="e",
         block=block,
-        cell=Cell.of(
-            page=page,
-            network="cable",
-            server="nginx",
-            client="h2load",
-            congestion_control="cubic",
-            initcwnd_packets=10,
-        ),
+        cell=Cell.of(page=page, network="cable", server="nginx", client="h2load"),
         page_digest=None,
         protocol=protocol,
         repetition=rep,

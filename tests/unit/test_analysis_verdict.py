@@ -17,12 +17,7 @@ from h2lab.analysis.verdict import (
 from h2lab.store import TrialRecord
 
 CELL = Cell.of(
-    page="synthetic:n=64,size=10KB,origins=1",
-    network="cable",
-    server="nginx",
-    client="h2load",
-    congestion_control="cubic",
-    initcwnd_packets=10,
+    page="synthetic:n=64,size=10KB,origins=1", network="cable", server="nginx", client="h2load"
 )
 
 
@@ -41,14 +36,7 @@ def trial(
         trial_key=f"{block}|{protocol}",
         experiment="e",
         block=block,
-        cell=Cell.of(
-            page=CELL.page,
-            network=network,
-            server="nginx",
-            client="h2load",
-            congestion_control="cubic",
-            initcwnd_packets=10,
-        ),
+        cell=Cell.of(page=CELL.page, network=network, server="nginx", client="h2load"),
         page_digest=None,
         protocol=protocol,
         repetition=rep,

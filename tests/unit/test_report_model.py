@@ -34,14 +34,7 @@ def trial(
         trial_key=f"{block}|{protocol}",
         experiment="e",
         block=block,
-        cell=Cell.of(
-            page=page,
-            network=network,
-            server="nginx",
-            client=client,
-            congestion_control="cubic",
-            initcwnd_packets=10,
-        ),
+        cell=Cell.of(page=page, network=network, server="nginx", client=client),
         page_digest=None,
         protocol=protocol,
         repetition=rep,
@@ -66,14 +59,7 @@ def trial(
 
 
 def cell(client: str = "h2load", network: str = "rtt=20ms", page: str = PAGE) -> Cell:
-    return Cell.of(
-        page=page,
-        network=network,
-        server="nginx",
-        client=client,
-        congestion_control="cubic",
-        initcwnd_packets=10,
-    )
+    return Cell.of(page=page, network=network, server="nginx", client=client)
 
 
 def test_browsers_are_judged_on_plt_and_speed_index_others_on_pdt() -> None:

@@ -13,9 +13,10 @@ import pytest
 
 from h2lab.errors import SpecError
 from h2lab.runner.matrix import expand
-from h2lab.spec.experiment import COMPARE_FACTORS, FACTOR_KEYS, parse_experiment
+from h2lab.spec.experiment import FACTOR_KEYS, parse_experiment
 from h2lab.spec.factors import (
     BY_NAME,
+    COMPARABLE,
     FACTORS,
     Cell,
     TrialFactors,
@@ -37,7 +38,7 @@ def _experiment(**factors: object) -> dict[str, object]:
 def test_the_dataclass_fields_are_the_table() -> None:
     assert [f.name for f in dataclasses.fields(TrialFactors)] == [f.name for f in FACTORS]
     assert {"protocol", *(f.name for f in FACTORS)} == FACTOR_KEYS
-    assert set(COMPARE_FACTORS) == {f.name for f in FACTORS if f.comparable}
+    assert set(COMPARABLE) == {f.name for f in FACTORS if f.comparable}
     assert [n for names in report_columns().values() for n in names] == [f.name for f in FACTORS]
 
 

@@ -37,8 +37,6 @@ QUICK_KEYS = {"repetitions", "warmup", "timeout_s", "factors"}
 MAX_RETRIES = 10
 MAX_WARMUP = 100
 FACTOR_KEYS = {"protocol", *BY_NAME}
-COMPARE_FACTORS = COMPARABLE
-"""Factors ``[compare]`` may name (the protocol is always compared, h2 against h1)."""
 
 
 @dataclass(frozen=True)
@@ -259,9 +257,9 @@ def _compare(source: str, raw: object, matrices: tuple[Factors, ...]) -> Compare
     if unknown:
         raise SpecError(source, f"compare.{unknown[0]}", "unknown key (known: baseline, factor)")
     factor = raw.get("factor")
-    if factor not in COMPARE_FACTORS:
+    if factor not in COMPARABLE:
         raise SpecError(
-            source, "compare.factor", f"must be one of {', '.join(COMPARE_FACTORS)}, got {factor!r}"
+            source, "compare.factor", f"must be one of {', '.join(COMPARABLE)}, got {factor!r}"
         )
     given = raw.get("baseline")
     listed = given if isinstance(given, list) else [given]
@@ -333,10 +331,6 @@ def _relative_to(folder: Path, page: object) -> object:
     return f"{kind}:{os.path.normpath(folder / rest)}"
 
 
-ONLY_FACTORS = COMPARE_FACTORS
-"""Factors ``h2lab run --only`` may select on: not the protocol, whose levels pair in a block."""
-
-
 def parse_only(exp: Experiment, texts: list[str]) -> dict[str, frozenset[str]]:
     """``--only FACTOR=LEVEL`` options: the levels kept per factor (levels of one factor are
     alternatives, factors are all required); a LEVEL with ``*``, ``?`` or ``[`` is a
@@ -350,8 +344,8 @@ def parse_only(exp: Experiment, texts: list[str]) -> dict[str, frozenset[str]]:
         factor, sep, level = text.partition("=")
         if not (sep and level):
             raise SpecError("--only", text, "must be FACTOR=LEVEL, e.g. network=cell-poor")
-        if factor not in ONLY_FACTORS or factor == compared:
-            allowed = [f for f in ONLY_FACTORS if f != compared]
+        if factor not in COMPARABLE or factor == compared:
+            allowed = [f for f in COMPARABLE if f != compared]
             why = " ([compare] pairs its levels)" if factor == compared else ""
             raise SpecError(
                 "--only", text, f"cannot select on {factor!r}{why}; factors: {', '.join(allowed)}"

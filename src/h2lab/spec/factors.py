@@ -94,10 +94,8 @@ def _network(value: str, source: str, key: str) -> NetworkProfile:
     return parse_network(value, source, field=key)
 
 
-def _server(value: str, source: str, key: str) -> str:
-    from h2lab import servers
-
-    servers.get(value, source, key)
+def _as_written(value: str, source: str, key: str) -> str:
+    """A name a registry checks (with the table's protocols, in the factor's ``check``)."""
     return value
 
 
@@ -108,13 +106,6 @@ def _check_server(level: str, protocols: tuple[str, ...], source: str, key: str)
     unsupported = [p for p in protocols if p not in served.protocols]
     if unsupported:
         raise SpecError(source, key, f"{level} cannot serve protocol {unsupported[0]}")
-
-
-def _client(value: str, source: str, key: str) -> str:
-    from h2lab import clients
-
-    clients.get(value, source, key)
-    return value
 
 
 def _check_client(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
@@ -174,13 +165,13 @@ class TrialFactors:
     )  # fmt: skip
     server: str = field(
         metadata=_is(Factor(
-            "server", "server", str, "server adapter spec", _server, default="nginx",
+            "server", "server", str, "server adapter spec", _as_written, default="nginx",
             check=_check_server,
         ))
     )  # fmt: skip
     client: str = field(
         metadata=_is(Factor(
-            "client", "client", str, "client adapter spec", _client, default="h2load",
+            "client", "client", str, "client adapter spec", _as_written, default="h2load",
             check=_check_client,
         ))
     )  # fmt: skip
@@ -209,9 +200,6 @@ class TrialFactors:
     def tcp(self) -> TcpSettings:
         return TcpSettings(self.congestion_control, self.initcwnd)
 
-    def level(self, name: str) -> Any:
-        return getattr(self, name)
-
     def cell(self) -> Cell:
         return Cell(tuple(f.stored(getattr(self, f.name)) for f in FACTORS))
 
@@ -223,6 +211,11 @@ BY_COLUMN: Mapping[str, Factor] = {f.column: f for f in FACTORS}
 REQUIRED = tuple(f.name for f in FACTORS if f.default is None)
 COMPARABLE = tuple(f.name for f in FACTORS if f.comparable)
 """Factors ``[compare]`` and ``--only`` may name (never the protocol)."""
+
+
+def _spec(name: str) -> Factor:
+    """The factor named ``name``, or whose store column is ``name``."""
+    return BY_NAME.get(name) or BY_COLUMN[name]
 
 
 def trial_factors(levels: Mapping[str, Any]) -> TrialFactors:
@@ -260,20 +253,19 @@ class Cell:
 
     def __getitem__(self, name: str) -> Stored:
         """The level of factor ``name`` (or of store column ``name``)."""
-        spec = BY_NAME.get(name) or BY_COLUMN[name]
-        return self.levels[FACTORS.index(spec)]
+        return self.levels[FACTORS.index(_spec(name))]
 
     def columns(self) -> dict[str, Stored]:
         return {f.column: v for f, v in zip(FACTORS, self.levels, strict=True)}
 
     def text(self, name: str) -> str:
         """A level as the report shows it (initcwnd as ``iw10``)."""
-        spec = BY_NAME.get(name) or BY_COLUMN[name]
+        spec = _spec(name)
         value = self[name]
         return spec.token(value) if spec.kind is int else str(value)
 
     def replace(self, name: str, level: Stored) -> Cell:
-        spec = BY_NAME.get(name) or BY_COLUMN[name]
+        spec = _spec(name)
         i = FACTORS.index(spec)
         value = int(level) if spec.kind is int else str(level)
         return Cell((*self.levels[:i], value, *self.levels[i + 1 :]))
@@ -287,8 +279,8 @@ class Cell:
                 parts.append(part)
         return parts
 
-    def describe(self, without: str | None = None) -> str:
-        return " | ".join(self.text(f.name) for f in FACTORS if f.name != without)
+    def describe(self) -> str:
+        return " | ".join(self.text(f.name) for f in FACTORS)
 
     @property
     def page(self) -> str:
