@@ -46,7 +46,9 @@ if [ ! -x "$UV" ]; then
   python3 -m venv "$CACHE/uv-$UV_VERSION"
   "$CACHE/uv-$UV_VERSION/bin/pip" install -q "uv==$UV_VERSION"
 fi
-UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python python3.11 --quiet
+# Debian's interpreter (package python3.11), not one under a home folder: every user can run
+# the venv (a cluster driver needs no root), and it is the one the container image has.
+UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --quiet
 
 # h2lab's own origin server (Go, origin/): modules from the Go proxy once, then a build cached
 # under $CACHE/origin-<source hash> (the adapter rebuilds when the sources change).

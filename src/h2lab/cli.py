@@ -15,6 +15,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from h2lab.cli_cluster import cluster_app, secrets_folder
 from h2lab.cli_common import console, err, progress, require_root
 from h2lab.cli_net import net_app
 from h2lab.cli_pages import pages_app
@@ -39,6 +40,7 @@ app = typer.Typer(
 )
 app.add_typer(net_app, name="net")
 app.add_typer(pages_app, name="pages")
+app.add_typer(cluster_app, name="cluster")
 DEMO_EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "demo.toml"
 
 
@@ -54,14 +56,20 @@ def _note_strangers(out: Path, name: str, strangers: list[str]) -> None:
 
 
 def _start_run(
-    exp_path: Path | None, exp: Experiment, out: Path, only: Mapping[str, frozenset[str]]
+    exp_path: Path | None,
+    exp: Experiment,
+    out: Path,
+    only: Mapping[str, frozenset[str]],
+    *,
+    labs_here: bool = True,
 ) -> list[TrialSpec]:
     """The run's trials (those ``only`` selects), after the checks and records every run starts
-    with: root, the store's schema, ``experiment.json``, and a note on stored trials this file
-    does not have."""
+    with: root (when ``labs_here``), the store's schema, ``experiment.json``, and a note on
+    stored trials this file does not have."""
     from h2lab.runner.start import start_run
 
-    require_root()
+    if labs_here:
+        require_root()
     started = start_run(exp, exp_path, out, only)
     _note_strangers(out, exp.name, started.strangers)
     return started.trials
@@ -104,17 +112,31 @@ def _run_experiment(
     retry_failed: bool = False,
     only: Mapping[str, frozenset[str]] | None = None,
     jobs: int = 1,
+    cluster: tuple[str, Path] | None = None,
 ) -> None:
     """Run ``exp`` (the trials ``only`` selects) into ``out`` with a progress bar: in this
-    process, or with ``jobs`` > 1 as that many shards, each its own worker process and lab
-    (``h2lab run --jobs``; a shard's own output goes to ``out/shard-K.log``)."""
+    process, with ``jobs`` > 1 as that many shards, each its own worker process and lab
+    (``h2lab run --jobs``; a shard's own output goes to ``out/shard-K.log``), or on the lab
+    nodes of the Ray cluster ``cluster`` (address, secrets folder), joined before anything is
+    written."""
     from h2lab.runner.executor import Executor
     from h2lab.runner.run import SerialExecutor, run_trials
     from h2lab.runner.shards import LocalShardsExecutor
     from h2lab.store import Store
 
-    trials = _start_run(exp_path, exp, out, only or {})
-    executor: Executor = SerialExecutor() if jobs == 1 else LocalShardsExecutor(jobs, out)
+    executor: Executor
+    if cluster is not None:
+        from h2lab.cluster.executor import RayExecutor, connect
+
+        connect(*cluster)
+        executor = RayExecutor(cluster[0], say=lambda line: err.print(line, soft_wrap=True))
+    else:
+        executor = SerialExecutor() if jobs == 1 else LocalShardsExecutor(jobs, out)
+    try:
+        trials = _start_run(exp_path, exp, out, only or {}, labs_here=cluster is None)
+    except BaseException:
+        executor.close()
+        raise
     store = Store(out)
     try:
         with progress() as bar:
@@ -235,6 +257,23 @@ def run(
             "factor, so blocks stay whole",
         ),
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            metavar="ADDRESS",
+            help="run the blocks on the lab nodes of this Ray cluster (HOST:PORT of its head, "
+            "or auto for the one running here); the store stays here (docs/cluster.md)",
+        ),
+    ] = None,
+    cluster_secrets: Annotated[
+        Path | None,
+        typer.Option(
+            "--cluster-secrets",
+            help="the cluster's secrets folder (h2lab cluster secrets); default "
+            "$H2LAB_CLUSTER_SECRETS",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment and write OUT/report.html.
 
@@ -246,7 +285,14 @@ def run(
 
     exp = load_experiment(experiment, quick=quick)
     selected = parse_only(exp, only or [])
-    _run_experiment(experiment, exp, out, retry_failed=retry_failed, only=selected, jobs=jobs)
+    on = None
+    if cluster is not None:
+        if jobs != 1:
+            raise SpecError("command line", "--jobs", "not with --cluster (one lab per node)")
+        on = (cluster, secrets_folder(cluster_secrets, "--cluster-secrets"))
+    _run_experiment(
+        experiment, exp, out, retry_failed=retry_failed, only=selected, jobs=jobs, cluster=on
+    )
     for table in _summary_tables(out):
         console.print(table)
     print(f"report: {write_report(out)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,8 +13,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-_VALID = dt.timedelta(days=30)
 
 
 @dataclass(frozen=True)
@@ -36,8 +35,10 @@ def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
 class LocalCA:
     """Created on first use in ``folder``; reused afterwards."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, valid_days: int = 30, name: str = "h2lab local CA") -> None:
         self.folder = folder
+        self._valid = dt.timedelta(days=valid_days)
+        self._name = name
         self.cert_path = folder / "ca.pem"
         self.key_path = folder / "ca.key"
         if not self.cert_path.exists():
@@ -50,7 +51,7 @@ class LocalCA:
     def _create(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "h2lab local CA")])
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, self._name)])
         now = dt.datetime.now(dt.UTC)
         cert = (
             x509.CertificateBuilder()
@@ -59,7 +60,7 @@ class LocalCA:
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - dt.timedelta(hours=1))
-            .not_valid_after(now + _VALID)
+            .not_valid_after(now + self._valid)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(
                 x509.KeyUsage(
@@ -82,22 +83,47 @@ class LocalCA:
 
     def leaf(self, hostname: str) -> CertPair:
         """Certificate for ``hostname`` (created once, then reused)."""
-        pair = CertPair(self.folder / f"{hostname}.pem", self.folder / f"{hostname}.key")
+        return self._issue(
+            hostname,
+            [x509.DNSName(hostname)],
+            [ExtendedKeyUsageOID.SERVER_AUTH],
+            self.folder / f"{hostname}.pem",
+        )
+
+    def node(self, ip: str) -> CertPair:
+        """Certificate of a cluster node at address ``ip`` (and its loopback), for both ends of
+        a connection: Ray's TLS is mutual (created once, then reused)."""
+        sans: list[x509.GeneralName] = [
+            x509.IPAddress(ipaddress.ip_address(a)) for a in dict.fromkeys((ip, "127.0.0.1"))
+        ]
+        sans.append(x509.DNSName("localhost"))
+        ekus = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+        return self._issue(f"node {ip}", sans, ekus, self.folder / "nodes" / f"{ip}.pem")
+
+    def _issue(
+        self,
+        name: str,
+        sans: list[x509.GeneralName],
+        ekus: list[x509.ObjectIdentifier],
+        cert_path: Path,
+    ) -> CertPair:
+        pair = CertPair(cert_path, cert_path.with_suffix(".key"))
         if pair.cert.exists():
             return pair
+        pair.cert.parent.mkdir(parents=True, exist_ok=True)
         key = ec.generate_private_key(ec.SECP256R1())
         now = dt.datetime.now(dt.UTC)
         cert = (
             x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)]))
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
             .issuer_name(self._cert.subject)
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - dt.timedelta(hours=1))
-            .not_valid_after(now + _VALID)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
+            .not_valid_after(now + self._valid)
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(ekus), critical=False)
             .sign(self._key, hashes.SHA256())
         )
         _write_key(key, pair.key)

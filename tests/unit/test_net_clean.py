@@ -17,6 +17,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "run"
     root.mkdir()
     monkeypatch.setenv("H2LAB_STATE", str(root))
+    monkeypatch.setenv("H2LAB_OWNERS", str(tmp_path / "owners"))
     monkeypatch.setattr(netns, "list_netns", lambda: [])
     monkeypatch.setattr(clean, "netns_etc", lambda name: tmp_path / "etc-netns" / name)
     return root
@@ -65,3 +66,17 @@ def test_namespaces_without_a_state_folder_are_stale(
 ) -> None:
     monkeypatch.setattr(netns, "list_netns", lambda: ["h2lab-gone01-servers", "other-ns"])
     assert clean.stale_instances() == ["h2lab-gone01"]
+
+
+def test_a_lab_of_another_state_folder_is_not_stale_while_its_owner_lives(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two Ray lab nodes on one machine, each with its own H2LAB_STATE: the namespaces are
+    machine-wide, and one node starting a lab must not tear down the other's."""
+    names = ["h2lab-other1-servers", "h2lab-other2-servers", "h2lab-gone02-servers"]
+    monkeypatch.setattr(netns, "list_netns", lambda: names)
+    owners = tmp_path / "owners"
+    owners.mkdir()
+    (owners / "h2lab-other1").write_text(str(os.getppid()))  # alive, in another folder
+    (owners / "h2lab-other2").write_text(str(_dead_pid()))
+    assert clean.stale_instances() == ["h2lab-gone02", "h2lab-other2"]

@@ -164,3 +164,71 @@ def test_reproducibility_table_counts_cpu_and_concurrent_trials(tmp_path: Path) 
     assert "machine busy 26% (median over 8 trials), max 95%; 1 trials at &gt;= 90%" in repro
     assert "1 of 8 trials lost packets in Rattan&#x27;s full sockets (3 in all" in repro
     assert "4 one at a time; 4 as shards of --jobs 2" in repro
+
+
+def test_reproducibility_counts_the_machines_and_flags_cells_whose_machines_differ(
+    tmp_path: Path,
+) -> None:
+    """Two machines: one cell's h2s trials ran on the one with another kernel (a warning line
+    for that cell), the other cell's all on one machine; a warm-up on a third is not counted."""
+    store = Store(tmp_path)
+
+    def versions(machine: str, kernel: str) -> str:
+        return json.dumps(
+            {
+                "h2lab": "0.1.0",
+                "machine": machine,
+                "host": machine.split("/")[0],
+                "cpu_model": "AMD EPYC 7B13",
+                "kernel": kernel,
+                "rattan_delay_overhead_ms": "0.150",
+            }
+        )
+
+    for net in ("rtt=20ms", "rtt=100ms"):
+        for r in range(2):
+            for protocol, pdt in (("h1s", 100.0), ("h2s", 90.0)):
+                other = (net, protocol) == ("rtt=20ms", "h2s")
+                m, k = ("b/fedcba987654", "6.8.0") if other else ("a/0123456789ab", "6.1.0")
+                t = trial(protocol, r, pdt + r, network=net)
+                store.add_trial(dataclasses.replace(t, machine=m, versions_json=versions(m, k)))
+    warm = trial("h1s", 0, 100.0)
+    store.add_trial(
+        dataclasses.replace(warm, warmup=1, machine="c", versions_json=versions("c", "5.10"))
+    )
+    store.close()
+    repro = section_html(write_report(tmp_path).read_text(), "repro")
+    assert "2 machines ran the 8 trial attempts (warm-ups not counted)." in repro
+    assert (
+        '<td>a/0123456789ab</td><td class="num">6</td><td class="num">6</td>'
+        "<td>AMD EPYC 7B13</td><td>6.1.0</td><td>0.150 ms</td>"
+    ) in repro
+    assert repro.count('class="warn"') == 1
+    assert (
+        "⚠ synthetic:n=8,size=10KB,origins=1 | rtt=20ms | nginx | h2load | cubic | iw10 | 1.3: "
+        "its trials ran on machines that differ in kernel: a/0123456789ab (AMD EPYC 7B13, "
+        "kernel 6.1.0), b/fedcba987654 (AMD EPYC 7B13, kernel 6.8.0)"
+    ) in repro
+    # the machine keys are in the machine table, not among the tool versions
+    assert "tool versions</td><td>h2lab 0.1.0</td>" in repro
+    machines = pq.read_table(tmp_path / "trials.parquet").column("machine").to_pylist()
+    assert sorted(set(machines)) == ["a/0123456789ab", "b/fedcba987654", "c"]
+
+
+def test_reproducibility_says_when_the_machines_agree(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for r in range(2):
+        for protocol, pdt in (("h1s", 100.0), ("h2s", 90.0)):
+            host = "a" if r == 0 else "b"
+            versions = json.dumps({"host": host, "cpu_model": "X", "kernel": "6.1.0"})
+            t = trial(protocol, r, pdt)
+            store.add_trial(dataclasses.replace(t, machine=host, versions_json=versions))
+    store.add_trial(trial("h2s", 2, 90.0))  # a row older than the machine: not a difference
+    store.close()
+    repro = section_html(write_report(tmp_path).read_text(), "repro")
+    assert (
+        "2 machines ran the 5 trial attempts (warm-ups not counted); 1 recorded no machine."
+        in repro
+    )
+    assert 'class="warn"' not in repro
+    assert "No cell ran on machines that differ in cpu_model or kernel." in repro

@@ -69,3 +69,14 @@ def test_a_job_carries_the_stored_attempts_of_its_trials_only() -> None:
     assert {(job.retries, job.timeout_s, job.results_dir, job.origins) for job in jobs} == {
         (1, 9.0, Path("/out"), ("o",))
     }
+
+
+def test_a_job_names_the_page_id_of_its_trials_pages_only() -> None:
+    trials = _trials()
+    ids = {spec: f"{i:016x}" for i, spec in enumerate(dict.fromkeys(t.page for t in trials))}
+    jobs = block_jobs(
+        trials, {}, retries=0, timeout_s=9.0, results_dir=Path("/out"), origins=("o",), pages=ids
+    )
+    for job in jobs:
+        assert job.pages == {job.trials[0].page: ids[job.trials[0].page]}
+    assert len({p for job in jobs for p in job.pages.values()}) == 2

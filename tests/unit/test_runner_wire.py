@@ -115,6 +115,7 @@ def record() -> TrialRecord:
         cpu_busy_pct=12.3,
         cpu_saturated=1,
         emulator_drops=4,
+        machine="lab-a/0123456789ab",
         pdt_ms=123.4,
         plt_ms=234.5,
         speed_index_ms=345.6,

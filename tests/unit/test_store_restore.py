@@ -21,7 +21,7 @@ from tests.unit.test_store_sqlite import RES, record
 def _filled(out: Path) -> Store:
     """A store with an ok trial with resources, a failed one, and a long seed and config."""
     s = Store(out)
-    s.add_trial(record(seed=1470880895729087315), RES)
+    s.add_trial(record(seed=1470880895729087315, machine="lab-a/0123456789ab"), RES)
     s.add_trial(record("b|h1s", status="failed", error='say "why", twice\nnewline'))
     s.add_trial(record("c|h2s", config_json='{"page": "' + "x" * 200_000 + '"}', warmup=1))
     return s
@@ -56,6 +56,8 @@ def test_round_trip_from_either_csv_writer(tmp_path: Path, writer: str) -> None:
     restored = Store(out)
     try:
         assert _contents(restored) == want
+        machines = [t.machine for t in restored.trials(include_warmup=True)]
+        assert machines == ["lab-a/0123456789ab", None, None]
         assert restored.done_keys("e") == {"b|h2s", "c|h2s"}
         assert restored.failed_attempts("e") == {"b|h1s": 1}
         # the next trial gets the next id, after the restored ones
@@ -86,10 +88,11 @@ def test_trials_without_resources_csv(tmp_path: Path) -> None:
 
 
 def test_csv_of_an_older_schema_takes_the_defaults(tmp_path: Path) -> None:
-    """A trials.csv written before the warmup and CPU columns existed."""
-    newer = ("warmup", "cpu_busy_pct", "cpu_saturated", "emulator_drops")
+    """A trials.csv written before the warmup, CPU and machine columns existed (its
+    ``versions_json`` naming a host or not, ``machine`` is NULL)."""
+    newer = ("warmup", "cpu_busy_pct", "cpu_saturated", "emulator_drops", "machine")
     old = [c for c in TRIAL_COLUMNS if c not in newer]
-    row = dataclasses.replace(record(), id=7).as_dict()
+    row = dataclasses.replace(record(versions_json='{"host": "lab-a"}'), id=7).as_dict()
     with (tmp_path / "trials.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(old)
@@ -98,8 +101,8 @@ def test_csv_of_an_older_schema_takes_the_defaults(tmp_path: Path) -> None:
     s = Store(tmp_path)
     try:
         (t,) = s.trials()
-        got = (t.id, t.warmup, t.cpu_busy_pct, t.emulator_drops, t.pdt_ms)
-        assert got == (7, 0, None, None, 123.5)
+        got = (t.id, t.warmup, t.cpu_busy_pct, t.emulator_drops, t.machine, t.pdt_ms)
+        assert got == (7, 0, None, None, None, 123.5)
     finally:
         s.close()
 

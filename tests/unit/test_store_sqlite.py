@@ -267,3 +267,73 @@ def test_a_store_of_schema_1_gains_the_new_columns(tmp_path: Path) -> None:
         assert [r["priority"] for r in s.resources(trial_id)] == [None, None]
     finally:
         s.close()
+
+
+def _schema_7_store(path: Path, versions: list[str]) -> None:
+    """A store as h2lab wrote it before the ``machine`` column: one row per ``versions``."""
+    old = {k: v for k, v in TRIAL_COLUMNS.items() if k != "machine"}
+    path.mkdir(exist_ok=True)
+    db = sqlite3.connect(path / "results.sqlite")
+    db.execute(f"CREATE TABLE trials ({', '.join(f'{k} {v}' for k, v in old.items())})")
+    for i, vj in enumerate(versions, start=1):
+        row = dataclasses.replace(record(), id=i, versions_json=vj).as_dict()
+        del row["machine"]
+        marks = ", ".join("?" * len(row))
+        db.execute(f"INSERT INTO trials ({', '.join(row)}) VALUES ({marks})", list(row.values()))
+    db.execute("PRAGMA user_version=7")
+    db.commit()
+    db.close()
+
+
+def test_a_store_of_schema_7_gains_machine_from_the_recorded_host(tmp_path: Path) -> None:
+    _schema_7_store(
+        tmp_path,
+        [
+            json.dumps({"h2lab": "0.1.0", "host": "lab-a", "kernel": "6.1.0"}),
+            json.dumps({"h2lab": "0.1.0"}),  # older than the host key
+            json.dumps({"host": 7}),  # not a name
+            "not json",
+        ],
+    )
+    s = Store(tmp_path)
+    try:
+        assert [t.machine for t in s.trials()] == ["lab-a", None, None, None]
+        s.add_trial(record("c|h2s", machine="lab-b/0123456789ab"))
+        assert s.trials()[-1].machine == "lab-b/0123456789ab"
+    finally:
+        s.close()
+    db = sqlite3.connect(tmp_path / "results.sqlite")
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+        cols = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
+        assert cols == list(TRIAL_COLUMNS) and cols[-1] == "machine"
+    finally:
+        db.close()
+    # only the rows older than the column are filled: a later row keeps what it was given
+    s = Store(tmp_path)
+    try:
+        s.add_trial(record("d|h2s", versions_json=json.dumps({"host": "lab-c"})))
+        s.close()
+        s = Store(tmp_path)
+        assert [t.machine for t in s.trials()] == [
+            "lab-a",
+            None,
+            None,
+            None,
+            "lab-b/0123456789ab",
+            None,
+        ]
+    finally:
+        s.close()
+
+
+def test_machine_round_trips_and_is_exported(store: Store, tmp_path: Path) -> None:
+    first = record(machine="lab-a/0123456789ab")
+    trial_id = store.add_trial(first)
+    store.add_trial(record("b|h1s"))
+    assert [t.machine for t in store.trials()] == ["lab-a/0123456789ab", None]
+    assert store.trials()[0] == dataclasses.replace(first, id=trial_id)
+    (path, _) = store.export_csv(tmp_path)
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["machine"] for r in rows] == ["lab-a/0123456789ab", ""]

@@ -9,7 +9,7 @@ import time
 from h2lab import procs
 from h2lab.net import netns
 from h2lab.net.teardown import PREFIX, teardown_lab
-from h2lab.paths import netns_etc, state_root
+from h2lab.paths import netns_etc, owners_root, state_root
 
 # A lab makes its state folder and then writes owner.pid in it; a folder this young without one
 # is a lab starting (a shard of --jobs), not a stale one.
@@ -22,8 +22,9 @@ def _owner_alive(lab_id: str) -> bool:
     if pid is None:
         try:
             return time.time() - folder.stat().st_mtime < STARTING_GRACE_S
-        except FileNotFoundError:  # no folder: namespaces only, nothing is starting them
-            return False
+        except FileNotFoundError:  # not ours: another state folder's lab, if it has an owner
+            pid = procs.read_int_file(owners_root() / lab_id)
+            return pid is not None and pid != os.getpid() and procs.pid_alive(pid)
     return pid != os.getpid() and procs.pid_alive(pid)
 
 

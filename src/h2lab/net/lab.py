@@ -32,7 +32,7 @@ from h2lab.net.clean import clean_stale
 from h2lab.net.probe import rtt_samples_ms
 from h2lab.net.rmem import rmem_default_raised
 from h2lab.net.teardown import PREFIX, teardown_lab, teardown_link
-from h2lab.paths import netns_etc, state_root
+from h2lab.paths import netns_etc, owners_root, state_root
 from h2lab.spec.network import NetworkProfile, parse_network
 from h2lab.spec.tcp import TcpSettings
 
@@ -310,6 +310,8 @@ class Lab:
         clean_stale()
         self.state_dir.mkdir(parents=True, exist_ok=False)
         (self.state_dir / "owner.pid").write_text(str(os.getpid()))
+        owners_root().mkdir(parents=True, exist_ok=True)
+        (owners_root() / self.id).write_text(str(os.getpid()))
         # Every Rattan namespace created after this and left empty is ours to remove.
         (self.state_dir / "netns-at-start.json").write_text(json.dumps(netns.list_netns()))
         self._started = True

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from h2lab import procs
 from h2lab.net import netns, rmem
-from h2lab.paths import netns_etc, state_root
+from h2lab.paths import netns_etc, owners_root, state_root
 
 PREFIX = "h2lab-"
 """Instance ids are ``h2lab-<6 hex>``; every namespace and state folder of one starts with it."""
@@ -75,6 +75,7 @@ def teardown_lab(lab_id: str) -> None:
             netns.delete(ns)
     shutil.rmtree(netns_etc(servers_ns), ignore_errors=True)
     shutil.rmtree(state, ignore_errors=True)
+    (owners_root() / lab_id).unlink(missing_ok=True)
 
 
 def _new_rattan_netns(before: set[str]) -> list[str]:

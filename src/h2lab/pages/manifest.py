@@ -191,7 +191,9 @@ def page_id(content: Mapping[str, Any]) -> str:
 
 
 def pages_root() -> Path:
-    return cache_root() / "pages"
+    """Where pages are stored: ``H2LAB_PAGES``, else ``pages/`` of the cache root."""
+    env = os.environ.get("H2LAB_PAGES")
+    return Path(env) if env else cache_root() / "pages"
 
 
 class PageWriter:

@@ -18,6 +18,7 @@ import numpy as np
 import h2lab
 from h2lab.analysis.compare import compare_levels
 from h2lab.analysis.factors import Cell
+from h2lab.analysis.machines import DELAY_OVERHEAD_KEY, MACHINE_KEYS, Machines, machines
 from h2lab.analysis.stats import DEFAULT_RESAMPLES
 from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze
 from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
@@ -469,16 +470,73 @@ def _shards_row(trials: Sequence[TrialRecord]) -> str:
     return "; ".join(parts) or "–"
 
 
-def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
-    exp = artifacts.experiment_info(out_dir)
-    m = artifacts.machine()
+NOT_TOOLS = {*MACHINE_KEYS, DELAY_OVERHEAD_KEY}
+"""Keys of ``versions_json`` shown per machine, not as tool versions."""
+
+
+def _machine_count(ms: Machines) -> str:
+    line = f"{ms.count} machine{'' if ms.count == 1 else 's'} ran the {ms.attempts} trial attempts"
+    line += " (warm-ups not counted)"
+    if ms.unrecorded:
+        line += f"; {ms.unrecorded} recorded no machine"
+    return line + "."
+
+
+def _machine_rows(ms: Machines) -> list[tuple[str, ...]]:
+    def overhead(r: tuple[float, float] | None) -> str:
+        if r is None:
+            return "not recorded"
+        return f"{r[0]:.3f} ms" if r[0] == r[1] else f"{r[0]:.3f}–{r[1]:.3f} ms"
+
+    return [
+        (
+            r.machine or "not recorded",
+            str(r.attempts),
+            str(r.ok),
+            "; ".join(r.cpu_models) or "unknown",
+            "; ".join(r.kernels) or "unknown",
+            overhead(r.delay_overhead_ms),
+        )
+        for r in ms.rows
+    ]
+
+
+def _machines(trials: Sequence[TrialRecord]) -> str:
+    """The machines that ran the trials (``machine``, ``versions_json``), and a warning per
+    cell whose successful trials ran on machines that differ in CPU model or kernel."""
+    ms = machines(trials)
+    parts = [h.h3("machines"), h.note(_machine_count(ms))]
+    if ms.rows:
+        headers = ("machine", "attempts", "ok", "cpu_model", "kernel", "rattan delay overhead")
+        parts.append(h.table(headers, _machine_rows(ms), numeric={1, 2}))
+    for c in ms.mixed:
+        setups = ", ".join(f"{m} ({cpu}, kernel {k})" for m, cpu, k in c.setups)
+        parts.append(
+            h.warning(
+                f"{c.cell.describe()}: its trials ran on machines that differ in "
+                f"{' and '.join(c.differs)}: {setups}"
+            )
+        )
+    if ms.count and not ms.mixed:
+        parts.append(h.note("No cell ran on machines that differ in cpu_model or kernel."))
+    return "".join(parts)
+
+
+def _tool_versions(trials: Sequence[TrialRecord]) -> str:
     versions: dict[str, set[str]] = defaultdict(set)
     for vj in {t.versions_json for t in trials}:
         try:
             for tool, ver in json.loads(vj).items():
-                versions[str(tool)].add(str(ver))
+                if tool not in NOT_TOOLS:
+                    versions[str(tool)].add(str(ver))
         except (ValueError, AttributeError):
             versions["(unreadable versions_json)"].add(vj[:60])
+    return "; ".join(f"{k} {', '.join(sorted(v))}" for k, v in sorted(versions.items())) or "–"
+
+
+def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
+    exp = artifacts.experiment_info(out_dir)
+    m = artifacts.machine()
     seeds = sorted({t.seed for t in trials})
     rows = [
         ("experiment", ", ".join(sorted({t.experiment for t in trials})) or "–"),
@@ -491,10 +549,7 @@ def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
         ("CPU during trials", _cpu_row(trials)),
         ("packets the emulator dropped", _emulator_drops_row(trials)),
         ("trials at once", _shards_row(trials)),
-        (
-            "tool versions",
-            "; ".join(f"{k} {', '.join(sorted(v))}" for k, v in sorted(versions.items())) or "–",
-        ),
+        ("tool versions", _tool_versions(trials)),
         ("h2lab (report)", h2lab.__version__),
         ("machine (report)", f"{m.node}: {m.system}"),
         (
@@ -504,7 +559,7 @@ def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
         ),
         ("Python", m.python),
     ]
-    parts = [h.table(("", ""), rows)]
+    parts = [h.table(("", ""), rows), _machines(trials)]
     if seeds:
         parts.append(h.details("trial seeds", h.pre(" ".join(str(s) for s in seeds[:1000]))))
     if exp.text:

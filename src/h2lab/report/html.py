@@ -42,6 +42,7 @@ th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .too-few-blocks{color:#888}
 .level-faster{background:#cfe3f7}.baseline-faster{background:#fbe0c7}
 .note{color:#555;font-size:.9em}.empty{color:#777;font-style:italic}
+.warn{color:#8a4b00;background:#fff4e0;padding:2px 6px}
 .wide{overflow-x:auto}.side{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
 .strip{display:flex;gap:4px;overflow-x:auto}.strip figure{margin:0;text-align:center;
 font-size:10px}.strip img{display:block;border:1px solid #ccc}
@@ -81,6 +82,12 @@ def empty(message: str) -> str:
 
 def note(text: str) -> str:
     return f'<p class="note">{e(text)}</p>'
+
+
+def warning(text: str) -> str:
+    """A line the reader should not miss (e.g. a cell whose trials ran on machines that
+    differ)."""
+    return f'<p class="warn">⚠ {e(text)}</p>'
 
 
 def h3(text: str) -> str:

@@ -11,6 +11,7 @@ names. Trial keys do not depend on the executor, so a run can move between execu
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,9 @@ class BlockJob:
     origins: tuple[str, ...]
     """every origin of the run's pages, in order: a lab gives each its address once, so an
     origin has the same address in every lab of the run"""
+    pages: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """the page id of each page spec of the trials: a lab on another machine loads the page
+    by its id (fetched from the driver once), never by resolving the spec there"""
 
 
 @dataclass(frozen=True)
@@ -99,10 +103,11 @@ def block_jobs(
     timeout_s: float,
     results_dir: Path,
     origins: tuple[str, ...],
+    pages: Mapping[str, str] | None = None,
 ) -> list[BlockJob]:
     """``trials`` (in run order) as one job per block: each run of consecutive trials with
     one seed (:func:`h2lab.runner.matrix.block_seed`; the warm-up trials share the first
-    block's), with the stored attempts of its trials."""
+    block's), with the stored attempts of its trials and the ids of its pages."""
     groups: list[list[TrialSpec]] = []
     for t in trials:
         if groups and groups[-1][0].seed == t.seed:
@@ -118,6 +123,7 @@ def block_jobs(
             timeout_s=timeout_s,
             results_dir=results_dir,
             origins=origins,
+            pages={t.page: pages[t.page] for t in group} if pages else {},
         )
         for i, group in enumerate(groups)
     ]

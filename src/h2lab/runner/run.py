@@ -30,6 +30,7 @@ from h2lab import clients, servers
 from h2lab.artifacts import SERVER_LOG, TRACEBACK
 from h2lab.clients import LoadContext, LoadResult
 from h2lab.errors import H2LabError, TrialFailed
+from h2lab.machine import machine_info
 from h2lab.metrics.counters import busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
 from h2lab.net.lab import Lab, Link
@@ -75,10 +76,14 @@ def read_counters(link: Link, servers_ns: str) -> Counters:
 
 
 def tool_versions(
-    server: str, client: clients.ClientAdapter, delay_overhead_ms: float
+    server: str,
+    client: clients.ClientAdapter,
+    delay_overhead_ms: float,
+    machine: Mapping[str, str],
 ) -> dict[str, str]:
-    """What ran a trial, with Rattan's latency per direction that its Delay cells left out
-    (net/calibration.py): a trial's RTT depends on it."""
+    """What ran a trial: the tools, the machine (:func:`h2lab.machine.machine_info`), and
+    Rattan's latency per direction that its Delay cells left out (net/calibration.py): a
+    trial's RTT depends on it."""
     from h2lab import __version__
     from h2lab.net.rattan import RATTAN_VERSION
 
@@ -87,6 +92,7 @@ def tool_versions(
     except H2LabError as exc:  # e.g. a missing binary: its trials fail, with the reason
         server_version = f"unavailable ({exc.line()})"
     return {
+        **machine,
         "h2lab": __version__,
         "rattan": RATTAN_VERSION,
         "rattan_delay_overhead_ms": f"{delay_overhead_ms:.3f}",
@@ -243,13 +249,28 @@ def signals_as_interrupt() -> Iterator[Callable[[], None]]:
             signal.signal(s, h)
 
 
+PageLoader = Callable[[str, "str | None"], Page]
+"""``load(spec, page_id)``: the page a trial names (its id as the driver resolved it, if
+known)."""
+
+
+def _resolve(spec: str, page_id: str | None) -> Page:
+    return resolve_page(spec)
+
+
 class LabSession:
     """One lab, started at the first block and kept for every block after it, with what
     outlives a trial: the current link (:class:`Links`), the server of the current (page,
     server) stretch (:class:`ServerStretch`), one client adapter per client spec, and the tool
-    versions per (server, client)."""
+    versions per (server, client). ``machine`` is what its records say ran them
+    (:func:`h2lab.machine.machine_info`); ``load_page`` finds a trial's page (default: resolve
+    its spec here)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, machine: Mapping[str, str] | None = None, load_page: PageLoader = _resolve
+    ) -> None:
+        self._machine = dict(machine or machine_info())
+        self._load_page = load_page
         self._stack = ExitStack()
         self._lab: Lab | None = None
         self._links: Links | None = None
@@ -280,12 +301,12 @@ class LabSession:
         lab, links, stretch = self._open(job.origins)
         for t in job.trials:
             if t.page not in self._pages:
-                self._pages[t.page] = resolve_page(t.page)
+                self._pages[t.page] = self._load_page(t.page, job.pages.get(t.page))
             page = self._pages[t.page]
             client = self._client(t.client)
             if (t.server, t.client) not in self._versions:
                 self._versions[(t.server, t.client)] = tool_versions(
-                    t.server, client, lab.delay_overhead_ms()
+                    t.server, client, lab.delay_overhead_ms(), self._machine
                 )
             stored = job.attempts.get(t.key, 0)
             for retry in range(1 + job.retries):
@@ -367,13 +388,15 @@ def run_trials(
             todo, attempts = _resume(trials, store, retries, retry_failed, on_progress, on_give_up)
             if not todo:
                 return []
+            pages = _pages(todo)
             for job in block_jobs(
                 todo,
                 attempts,
                 retries=retries,
                 timeout_s=timeout_s,
                 results_dir=store.dir,
-                origins=_origins(todo),
+                origins=tuple(dict.fromkeys(o for p in pages.values() for o in p.origins)),
+                pages={spec: page.digest for spec, page in pages.items()},
             ):
                 executor.submit(job)
             return _drive(executor, store, todo, on_progress, interrupted)
@@ -406,14 +429,14 @@ def _resume(
     return [t for t in trials if t.key not in done and t.key not in given_up], attempts
 
 
-def _origins(trials: Sequence[TrialSpec]) -> tuple[str, ...]:
-    """Every origin of the trials' pages, in order of first use. Resolving a page here
-    materializes it once, before any worker reads it."""
+def _pages(trials: Sequence[TrialSpec]) -> dict[str, Page]:
+    """The trials' pages by spec, in order of first use. Resolving a page here materializes it
+    once, before any worker reads it."""
     pages: dict[str, Page] = {}
     for t in trials:
         if t.page not in pages:
             pages[t.page] = resolve_page(t.page)
-    return tuple(dict.fromkeys(o for p in pages.values() for o in p.origins))
+    return pages
 
 
 def _drive(
@@ -567,6 +590,7 @@ def trial_record(
         config_json=json.dumps(t.config(), sort_keys=True),
         versions_json=json.dumps(versions, sort_keys=True),
         warmup=int(t.warmup > 0),
+        machine=versions.get("machine"),
         cpu_busy_pct=None if cpu is None else round(cpu, 1),
         cpu_saturated=None if cpu is None else int(cpu >= CPU_SATURATED_PCT),
         **metrics,  # type: ignore[arg-type]

@@ -18,8 +18,8 @@ CPU_SATURATED_PCT = 90.0
 """A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
 
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
-# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls
-SCHEMA_VERSION = 7
+# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls; 8: machine
+SCHEMA_VERSION = 8
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 
@@ -54,6 +54,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "cpu_busy_pct": "REAL",
     "cpu_saturated": "INTEGER",
     "emulator_drops": "INTEGER",
+    "machine": "TEXT",
 }
 """Every column of ``trials``: the factors' (:data:`h2lab.spec.factors.FACTORS`; a factor
 added later has its default level as the column default, which older rows take) and the
@@ -103,6 +104,9 @@ class TrialRecord(Metrics):
     emulator_drops: int | None = None
     """packets Rattan's sockets dropped during the trial because they were full: lost by the
     emulator, not by the asked loss model (0 on a faithful link; None: not recorded)"""
+    machine: str | None = None
+    """the machine that ran the trial: its host name, with the first 12 hex digits of the Ray
+    node beside it for a trial run on a cluster (``host/node``); None: not recorded"""
 
     def as_dict(self) -> dict[str, Any]:
         """The record as its store row (column -> value)."""
@@ -132,6 +136,14 @@ def artifacts_dir(out_dir: Path, trial_key: str, attempt: int) -> Path:
     return out_dir / ARTIFACTS_DIR / f"{safe}.{attempt}"
 
 
+_MACHINE_FROM_HOST = (
+    "UPDATE trials SET machine = json_extract(versions_json, '$.host') WHERE CASE "
+    "WHEN json_valid(versions_json) THEN json_type(versions_json, '$.host') = 'text' END"
+)
+"""Schema 8's ``machine`` for the rows of an older store: the host name their
+``versions_json`` recorded (a row without one, or with unreadable JSON, stays NULL)."""
+
+
 class Store:
     def __init__(self, out_dir: Path) -> None:
         self.dir = out_dir
@@ -156,12 +168,15 @@ class Store:
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def _add_missing_columns(self) -> None:
-        """Bring a store written by an older h2lab up to this schema (new columns are NULL)."""
+        """Bring a store written by an older h2lab up to this schema (new columns are NULL, or
+        their default; ``machine`` is the ``host`` its ``versions_json`` names, if any)."""
         for table, columns in (("trials", TRIAL_COLUMNS), ("resources", RESOURCE_COLUMNS)):
             have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
             for name, kind in columns.items():
                 if name not in have:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                    if (table, name) == ("trials", "machine"):
+                        self._db.execute(_MACHINE_FROM_HOST)
 
     def artifacts_dir(self, trial_key: str, attempt: int) -> Path:
         return artifacts_dir(self.dir, trial_key, attempt)

@@ -1,0 +1,45 @@
+"""A lab node checks what a driver sends before it runs anything: every level of every trial
+goes through the parser an experiment file's level goes through (so nothing a driver sends
+becomes a command line the experiment parser would not have written), and each trial's page
+is named by its id.
+"""
+
+from __future__ import annotations
+
+from h2lab.errors import SpecError
+from h2lab.runner.executor import BlockJob
+from h2lab.runner.matrix import TrialSpec
+from h2lab.spec.factors import FACTORS
+from h2lab.spec.network import parse_network
+from h2lab.spec.protocols import PROTOCOLS
+
+SOURCE = "block from the driver"
+
+
+def check_trial(t: TrialSpec) -> None:
+    """``t``'s levels parse as an experiment file's would, and go with its protocol; else a
+    :class:`SpecError` naming the trial and the factor."""
+    where = f"{SOURCE} (trial {t.key})"
+    if t.protocol not in PROTOCOLS:
+        raise SpecError(where, "protocol", f"unknown protocol {t.protocol!r}")
+    for f in FACTORS:
+        level = getattr(t.factors, f.name)
+        if f.name == "page":
+            continue  # never resolved here: the page comes by its id (check_job)
+        if f.name == "network":  # its name is the text the experiment file gave
+            if parse_network(level.name, where, field=f.name) != level:
+                raise SpecError(where, f.name, f"{level.name!r} does not parse to this profile")
+            continue
+        if f.parse(level, where, f.name) != level:
+            raise SpecError(where, f.name, f"{level!r} does not parse back to itself")
+        if f.check is not None:
+            f.check(level, (t.protocol,), where, f.name)
+
+
+def check_job(job: BlockJob) -> None:
+    """Every trial of ``job`` passes :func:`check_trial` and has a page id."""
+    for t in job.trials:
+        check_trial(t)
+        page_id = job.pages.get(t.page, "")
+        if len(page_id) != 16 or any(c not in "0123456789abcdef" for c in page_id):
+            raise SpecError(f"{SOURCE} (trial {t.key})", "page", "no page id")

@@ -1,0 +1,165 @@
+"""A Ray cluster of h2lab nodes on this machine, for tests and ``bench/cluster.py``: a head and
+N lab nodes, each its own ``h2lab cluster`` process (own session) with its own lab state folder
+(``H2LAB_STATE``) and page folder (``H2LAB_PAGES``), all at one loopback address (Ray takes
+127.0.0.1 for "this machine only" and would announce another address; 127.0.0.2 is loopback
+too, and it keeps it)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from h2lab.errors import H2LabError
+
+IP = "127.0.0.2"
+H2LAB = (sys.executable, "-m", "h2lab")
+START_TIMEOUT_S = 90.0
+
+
+class LocalCluster:
+    """``with LocalCluster(folder, workers=2) as c:`` then ``h2lab run --cluster c.address
+    --cluster-secrets c.secrets``; leaving stops every node (SIGTERM, then SIGKILL)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        workers: int = 2,
+        port: int = 6390,
+        head_env: Mapping[str, str] | None = None,
+        head_user: str | None = None,
+    ) -> None:
+        self.folder = folder
+        self.secrets = folder / "secrets"
+        self.address = f"{IP}:{port}"
+        self.port = port
+        self.workers = workers
+        self.head_env = dict(head_env or {})
+        self.head_user = head_user
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.node_ids: dict[str, str] = {}
+        """each lab node's Ray node id (12 hex digits, as the ``machine`` column has it)"""
+        self.temp_dir = Path(tempfile.mkdtemp(prefix="h2lab-ray-"))
+        """Ray's sessions: short (its socket paths must fit 107 bytes), and the head's own
+        (an unprivileged head cannot write a root-owned /tmp/ray)"""
+
+    def __enter__(self) -> LocalCluster:
+        from h2lab.cluster.secrets import make_secrets
+
+        make_secrets(self.secrets)
+        try:
+            self.start_head()
+            self.wait_for(nodes=1)
+            for k in range(1, self.workers + 1):  # one at a time: Ray picks ports racily
+                self.start_worker(k)
+                self.wait_for(nodes=1 + k)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def node_dir(self, name: str) -> Path:
+        return self.folder / name
+
+    def start_head(self) -> None:
+        argv = [*H2LAB, "cluster", "head", "--ip", IP, "--port", str(self.port)]
+        argv += ["--secrets", str(self.secrets), "--temp-dir", str(self.temp_dir)]
+        if self.head_user:
+            shutil.chown(self.temp_dir, self.head_user)
+            argv = ["runuser", "-u", self.head_user, "--", *argv]
+        self._spawn("head", argv, self.head_env)
+
+    def start_worker(self, k: int) -> None:
+        name = f"node-{k}"
+        env = {
+            "H2LAB_STATE": str(self.node_dir(name) / "state"),
+            "H2LAB_PAGES": str(self.node_dir(name) / "pages"),
+        }
+        argv = [*H2LAB, "cluster", "worker", "--address", self.address, "--ip", IP]
+        self._spawn(name, [*argv, "--secrets", str(self.secrets)], env)
+
+    def _spawn(self, name: str, argv: list[str], env: Mapping[str, str]) -> None:
+        folder = self.node_dir(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / "node.log").open("ab") as log:
+            self.procs[name] = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **env},
+                start_new_session=True,
+            )
+
+    def lab_nodes(self) -> list[str]:
+        """The ids (12 hex digits) of the live lab nodes the head knows (``h2lab cluster
+        status``)."""
+        argv = [*H2LAB, "cluster", "status", "--address", self.address]
+        out = subprocess.run(
+            [*argv, "--secrets", str(self.secrets)], capture_output=True, text=True, timeout=60
+        )
+        return [ln.split("\t")[2] for ln in out.stdout.splitlines() if ln.startswith("lab\t")]
+
+    def wait_for(self, nodes: int) -> None:
+        """Until the head knows ``nodes`` live nodes (head included); bounded."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            dead = [n for n, p in self.procs.items() if p.poll() is not None]
+            if dead:
+                log = (self.node_dir(dead[0]) / "node.log").read_text()[-2000:]
+                raise H2LabError(f"cluster node {dead[0]} exited: {log}")
+            if nodes == 1 and self._head_listens():
+                time.sleep(2)  # the GCS listens before it serves
+                return
+            labs = [] if nodes == 1 else self.lab_nodes()
+            if nodes > 1 and len(labs) >= nodes - 1:
+                new = [n for n in labs if n not in self.node_ids.values()]
+                if new:
+                    self.node_ids[f"node-{nodes - 1}"] = new[0]
+                return
+            time.sleep(1)
+        raise H2LabError(f"local cluster: {nodes} nodes not up after {START_TIMEOUT_S:g} s")
+
+    def _head_listens(self) -> bool:
+        try:
+            socket.create_connection((IP, self.port), timeout=1).close()
+        except OSError:
+            return False
+        return True
+
+    def kill_node(self, name: str) -> None:
+        """kill -9 of every process of node ``name`` (its ``ray start`` and what it started)."""
+        proc = self.procs[name]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        for proc in self.procs.values():  # what a node left in its session
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
