@@ -160,6 +160,7 @@ def _run_experiment(
                 on_progress=on_progress,
                 on_give_up=on_give_up,
                 executor=executor,
+                fail_on=exp.fail_on,
             )
     finally:
         store.close()

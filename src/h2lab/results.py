@@ -26,6 +26,9 @@ class ResourceTiming:
     """HTTP status of the response, where the client reports it"""
     pushed: bool = False
     """the server pushed it (HTTP/2 server push) instead of the client requesting it"""
+    error: str | None = None
+    """why the request failed, as the client reports it (Chromium: ``net::ERR_BLOCKED_BY_ORB``,
+    ...); None: it finished"""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ class Metrics:
     plt_ms: float | None = _metric("ms", "page load time (ms)", BROWSER, BROWSER)
     """loadEventEnd, from navigation start"""
     speed_index_ms: float | None = _metric("ms", "SpeedIndex (ms)", BROWSER, BROWSER)
+    failed_requests: int | None = _metric("requests", "requests that failed", BROWSER)
+    """requests of the load that failed in the browser and that it did not cancel itself
+    (blocked by ORB or CSP, mixed content, not recorded, a connection error): each is a
+    resources row with its ``error``; the trial fails for them only with ``fail_on = "any"``"""
     connect_ms: float | None = _metric("ms", "first connection set up (ms)", CLIENT)
     """the first connection's TCP (and TLS) handshake done: h2load's ``time for connect``
     (from its connect call); Chromium's navigation timing ``connectEnd`` of the document, from

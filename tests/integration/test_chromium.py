@@ -3,6 +3,7 @@ the lower bound, and failed trials (timeout, crash) that do not stop the next on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -42,6 +43,8 @@ NEVER = """<!doctype html><html><head><link rel="icon" href="data:,"></head><bod
 <img src="/x.png?hold=30000" alt=""></body></html>"""
 BROKEN = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
 <img src="/x.png?hold=30000" alt=""><img src="/y.png?drop=1" alt=""></body></html>"""
+DROPPED = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
+<img src="/x.png" alt=""><img src="/y.png?drop=1" alt=""></body></html>"""
 SLOW = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
 <img src="/x.png?hold=8000" alt=""></body></html>"""
 
@@ -152,8 +155,9 @@ def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(
     )
     t0 = time.monotonic()
     failed = r"failed to load: 1 of \d+ requests .*/y\.png\?drop=1 \(net::ERR_"
+    strict = dataclasses.replace(_ctx(lab, link, tmp_path / "broken", timeout_s=20), fail_on="any")
     with pytest.raises(TrialFailed, match=failed):
-        chromium.load(broken, "h1c", _ctx(lab, link, tmp_path / "broken", timeout_s=20))
+        chromium.load(broken, "h1c", strict)
     print(f"broken: failed after {time.monotonic() - t0:.1f} s (timeout 20 s, image held 30 s)")
     assert time.monotonic() - t0 < 10
 
@@ -235,3 +239,26 @@ def test_back_to_back_trials_are_isolated(tmp_path: Path) -> None:
     for rep in range(3):
         h1, h2 = header_bytes[("h1s", rep)], header_bytes[("h2s", rep)]
         assert h1 > 13 * 200 and 0 < h2 < h1 / 5, header_bytes
+
+
+def test_a_failed_subresource_is_recorded_and_fails_the_trial_only_when_asked(
+    slow_lab: tuple[Lab, Link, Path], chromium: clients.ClientAdapter, tmp_path: Path
+) -> None:
+    """``fail_on = "document"`` (the default): the page loads without the image whose
+    connection dropped, and that request is a resources row and a HAR entry with its error,
+    counted in ``failed_requests``; ``fail_on = "any"`` fails the trial for it."""
+    lab, link, docroot = slow_lab
+    page = _page(docroot, "dropped", DROPPED)
+    page = dataclasses.replace(
+        page, resources=(*page.resources, Resource(VIS_HOST, "/y.png", 100, "image/png"))
+    )
+    ok = chromium.load(page, "h1c", _ctx(lab, link, tmp_path / "document"))
+    assert ok.failed_requests == 1 and ok.plt_ms is not None
+    failed = [(r.url, r.error) for r in ok.resources if r.error]
+    assert len(failed) == 1 and failed[0][0].endswith("/y.png?drop=1"), failed
+    assert str(failed[0][1]).startswith("net::ERR_")
+    entries = json.loads((tmp_path / "document" / PAGE_HAR).read_text())["log"]["entries"]
+    assert [e["_error"] for e in entries if "_error" in e] == [failed[0][1]]
+    strict = dataclasses.replace(_ctx(lab, link, tmp_path / "any"), fail_on="any")
+    with pytest.raises(TrialFailed, match=r"y\.png\?drop=1 \(net::ERR_"):
+        chromium.load(page, "h1c", strict)

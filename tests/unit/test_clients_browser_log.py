@@ -55,12 +55,15 @@ def test_rows_and_har_of_finished_requests() -> None:
     log.add(RequestFinished("1", 10.05, 1130))
     log.add(RequestSent("2", "https://o1.h2lab.test/b", 10.01))
     log.add(RequestFailed("2", 10.02, "x"))
-    (row,) = log.resources(t0_s=9.99)
+    row, failed = log.resources(t0_s=9.99)
+    assert (failed.url, failed.error, failed.start_ms) == ("https://o1.h2lab.test/b", "x", 20.0)
     assert row.origin == "o1.h2lab.test"
     assert (row.start_ms, row.ttfb_ms, row.end_ms) == pytest.approx((10.0, 40.0, 60.0))
     assert (row.bytes, row.protocol, row.connection, row.priority) == (1000, "h2", "42", "Low")
     har = log.har("https://o1.h2lab.test/", 9.99, {"plt_ms": 70.0, "dcl_ms": 50.0})
-    (entry,) = har["log"]["entries"]
+    entry, failed_entry = har["log"]["entries"]
+    assert failed_entry["request"]["url"] == "https://o1.h2lab.test/b"
+    assert failed_entry["_error"] == "x"
     assert entry["startedDateTime"] == "+10.000ms"
     assert entry["timings"]["wait"] == pytest.approx(30.0)
     assert entry["timings"]["receive"] == pytest.approx(20.0)

@@ -300,8 +300,38 @@ def test_measure_fails_when_a_page_resource_fails_and_stops_tracing() -> None:
     tab = Tab("ctx", "s1")
     cdp = Browser(tab, navigate)
     with pytest.raises(TrialFailed, match="failed to load: 1 of 2 requests for the page's"):
-        measure(tab, cdp, urls[0], page, timeout_s=5, idle_ms=0)
+        measure(tab, cdp, urls[0], page, timeout_s=5, idle_ms=0, fail_on="any")
     assert "Tracing.end" in cdp.methods()
+
+
+def test_measure_by_default_fails_for_the_document_only() -> None:
+    """A subresource that fails (ORB, a connection error) is the page's, recorded with its
+    error; the document failing is the load failing."""
+    page = synthetic_page("synthetic:n=2,size=1KB,origins=1")
+    urls = [r.url() for r in page.resources]
+
+    def sub_fails(tab: Tab) -> None:
+        request(tab, "1", urls[0])
+        request(tab, "2", urls[1], failed="net::ERR_BLOCKED_BY_ORB")
+        tab.on("Page.loadEventFired", {})
+
+    tab = Tab("ctx", "s1")
+    raw = measure(tab, Browser(tab, sub_fails), urls[0], page, timeout_s=5, idle_ms=0)
+    assert [(r.url, r.failed) for r in raw.log.failed()] == [(urls[1], "net::ERR_BLOCKED_BY_ORB")]
+    rows = raw.log.resources(1.0)
+    assert [(r.url, r.error) for r in rows] == [
+        (urls[0], None),
+        (urls[1], "net::ERR_BLOCKED_BY_ORB"),
+    ]
+
+    def document_fails(tab: Tab) -> None:  # no load event: it would never come
+        request(tab, "1", urls[0], failed="net::ERR_CONNECTION_RESET")
+
+    tab = Tab("ctx", "s1")
+    with pytest.raises(
+        TrialFailed, match=r"failed to load: 1 of 1 requests .*ERR_CONNECTION_RESET"
+    ):
+        measure(tab, Browser(tab, document_fails), urls[0], page, timeout_s=5, idle_ms=0)
 
 
 def test_measure_times_out_naming_what_it_waited_for() -> None:

@@ -575,7 +575,46 @@ def test_warc_bad_urls(tmp_path: Path, uri: str, message: str) -> None:
     path = tmp_path / "bad.warc"
     path.write_bytes(warc_bytes([(uri, "200 OK", [], b"x")], compress=False))
     err = fails(tmp_path, f"warc:{path}", message)
-    assert err.field.startswith("record 0")
+    # its only response was unusable: nothing is left, and the line says which and why
+    assert (
+        err.field == "warc"
+        and "no response records (1 unusable; the first: skipped record 0" in err.reason
+    )
+
+
+def test_one_bad_record_is_skipped_with_a_note_and_the_rest_imports(tmp_path: Path) -> None:
+    """Real captures are messy: an IP-literal beacon, a body that does not decode and a bogus
+    Content-Encoding cost their record (or nothing), not the capture."""
+    records = [
+        *small_site(),
+        ("http://66.102.1.1/beacon?x=1", "200 OK", [("Content-Type", "image/gif")], b"GIF89a"),
+        ("https://www.example.test/z.js", "200 OK", [("Content-Encoding", "gzip")], b"plain"),
+        (
+            "https://www.example.test/n.css",
+            "200 OK",
+            [("Content-Type", "text/css"), ("Content-Encoding", "null")],
+            b"body{}",
+        ),
+    ]
+    path = tmp_path / "messy.warc"
+    path.write_bytes(warc_bytes(records, compress=False))
+    capture = read_warc(path)
+    urls = [r.url for r in capture.responses]
+    assert "https://www.example.test/n.css" in urls
+    assert not any("66.102.1.1" in u or u.endswith("/z.js") for u in urls)
+    css = next(r for r in capture.responses if r.url.endswith("/n.css"))
+    assert css.body == b"body{}"  # passed through as identity
+    n = len(small_site())
+    assert f"skipped record {n} http://66.102.1.1/beacon?x=1: host '66.102.1.1'" in "\n".join(
+        capture.notes
+    )
+    assert any(
+        note.startswith(f"skipped record {n + 1} https://www.example.test/z.js: cannot decode")
+        for note in capture.notes
+    )
+    assert f"record {n + 2} https://www.example.test/n.css: Content-Encoding 'null' unknown" in (
+        "\n".join(capture.notes)
+    )
 
 
 def test_warc_undecodable_body(tmp_path: Path) -> None:

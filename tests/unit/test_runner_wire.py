@@ -120,6 +120,7 @@ def record() -> TrialRecord:
         plt_ms=234.5,
         speed_index_ms=345.6,
         connect_ms=10.5,
+        failed_requests=3,
         ttfb_ms=20.25,
         dcl_ms=150.0,
         fp_ms=160.5,
@@ -149,6 +150,7 @@ def resource() -> ResourceTiming:
         priority="VeryHigh",
         status=200,
         pushed=True,
+        error="net::ERR_BLOCKED_BY_ORB",
     )
 
 

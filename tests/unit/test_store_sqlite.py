@@ -144,6 +144,7 @@ def test_resources_of_a_trial(store: Store) -> None:
         "priority": None,
         "status": None,
         "pushed": 0,
+        "error": None,
     }
     assert rows[0]["ttfb_ms"] is None
     assert store.resources(other_id) == []
@@ -304,9 +305,9 @@ def test_a_store_of_schema_7_gains_machine_from_the_recorded_host(tmp_path: Path
         s.close()
     db = sqlite3.connect(tmp_path / "results.sqlite")
     try:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
         cols = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
-        assert cols == list(TRIAL_COLUMNS) and cols[-1] == "machine"
+        assert sorted(cols) == sorted(TRIAL_COLUMNS) and cols[-1] == "machine"
     finally:
         db.close()
     # only the rows older than the column are filled: a later row keeps what it was given

@@ -25,6 +25,10 @@ class LoadContext:
     """origin hostname -> address (what the namespace's /etc/hosts says)"""
     tls_dir: Path | None = None
     """the lab CA's folder (clients that pin it by SPKI read it here)"""
+    fail_on: str = "document"
+    """a browser's load fails when the document fails (``document``: a failed subresource
+    is a resources row with its error) or when any request for the page's resources fails
+    (``any``)"""
     link_generation: int = 0
     """changes whenever the client namespace is a new one (a client keeping processes in the
     namespace, like a browser, must start them again)"""

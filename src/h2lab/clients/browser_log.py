@@ -217,26 +217,34 @@ class NetworkLog:
             key=lambda r: r.start_s,
         )
 
+    def failed(self) -> list[Request]:
+        """Requests that failed and that the page did not cancel itself, oldest first."""
+        return sorted(
+            (r for r in self.snapshot() if r.failed and not r.cancelled), key=lambda r: r.start_s
+        )
+
     def resources(self, t0_s: float) -> tuple[ResourceTiming, ...]:
-        """One row per finished request, times in ms from ``t0_s``."""
+        """One row per finished request, then one per failed one (with its ``error``), times
+        in ms from ``t0_s``."""
 
         def ms(t: float | None) -> float | None:
             return None if t is None else round((t - t0_s) * 1000, 3)
 
         rows = []
-        for r in self.finished():
+        for r in (*self.finished(), *self.failed()):
             rows.append(
                 ResourceTiming(
                     url=r.url,
                     origin=urlsplit(r.url).hostname or "",
                     start_ms=ms(r.start_s) or 0.0,
                     ttfb_ms=ms(r.ttfb_s),
-                    end_ms=ms(r.end_s) or 0.0,
+                    end_ms=ms(r.end_s) or ms(r.start_s) or 0.0,
                     bytes=r.body_bytes,
                     protocol=r.protocol or "",
                     connection=r.connection or "",
                     priority=r.priority,
                     status=r.status,
+                    error=r.failed,
                 )
             )
         return tuple(rows)
@@ -250,10 +258,15 @@ class NetworkLog:
         every: bool = False,
     ) -> dict[str, Any]:
         """A HAR 1.2 log: one page, one entry per finished request, with the browser's
-        protocol, connection id, priority and header sizes. With ``every``, the failed and
-        unfinished requests too (a failed load's log), each with ``_error``: the browser's
-        reason, or ``unfinished`` for one still waiting when the load ended."""
-        chosen = sorted(self.snapshot(), key=lambda r: r.start_s) if every else self.finished()
+        protocol, connection id, priority and header sizes, and the failed ones with
+        ``_error``, the browser's reason. With ``every``, the unfinished and cancelled requests
+        too (a failed load's log); ``_error`` is ``unfinished`` for one still waiting when the
+        load ended."""
+        chosen = (
+            sorted(self.snapshot(), key=lambda r: r.start_s)
+            if every
+            else sorted((*self.finished(), *self.failed()), key=lambda r: r.start_s)
+        )
         return {
             "log": {
                 "version": "1.2",
@@ -313,7 +326,7 @@ def _har_entry(r: Request, t0_s: float, every: bool) -> dict[str, Any]:
         "serverIPAddress": r.remote or "",
         "_priority": r.priority,
         "_fromCache": r.from_cache,
-        **({"_error": error} if every and error else {}),
+        **({"_error": error} if (every or r.failed) and error else {}),
     }
 
 

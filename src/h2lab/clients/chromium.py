@@ -268,8 +268,9 @@ class Chromium:
         try:
             tab = self._take_ready(handle)
             raw = measure(
-                tab, handle.cdp, url, page, timeout_s=ctx.timeout_s, idle_ms=self.options.idle_ms
-            )
+                tab, handle.cdp, url, page, timeout_s=ctx.timeout_s,
+                idle_ms=self.options.idle_ms, fail_on=ctx.fail_on,
+            )  # fmt: skip
         except TrialFailed:
             if tab is not None:
                 _keep_failed_log(tab.log, url, ctx.artifacts_dir)

@@ -103,8 +103,9 @@ def analyse(raw: RawLoad, url: str) -> Analysis:
     visual = visual_metrics(frames)
     metrics = page_metrics(timing, visual)
     resources = log.resources(t0_s)
-    first = min(r.start_ms for r in resources)
-    last = max(r.end_ms for r in resources)
+    done = [r for r in resources if r.error is None]
+    first = min(r.start_ms for r in done)
+    last = max(r.end_ms for r in done)
     # Element Timing (``<img elementtiming=...>``): when Chrome painted each marked element
     elements = {str(k): round(float(v), 3) for k, v in (timing.get("elements") or {}).items()}
     har = log.har(url, t0_s, {**metrics, "_frames": float(visual.frames)})
@@ -120,6 +121,7 @@ def analyse(raw: RawLoad, url: str) -> Analysis:
             else None
         ),
         resources=resources,
+        failed_requests=len(log.failed()),
         connect_ms=metrics["connect_ms"],
         ttfb_ms=metrics["ttfb_ms"],
         dcl_ms=metrics["dcl_ms"],

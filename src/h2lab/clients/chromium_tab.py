@@ -321,14 +321,21 @@ def wait_quiet(cdp: DevTools) -> None:
 
 
 def measure(
-    tab: Tab, cdp: DevTools, url: str, page: Page, *, timeout_s: float, idle_ms: float
+    tab: Tab,
+    cdp: DevTools,
+    url: str,
+    page: Page,
+    *,
+    timeout_s: float,
+    idle_ms: float,
+    fail_on: str = "document",
 ) -> RawLoad:
-    """The page load itself: tracing on, navigate, wait for load, tracing off. A load in
-    which a request for the page's own resources fails
-    (:func:`~h2lab.clients.browser_log.failed_page_requests`) fails then, or after the load
-    if it failed later; waiting for the load is no use, as it may never come (yahoo's document
-    failing with ``net::ERR_HTTP2_PING_FAILED`` left requests waiting until the 900 s
-    timeout)."""
+    """The page load itself: tracing on, navigate, wait for load, tracing off. A load whose
+    document fails (``fail_on="document"``), or in which any request for the page's own
+    resources fails (``"any"``, :func:`~h2lab.clients.browser_log.failed_page_requests`),
+    fails then, or after the load if it failed later; waiting for the load is no use, as it
+    may never come (yahoo's document failing with ``net::ERR_HTTP2_PING_FAILED`` left
+    requests waiting until the 900 s timeout)."""
     deadline = time.monotonic() + timeout_s
     s = tab.session
 
@@ -352,6 +359,8 @@ def measure(
 
     def incomplete() -> None:
         failed = browser_log.failed_page_requests(tab.log, page)
+        if fail_on != "any":
+            failed = [r for r in failed if r.url == url]
         if failed:
             how = "loaded incomplete" if tab.loaded else "failed to load"
             raise TrialFailed(f"{url} {how}: {browser_log.describe_failed(failed, tab.log)}")

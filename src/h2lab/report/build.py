@@ -26,6 +26,7 @@ from h2lab.errors import H2LabError
 from h2lab.report import artifacts, model, svg
 from h2lab.report import html as h
 from h2lab.report.export import export_tables
+from h2lab.report.failed import failed_part
 from h2lab.store import Store, TrialRecord
 from h2lab.store.sqlite import CPU_SATURATED_PCT
 
@@ -99,7 +100,8 @@ def write_report(
         sections.append(h.section("headers", _headers(trials)))
         cell = chosen_cell if chosen_cell is not None else model.choose_cell(trials)
         sections += timed("chosen cell", lambda: _chosen_cell(store, trials, cell))
-        sections.append(h.section("repro", _repro(out_dir, trials, rng_seed)))
+        failed = timed("failed requests", lambda: failed_part(store, trials))
+        sections.append(h.section("repro", _repro(out_dir, trials, rng_seed, failed)))
         n_ok = len(model.latest_ok(trials))
         subtitle = (
             f"{len(trials)} trial attempts ({n_ok} trials succeeded) in {out_dir}; "
@@ -534,7 +536,9 @@ def _tool_versions(trials: Sequence[TrialRecord]) -> str:
     return "; ".join(f"{k} {', '.join(sorted(v))}" for k, v in sorted(versions.items())) or "–"
 
 
-def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
+def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int, failed: str) -> str:
+    """The reproducibility table, the machines, ``failed`` (the requests that failed in the
+    browser, :mod:`h2lab.report.failed`), then the seeds and configuration."""
     exp = artifacts.experiment_info(out_dir)
     m = artifacts.machine()
     seeds = sorted({t.seed for t in trials})
@@ -559,7 +563,7 @@ def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int) -> str:
         ),
         ("Python", m.python),
     ]
-    parts = [h.table(("", ""), rows), _machines(trials)]
+    parts = [h.table(("", ""), rows), _machines(trials), failed]
     if seeds:
         parts.append(h.details("trial seeds", h.pre(" ".join(str(s) for s in seeds[:1000]))))
     if exp.text:

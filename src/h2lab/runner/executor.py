@@ -42,6 +42,8 @@ class BlockJob:
     origins: tuple[str, ...]
     """every origin of the run's pages, in order: a lab gives each its address once, so an
     origin has the same address in every lab of the run"""
+    fail_on: str = "document"
+    """when a browser's trial fails (:attr:`h2lab.spec.experiment.Experiment.fail_on`)"""
     pages: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """the page id of each page spec of the trials: a lab on another machine loads the page
     by its id (fetched from the driver once), never by resolving the spec there"""
@@ -104,6 +106,7 @@ def block_jobs(
     results_dir: Path,
     origins: tuple[str, ...],
     pages: Mapping[str, str] | None = None,
+    fail_on: str = "document",
 ) -> list[BlockJob]:
     """``trials`` (in run order) as one job per block: each run of consecutive trials with
     one seed (:func:`h2lab.runner.matrix.block_seed`; the warm-up trials share the first
@@ -124,6 +127,7 @@ def block_jobs(
             results_dir=results_dir,
             origins=origins,
             pages={t.page: pages[t.page] for t in group} if pages else {},
+            fail_on=fail_on,
         )
         for i, group in enumerate(groups)
     ]

@@ -315,7 +315,7 @@ class LabSession:
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,
                     artifacts_dir(job.results_dir, t.key, attempt), job.timeout_s,
-                    self._versions[(t.server, t.client)], stretch,
+                    self._versions[(t.server, t.client)], stretch, job.fail_on,
                 )  # fmt: skip
                 last = record.status == "ok" or bool(stretch.error) or retry == job.retries
                 yield TrialDone(record, resources, last)
@@ -372,13 +372,15 @@ def run_trials(
     on_progress: ProgressFn | None = None,
     on_give_up: GiveUpFn | None = None,
     executor: Executor | None = None,
+    fail_on: str = "document",
 ) -> list[TrialRecord]:
     """Run ``trials`` not yet stored ok on ``executor`` (default: in this process, one lab);
     return the records written now, each committed as it arrives. A failed trial is attempted
     again at once, up to ``retries`` more times; every attempt is stored. A trial with
     ``RUNS_BEFORE_GIVING_UP * (1 + retries)`` failed attempts stored is given up (reported to
     ``on_give_up`` with that count) unless ``retry_failed``. ``on_progress`` hears of every
-    trial once: stored before (record None) or ended now (its last attempt). Ctrl-C/SIGTERM
+    trial once: stored before (record None) or ended now (its last attempt). ``fail_on``: when
+    a browser's trial fails (the experiment's). Ctrl-C/SIGTERM
     stops the executor the orderly way and raises KeyboardInterrupt; the executor is closed
     when this returns."""
     if executor is None:
@@ -397,6 +399,7 @@ def run_trials(
                 results_dir=store.dir,
                 origins=tuple(dict.fromkeys(o for p in pages.values() for o in p.origins)),
                 pages={spec: page.digest for spec, page in pages.items()},
+                fail_on=fail_on,
             ):
                 executor.submit(job)
             return _drive(executor, store, todo, on_progress, interrupted)
@@ -498,6 +501,7 @@ def run_one(
     timeout_s: float,
     versions: dict[str, str],
     stretch: ServerStretch,
+    fail_on: str = "document",
 ) -> tuple[TrialRecord, tuple[ResourceTiming, ...]]:
     """Attempt ``attempt`` of trial ``t``, its artifacts in ``artifacts``; its record (``id``
     None: the driver stores it) and resources. A failed trial never leaves its link to the
@@ -524,6 +528,7 @@ def run_one(
             hosts={h: lab.origin_ips[h] for h in page.origins},
             tls_dir=lab.state_dir / "tls",
             link_generation=links.generation,
+            fail_on=fail_on,
         )
         request_log = servers.RequestLog(lab.state_dir / "server")
         logged = request_log.mark()

@@ -28,11 +28,15 @@ TOP_KEYS = {
     "retries",
     "warmup",
     "outlier_rule",
+    "fail_on",
     "compare",
     "factors",
     "quick",
 }
 OUTLIER_RULES = ("none", "2sd")
+FAIL_ON = ("document", "any")
+"""When a browser's trial fails: its document failed (a failed subresource is recorded, not
+fatal), or any request for the page's resources failed."""
 QUICK_KEYS = {"repetitions", "warmup", "timeout_s", "factors"}
 MAX_RETRIES = 10
 MAX_WARMUP = 100
@@ -103,6 +107,10 @@ class Experiment:
     outlier_rule: str | None = None
     """``"2sd"``: the report drops, per cell and protocol, values more than 2 standard
     deviations from their mean before comparing (seed 002 §3.4); None keeps every value"""
+    fail_on: str = "document"
+    """a browser trial fails when its document fails (``document``; a failed subresource is
+    a resources row with its error, counted in ``failed_requests``) or when any request for
+    the page's resources fails (``any``)"""
     compare: Compare | None = None
     """a factor besides the protocol whose levels run back to back with one loss seed and
     are compared with its baseline in the report"""
@@ -223,6 +231,9 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
             "outlier_rule",
             f"must be one of {', '.join(OUTLIER_RULES)}, got {outlier_rule!r}",
         )
+    fail_on = raw.get("fail_on", "document")
+    if fail_on not in FAIL_ON:
+        raise SpecError(source, "fail_on", f"must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     factors = raw.get("factors")
     tables = factors if isinstance(factors, list) else [factors]
     if not tables or not all(isinstance(t, dict) for t in tables):
@@ -243,6 +254,7 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
         retries=retries,
         warmup=warmup,
         outlier_rule=None if outlier_rule == "none" else outlier_rule,
+        fail_on=fail_on,
         compare=compare,
         also=matrices[1:],
     )

@@ -18,8 +18,9 @@ CPU_SATURATED_PCT = 90.0
 """A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
 
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
-# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls; 8: machine
-SCHEMA_VERSION = 8
+# 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls; 8: machine;
+# 9: failed_requests, resource error
+SCHEMA_VERSION = 9
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 

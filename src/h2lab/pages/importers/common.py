@@ -244,7 +244,7 @@ def _inflate(data: bytes, wbits: int, limit: int, name: str) -> bytes:
         except zlib.error as exc:
             raise DecodeError(f"{name}: {exc}") from None
         if len(out) > limit:
-            raise DecodeError(f"{name}: decodes to more than {limit} bytes")
+            raise BodyTooLarge(f"{name}: decodes to more than {limit} bytes")
         if not d.eof:
             raise DecodeError(f"{name}: data is truncated")
         data = d.unused_data
@@ -259,20 +259,39 @@ def _unbrotli(data: bytes, limit: int) -> bytes:
     except brotli.error as exc:
         raise DecodeError(f"br: {exc}") from None
     if len(out) > limit:
-        raise DecodeError(f"br: decodes to more than {limit} bytes")
+        raise BodyTooLarge(f"br: decodes to more than {limit} bytes")
     if not d.is_finished():
         raise DecodeError("br: data is truncated")
     return out
 
 
+class BodyTooLarge(DecodeError):
+    """A body past what the page may still hold: the capture is too big, not one record bad."""
+
+
+KNOWN_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br"})
+
+
 def decode_body(
-    raw: bytes, transfer_encoding: str | None, content_encoding: str | None, limit: int
+    raw: bytes,
+    transfer_encoding: str | None,
+    content_encoding: str | None,
+    limit: int,
+    notes: list[str] | None = None,
 ) -> bytes:
     """The body a client would see: transfer codings undone (chunked), then content codings
     (gzip, x-gzip, deflate, br) in reverse order of application. A body declared chunked
     that does not start with a chunk-size line is taken as already de-chunked. An empty body
-    stays empty whatever its headers say (204, 304, HEAD). Decoded output above ``limit`` bytes, a
-    truncated or corrupt stream and unknown codings raise :class:`DecodeError`."""
+    stays empty whatever its headers say (204, 304, HEAD). Decoded output above ``limit`` bytes
+    and a truncated or corrupt stream raise :class:`DecodeError`. An unknown content coding
+    (recorders write ``null``, ``utf-8``, ``none``) is passed through as identity, as a browser
+    takes it, with a line in ``notes``; without ``notes`` it raises."""
+    if notes is not None:
+        unknown = [c for c in codings(content_encoding) if c not in KNOWN_CODINGS]
+        if unknown:
+            notes.append(f"Content-Encoding {', '.join(unknown)!r} unknown: taken as identity")
+            kept = [c for c in codings(content_encoding) if c in KNOWN_CODINGS]
+            content_encoding = ", ".join(kept) or None
     steps = codings(transfer_encoding)
     if steps and steps[-1] == "chunked":
         if is_chunked(raw):
@@ -296,7 +315,7 @@ def decode_body(
         else:
             raise DecodeError(f"unsupported coding {coding!r}")
     if len(body) > limit:
-        raise DecodeError(f"body is more than {limit} bytes")
+        raise BodyTooLarge(f"body is more than {limit} bytes")
     return body
 
 

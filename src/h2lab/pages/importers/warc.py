@@ -21,6 +21,7 @@ from warcio.statusandheaders import StatusAndHeadersParserException
 
 from h2lab.errors import SpecError
 from h2lab.pages.importers.common import (
+    BodyTooLarge,
     Budget,
     Capture,
     DecodeError,
@@ -80,25 +81,41 @@ def _check_gzip_complete(path: Path) -> None:
         raise SpecError(path, "warc", "file is truncated (it ends inside a gzip member)")
 
 
-def _response(record: Any, url: str, path: Path, field: str, budget: Budget) -> Recorded:
-    """A response record's status, headers and decoded body (taken from ``budget``)."""
+class Unusable(Exception):
+    """One record that cannot be replayed: it is skipped with a note, the rest imports."""
+
+
+def _response(
+    record: Any, uri: str, path: Path, field: str, budget: Budget, notes: list[str]
+) -> Recorded:
+    """A response record's status, headers and decoded body (taken from ``budget``);
+    :class:`Unusable` for a record that cannot be replayed (its URL, status or body)."""
+    try:
+        url = check_url(uri, path, field)
+    except SpecError as exc:
+        raise Unusable(exc.reason) from None
     http = record.http_headers
     try:
         status = int(http.get_statuscode())
     except (TypeError, ValueError):
-        raise SpecError(path, field, f"bad HTTP status line {http.statusline!r}") from None
+        raise Unusable(f"bad HTTP status line {http.statusline!r}") from None
     if not 100 <= status <= 599:
-        raise SpecError(path, field, f"not an HTTP status: {status}")
+        raise Unusable(f"not an HTTP status: {status}")
     raw = _read_all(record, path, field, budget.remaining_bytes)
+    said: list[str] = []
     try:
         body = decode_body(
             raw,
             http.get_header("transfer-encoding"),
             http.get_header("content-encoding"),
             budget.remaining_bytes,
+            said,
         )
-    except DecodeError as exc:
+    except BodyTooLarge as exc:
         raise SpecError(path, field, f"cannot decode body: {exc}") from exc
+    except DecodeError as exc:
+        raise Unusable(f"cannot decode body: {exc}") from exc
+    notes.extend(f"{field}: {line}" for line in said)
     budget.take(len(body), field)
     return Recorded(
         url=url,
@@ -119,6 +136,8 @@ def read_warc(path: Path) -> Capture:
     methods: dict[str, str] = {}  # response record id -> method of its request
     start_url: str | None = None
     skipped: dict[str, int] = {}
+    notes: list[str] = []
+    unusable: list[str] = []  # response records skipped, with why
     try:
         fh = path.open("rb")
     except OSError as exc:
@@ -142,7 +161,11 @@ def read_warc(path: Path) -> Capture:
                 if rec_type != "response" or record.http_headers is None:
                     skipped[rec_type] = skipped.get(rec_type, 0) + 1
                     continue
-                response = _response(record, check_url(uri, path, field), path, field, budget)
+                try:
+                    response = _response(record, uri, path, field, budget, notes)
+                except Unusable as exc:
+                    unusable.append(f"skipped {field}: {exc}")
+                    continue
                 if start_url is None:
                     start_url = response.url
                 rec_id = record.rec_headers.get_header("WARC-Record-ID") or f"#{i}"
@@ -159,8 +182,13 @@ def read_warc(path: Path) -> Capture:
         raise SpecError(path, where, f"not a readable WARC ({type(exc).__name__}: {exc})") from exc
     if i < 0:
         raise SpecError(path, "warc", "no WARC records")
-    notes = [f"skipped {n} {kind} record(s)" for kind, n in sorted(skipped.items())]
+    notes = [
+        *unusable,
+        *notes,
+        *(f"skipped {n} {kind} record(s)" for kind, n in sorted(skipped.items())),
+    ]
     with_methods = [replace(r, method=methods.get(rid, "GET")) for rid, r in responses]
     if not with_methods:
-        raise SpecError(path, "warc", "no response records")
+        why = f" ({len(unusable)} unusable; the first: {unusable[0]})" if unusable else ""
+        raise SpecError(path, "warc", f"no response records{why}")
     return finish("warc", path, with_methods, start_url, notes)

@@ -1,0 +1,125 @@
+"""Requests that failed in the browser during successful trials (pure: records and resource
+rows in, counts out).
+
+A browser trial records ``failed_requests``: the requests of its load that failed and that the
+page did not cancel itself (blocked by ORB or CSP, a dropped connection, a host the lab did not
+record). Each is a ``resources`` row whose ``error`` is the browser's reason
+(``net::ERR_BLOCKED_BY_ORB``, ...); a finished request's ``error`` is None. With
+``fail_on = "document"`` (the default) such a trial is still ok, and its timings are in the
+statistics: this counts them.
+
+Only successful, non-warm-up trials are counted, one per trial (its latest successful
+attempt, as the report's statistics take it). A trial whose ``failed_requests`` is None (a
+load client, or a row older than the column) is not a browser trial here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from h2lab.spec.factors import Cell
+from h2lab.store import TrialRecord
+
+TOP_PAIRS = 10
+"""How many (URL, error) pairs :func:`failed_requests` keeps."""
+
+
+@dataclass(frozen=True)
+class FailedRow:
+    """One cell and protocol whose ok trials had a request fail."""
+
+    cell: Cell
+    protocol: str
+    ok: int
+    """its ok browser trials"""
+    with_failed: int
+    """those with at least one failed request"""
+    failed: int
+    """failed requests in all (the sum of their ``failed_requests``)"""
+
+
+@dataclass(frozen=True)
+class FailedPair:
+    url: str
+    error: str
+    count: int
+    """resource rows with this URL and error, over every trial"""
+
+
+@dataclass(frozen=True)
+class FailedRequests:
+    trials: int
+    """ok browser trials (``failed_requests`` recorded)"""
+    with_failed: int
+    """those with ``failed_requests`` > 0"""
+    failed: int
+    """failed requests in all"""
+    rows: tuple[FailedRow, ...]
+    """per cell and protocol with a failed request, sorted by cell then protocol"""
+    top: tuple[FailedPair, ...]
+    """the most frequent (URL, error) pairs, most frequent first (ties: by URL, then error);
+    at most :data:`TOP_PAIRS`"""
+
+
+def browser_ok(records: Iterable[TrialRecord]) -> list[TrialRecord]:
+    """The latest successful non-warm-up attempt of each trial that recorded
+    ``failed_requests``, in record order."""
+    best: dict[str, TrialRecord] = {}
+    for t in records:
+        if t.warmup or t.status != "ok" or t.failed_requests is None:
+            continue
+        have = best.get(t.trial_key)
+        if have is None or t.attempt > have.attempt:
+            best[t.trial_key] = t
+    return list(best.values())
+
+
+def with_failures(records: Iterable[TrialRecord]) -> list[TrialRecord]:
+    """The trials of :func:`browser_ok` whose resources are worth reading (a request failed)."""
+    return [t for t in browser_ok(records) if (t.failed_requests or 0) > 0]
+
+
+def _rows(trials: Sequence[TrialRecord]) -> tuple[FailedRow, ...]:
+    groups: dict[tuple[Cell, str], list[TrialRecord]] = {}
+    for t in trials:
+        groups.setdefault((t.cell, t.protocol), []).append(t)
+    rows = []
+    for (cell, protocol), ts in sorted(groups.items()):
+        failed = [t.failed_requests or 0 for t in ts]
+        hit = sum(1 for n in failed if n > 0)
+        if hit:
+            rows.append(FailedRow(cell, protocol, len(ts), hit, sum(failed)))
+    return tuple(rows)
+
+
+def _top(
+    trials: Sequence[TrialRecord], resources: Mapping[int, Sequence[Mapping[str, Any]]]
+) -> tuple[FailedPair, ...]:
+    counts: Counter[tuple[str, str]] = Counter()
+    for t in trials:
+        for r in resources.get(t.id or 0, ()):
+            if r.get("error"):
+                counts[(str(r["url"]), str(r["error"]))] += 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return tuple(FailedPair(u, e, n) for (u, e), n in ranked[:TOP_PAIRS])
+
+
+def failed_requests(
+    records: Iterable[TrialRecord], resources: Mapping[int, Sequence[Mapping[str, Any]]]
+) -> FailedRequests:
+    """How many ok browser trials of ``records`` had a request fail, per cell and protocol,
+    and the most frequent failing (URL, error) pairs among the rows of ``resources`` (trial id
+    -> its resource rows, as ``Store.resources`` gives them; only the counted trials' are
+    read, a trial missing from it adds no pair)."""
+    trials = browser_ok(records)
+    failed = [t.failed_requests or 0 for t in trials]
+    return FailedRequests(
+        trials=len(trials),
+        with_failed=sum(1 for n in failed if n > 0),
+        failed=sum(failed),
+        rows=_rows(trials),
+        top=_top([t for t in trials if (t.failed_requests or 0) > 0], resources),
+    )
