@@ -30,6 +30,7 @@ from tests.integration.conftest import run_experiment
 
 HERE = Path(__file__).parent
 VIS_HOST = "vis.h2lab.test"
+BEACON_HOST = "beacon.h2lab.test"
 # Half of the desktop viewport (1366 x 768) each: completeness goes 0 -> 50% -> 100%.
 TWO_HALVES = """<!doctype html><html><head><meta charset=utf-8><link rel="icon" href="data:,">
 <style>html,body{margin:0;overflow:hidden;background:#fff}
@@ -45,6 +46,8 @@ BROKEN = """<!doctype html><html><head><link rel="icon" href="data:,"></head><bo
 <img src="/x.png?hold=30000" alt=""><img src="/y.png?drop=1" alt=""></body></html>"""
 DROPPED = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
 <img src="/x.png" alt=""><img src="/y.png?drop=1" alt=""></body></html>"""
+BEACON = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
+<img src="/x.png" alt=""><img src="http://{BEACON_HOST}/b.json" alt=""></body></html>"""
 SLOW = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body>
 <img src="/x.png?hold=8000" alt=""></body></html>"""
 
@@ -53,21 +56,24 @@ SLOW = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body
 def slow_lab(tmp_path: Path) -> Iterator[tuple[Lab, Link, Path]]:
     docroot = tmp_path / "www"
     docroot.mkdir()
-    with Lab((VIS_HOST,)) as lab:
-        ip = lab.origin_ips[VIS_HOST]
-        argv = [sys.executable, str(HERE / "slow_origin.py"), ip, "80", str(docroot)]
-        server = procs.spawn(netns.exec_argv(lab.servers_ns, argv))
+    with Lab((VIS_HOST, BEACON_HOST)) as lab:
+        servers = []
         try:
-            procs.wait_until(
-                "slow origin listening",
-                lambda: netns.is_listening(lab.servers_ns, ip, 80),
-                timeout_s=10,
-            )
+            for host in (VIS_HOST, BEACON_HOST):
+                ip = lab.origin_ips[host]
+                argv = [sys.executable, str(HERE / "slow_origin.py"), ip, "80", str(docroot)]
+                servers.append(procs.spawn(netns.exec_argv(lab.servers_ns, argv)))
+                procs.wait_until(
+                    "slow origin listening",
+                    lambda ip=ip: netns.is_listening(lab.servers_ns, ip, 80),
+                    timeout_s=10,
+                )
             profile = parse_network("rtt=4ms,rate=100Mbps")
             with lab.link(profile, seed=1, tcp=TcpSettings()) as link:
                 yield lab, link, docroot
         finally:
-            procs.stop(server)
+            for server in servers:
+                procs.stop(server)
 
 
 @pytest.fixture
@@ -261,4 +267,30 @@ def test_a_failed_subresource_is_recorded_and_fails_the_trial_only_when_asked(
     assert [e["_error"] for e in entries if "_error" in e] == [failed[0][1]]
     strict = dataclasses.replace(_ctx(lab, link, tmp_path / "any"), fail_on="any")
     with pytest.raises(TrialFailed, match=r"y\.png\?drop=1 \(net::ERR_"):
+        chromium.load(page, "h1c", strict)
+
+
+def test_a_beacon_blocked_by_orb_leaves_the_trial_ok(
+    slow_lab: tuple[Lab, Link, Path], chromium: clients.ClientAdapter, tmp_path: Path
+) -> None:
+    """A cross-origin beacon answered with JSON to an ``<img>``: Chromium's ORB blocks it. The
+    trial is ok with ``failed_requests`` = 1 and the error in its HAR; ``fail_on = "any"``
+    fails it."""
+    lab, link, docroot = slow_lab
+    page = _page(docroot, "beacon", BEACON.replace("{BEACON_HOST}", BEACON_HOST))
+    beacon = Resource(BEACON_HOST, "/b.json", 12, "application/json")
+    page = dataclasses.replace(
+        page,
+        origins=(VIS_HOST, BEACON_HOST),
+        resources=(*page.resources, Resource(VIS_HOST, "/x.png", 100, "image/png"), beacon),
+    )
+    ok = chromium.load(page, "h1c", _ctx(lab, link, tmp_path / "document"))
+    assert ok.failed_requests == 1
+    assert [(r.url, r.error) for r in ok.resources if r.error] == [
+        (f"http://{BEACON_HOST}/b.json", "net::ERR_BLOCKED_BY_ORB")
+    ]
+    entries = json.loads((tmp_path / "document" / PAGE_HAR).read_text())["log"]["entries"]
+    assert [e["_error"] for e in entries if "_error" in e] == ["net::ERR_BLOCKED_BY_ORB"]
+    strict = dataclasses.replace(_ctx(lab, link, tmp_path / "any"), fail_on="any")
+    with pytest.raises(TrialFailed, match=r"b\.json \(net::ERR_BLOCKED_BY_ORB\)"):
         chromium.load(page, "h1c", strict)

@@ -7,6 +7,7 @@ import base64
 import gzip
 import json
 import os
+import tempfile
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -546,7 +547,10 @@ def test_warc_truncated(tmp_path: Path) -> None:
     ("content", "message"),
     [
         (b"", "no WARC records"),
-        (b"hello world\n", "not a readable WARC: Unknown archive format"),
+        (b"hello world\n", "not a WARC file .it looks like text"),
+        (b"<!DOCTYPE html><html></html>", "not a WARC file .it looks like HTML"),
+        (b'{"log": {}}', "it looks like JSON: a HAR is imported as har:FILE"),
+        (b"PK\x03\x04" + bytes(60), "not a WARC file .it looks like a ZIP archive"),
         (b"\x1f\x8b\x09\x00garbage", "corrupt gzip data"),
         (gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\n"), "record headers cut short"),
         (warc_bytes([("ftp://a.test/", "200 OK", [], b"x")]), "no response records"),
@@ -725,3 +729,17 @@ def test_check_url_refuses_spaces() -> None:
     with pytest.raises(SpecError, match=r"x\.har: f: URL has spaces"):
         check_url("https://a.test/a b", "x.har", "f")
     assert check_url("https://a.test/p?q=1#frag", "x.har", "f") == "https://a.test/p?q=1"
+
+
+def test_a_warc_gzipped_twice_is_read_with_a_note(tmp_path: Path) -> None:
+    once = tmp_path / "once.warc.gz"
+    once.write_bytes(warc_bytes(small_site()))
+    twice = tmp_path / "twice.warc.gz"
+    twice.write_bytes(gzip.compress(once.read_bytes()))
+    plain, wrapped = read_warc(once), read_warc(twice)
+    assert [(r.url, r.body) for r in wrapped.responses] == [
+        (r.url, r.body) for r in plain.responses
+    ]
+    assert wrapped.notes[0] == "the file is gzipped twice: read the gzipped WARC inside it"
+    assert wrapped.notes[1:] == plain.notes
+    assert not list(Path(tempfile.gettempdir()).glob("h2lab-warc-*"))  # the inner copy is gone

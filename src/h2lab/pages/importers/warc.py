@@ -9,6 +9,10 @@ capture). Other record types (warcinfo, metadata, resource, revisit, conversion)
 
 from __future__ import annotations
 
+import gzip
+import os
+import shutil
+import tempfile
 import zlib
 from dataclasses import replace
 from pathlib import Path
@@ -129,8 +133,69 @@ def _response(
 
 def read_warc(path: Path) -> Capture:
     """Read every response of a WARC file. Errors name the file and the record
-    (``record N <target URI>``, N counting from 0 over all records)."""
+    (``record N <target URI>``, N counting from 0 over all records). A file gzipped twice (a
+    gzip member holding a ``.warc.gz``) is unwrapped once, with a note."""
     _check_gzip_complete(path)
+    inner = _unwrap_double_gzip(path)
+    if inner is None:
+        return _read_warc(path, path)
+    try:
+        capture = _read_warc(path, inner)
+    finally:
+        inner.unlink(missing_ok=True)
+    note = "the file is gzipped twice: read the gzipped WARC inside it"
+    return replace(capture, notes=(note, *capture.notes))
+
+
+def _unwrap_double_gzip(path: Path) -> Path | None:
+    """When ``path``'s gzip data is itself gzip, the outer layer inflated into a temporary
+    file (the caller removes it); else None."""
+    try:
+        with gzip.open(path, "rb") as outer:
+            if outer.read(2) != b"\x1f\x8b":
+                return None
+    except (OSError, EOFError, zlib.error):
+        return None  # not gzip at all: the WARC reader says what it is
+    fd, name = tempfile.mkstemp(prefix="h2lab-warc-", suffix=".warc.gz")
+    try:
+        with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as outer:
+            shutil.copyfileobj(outer, out, _READ_CHUNK)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    _check_gzip_complete(Path(name))
+    return Path(name)
+
+
+_KINDS = (
+    (b"<!doctype html", "it looks like HTML"),
+    (b"<html", "it looks like HTML"),
+    (b"{", "it looks like JSON: a HAR is imported as har:FILE"),
+    (b"PK\x03\x04", "it looks like a ZIP archive"),
+    (b"%PDF", "it looks like a PDF"),
+    (b"\x1f\x8b", "it is gzip, but of something else"),
+)
+
+
+def looks_like(path: Path) -> str:
+    """What a file that is not a WARC looks like, from its first bytes (never the bytes)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(512)
+    except OSError:
+        return "it cannot be read"
+    if not head:
+        return "it is empty"
+    start = head.lstrip().lower()
+    for magic, kind in _KINDS:
+        if start.startswith(magic.lower()):
+            return kind
+    printable = sum(32 <= b < 127 or b in b"\r\n\t" for b in head) / len(head)
+    return "it looks like text" if printable > 0.95 else "it looks like binary data"
+
+
+def _read_warc(path: Path, data: Path) -> Capture:
+    """:func:`read_warc` of the WARC in ``data`` (``path``: the file the user named)."""
     budget = Budget(path)
     responses: list[tuple[str, Recorded]] = []  # (record id, response)
     methods: dict[str, str] = {}  # response record id -> method of its request
@@ -139,7 +204,7 @@ def read_warc(path: Path) -> Capture:
     notes: list[str] = []
     unusable: list[str] = []  # response records skipped, with why
     try:
-        fh = path.open("rb")
+        fh = data.open("rb")
     except OSError as exc:
         raise SpecError(path, "warc", f"cannot read: {exc.strerror}") from exc
     i = -1
@@ -173,7 +238,9 @@ def read_warc(path: Path) -> Capture:
     except SpecError:
         raise
     except (ArchiveLoadFailed, StatusAndHeadersParserException) as exc:
-        raise SpecError(path, field, f"not a readable WARC: {exc}") from exc
+        if i < 0:  # not even a first record: say what the file is instead, not its bytes
+            raise SpecError(path, "warc", f"not a WARC file ({looks_like(data)})") from exc
+        raise SpecError(path, field, f"not a readable WARC: {str(exc)[:200]}") from exc
     except (AttributeError, IndexError) as exc:
         where = "warc" if i < 0 else f"after record {i}"
         raise SpecError(path, where, "not a readable WARC (record headers cut short)") from exc
