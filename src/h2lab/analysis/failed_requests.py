@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from h2lab.analysis.verdict import latest_ok
 from h2lab.spec.factors import Cell
 from h2lab.store import TrialRecord
 
@@ -66,15 +67,8 @@ class FailedRequests:
 
 def browser_ok(records: Iterable[TrialRecord]) -> list[TrialRecord]:
     """The latest successful non-warm-up attempt of each trial that recorded
-    ``failed_requests``, in record order."""
-    best: dict[str, TrialRecord] = {}
-    for t in records:
-        if t.warmup or t.status != "ok" or t.failed_requests is None:
-            continue
-        have = best.get(t.trial_key)
-        if have is None or t.attempt > have.attempt:
-            best[t.trial_key] = t
-    return list(best.values())
+    ``failed_requests`` (:func:`~h2lab.analysis.verdict.latest_ok`)."""
+    return [t for t in latest_ok(records) if not t.warmup and t.failed_requests is not None]
 
 
 def with_failures(records: Iterable[TrialRecord]) -> list[TrialRecord]:

@@ -152,6 +152,19 @@ def _check_metric(metric: str) -> None:
         raise ValueError(f"metric must be a TrialRecord time field (…_ms), got {metric!r}")
 
 
+def latest_ok(trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+    """One record per trial: its latest successful attempt (trials that never succeeded are
+    left out; the verdict table counts them as failures)."""
+    best: dict[str, TrialRecord] = {}
+    for t in trials:
+        if t.status != "ok":
+            continue
+        have = best.get(t.trial_key)
+        if have is None or t.attempt > have.attempt:
+            best[t.trial_key] = t
+    return sorted(best.values(), key=lambda t: (t.id or 0, t.trial_key))
+
+
 def collect_values(
     trials: Iterable[TrialRecord], metric: str, outlier_rule: OutlierRule | None
 ) -> dict[Cell, dict[str, CellValues]]:

@@ -20,6 +20,7 @@ import numpy as np
 from h2lab.analysis.compare import LevelRatio
 from h2lab.analysis.factors import Cell, CellFactors, cell_factors
 from h2lab.analysis.verdict import Analysis, CellStats, Verdict
+from h2lab.analysis.verdict import latest_ok as latest_ok  # the report's rule, kept here too
 from h2lab.report.svg import LinePoint, TimelineRow, WaterfallRow
 from h2lab.results import BROWSER, LOAD, METRICS
 from h2lab.spec.factors import FACTORS, report_columns
@@ -55,19 +56,6 @@ more than "these two cells differ"."""
 
 
 # ------------------------------------------------------------------------- trials and metrics
-
-
-def latest_ok(trials: Iterable[TrialRecord]) -> list[TrialRecord]:
-    """One record per trial: its latest successful attempt (trials that never succeeded are
-    left out; the verdict table counts them as failures)."""
-    best: dict[str, TrialRecord] = {}
-    for t in trials:
-        if t.status != "ok":
-            continue
-        have = best.get(t.trial_key)
-        if have is None or t.attempt > have.attempt:
-            best[t.trial_key] = t
-    return sorted(best.values(), key=lambda t: (t.id or 0, t.trial_key))
 
 
 def browser_clients(trials: Iterable[TrialRecord]) -> frozenset[str]:
