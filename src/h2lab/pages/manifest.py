@@ -131,12 +131,18 @@ class Page:
     def match(self, method: str, url: str) -> Resource | None:
         """The resource a replaying server answers ``method url`` with (docs/pages.md): same
         method, host and target; else the first with the same host and path; else None."""
+        return self.match_how(method, url)[0]
+
+    def match_how(self, method: str, url: str) -> tuple[Resource | None, str]:
+        """:meth:`match` and how it matched: ``"exact"``, ``"path"`` or ``""`` (no match)."""
         parts = urlsplit(url)
         host, path = (parts.hostname or "").lower(), parts.path or "/"
         for r in self.resources:
             if (r.method, r.origin, r.path, r.query) == (method, host, path, parts.query):
-                return r
-        return next((r for r in self.resources if (r.origin, r.path) == (host, path)), None)
+                return r, "exact"
+        same_path = (r for r in self.resources if (r.origin, r.path) == (host, path))
+        found = next(same_path, None)
+        return found, "path" if found else ""
 
     def body_file(self, res: Resource) -> Path:
         if res.body_sha256 is None:
