@@ -56,8 +56,9 @@ var Classes = []string{"html", "css", "js", "image", "font", "other"}
 type Page struct {
 	Entry     *Resource
 	Resources []*Resource
-	exact     map[string]*Resource // "METHOD host target"
-	byPath    map[string]*Resource // "host decoded-path"
+	exact     map[string]*Resource   // "METHOD host target"
+	byQuery   map[string][]*Resource // "METHOD host decoded-path", in recording order
+	byPath    map[string]*Resource   // "host decoded-path"
 }
 
 type manifestFile struct {
@@ -79,7 +80,8 @@ func LoadPage(folder string) (*Page, error) {
 	if m.Format != "h2lab-page/1" {
 		return nil, fmt.Errorf("manifest.json: format %q, expected h2lab-page/1", m.Format)
 	}
-	p := &Page{Resources: m.Resources, exact: map[string]*Resource{}, byPath: map[string]*Resource{}}
+	p := &Page{Resources: m.Resources, exact: map[string]*Resource{},
+		byQuery: map[string][]*Resource{}, byPath: map[string]*Resource{}}
 	bodies := map[string][]byte{}
 	for i, r := range p.Resources {
 		u, err := url.Parse(r.URL)
@@ -115,6 +117,8 @@ func LoadPage(folder string) (*Page, error) {
 		if _, ok := p.exact[r.Method+" "+r.Host+r.Target]; !ok {
 			p.exact[r.Method+" "+r.Host+r.Target] = r
 		}
+		key := r.Method + " " + r.Host + u.Path
+		p.byQuery[key] = append(p.byQuery[key], r)
 		if _, ok := p.byPath[r.Host+u.Path]; !ok {
 			p.byPath[r.Host+u.Path] = r
 		}
@@ -133,18 +137,40 @@ func sameURL(a, b string) bool {
 	return strip(a) == strip(b)
 }
 
-// Lookup is the replay rule of docs/pages.md: exact method + host + request target, then the
-// first resource with the same host and (decoded) path, else nil.
+// Lookup is the replay rule of docs/pages.md: exact method + host + request target; else, of
+// the resources with the same method, host and (decoded) path, the one whose query shares the
+// longest prefix with the request's (the first of those; Mahimahi's rule, h2lab.pages.closest);
+// else the first resource with the same host and path; else nil.
 func (p *Page) Lookup(method, host, target string) *Resource {
 	host = strings.ToLower(host)
 	if r, ok := p.exact[method+" "+host+target]; ok {
 		return r
 	}
-	path, _, _ := strings.Cut(target, "?")
+	path, query, _ := strings.Cut(target, "?")
 	if dec, err := url.PathUnescape(path); err == nil {
 		path = dec
 	}
+	if same := p.byQuery[method+" "+host+path]; len(same) > 0 {
+		return closest(same, query)
+	}
 	return p.byPath[host+path]
+}
+
+// closest is the resource of same (not empty) whose raw query shares the longest prefix with
+// query; the first of the longest.
+func closest(same []*Resource, query string) *Resource {
+	best, bestLen := same[0], -1
+	for _, r := range same {
+		_, q, _ := strings.Cut(r.Target, "?")
+		n := 0
+		for n < len(q) && n < len(query) && q[n] == query[n] {
+			n++
+		}
+		if n > bestLen {
+			best, bestLen = r, n
+		}
+	}
+	return best
 }
 
 var refRE = regexp.MustCompile(`(?i)\b(?:href|src)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))`)

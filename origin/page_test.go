@@ -73,6 +73,26 @@ func TestLookupExactThenSamePathElseNothing(t *testing.T) {
 	}
 }
 
+func TestLookupByClosestQuery(t *testing.T) {
+	p, err := LoadPage(writePage(t, "https://a.test/", [][3]string{
+		{"https://a.test/", "text/html", "x"},
+		{"https://a.test/poll?t=1520301377&x=a", "application/json", "first"},
+		{"https://a.test/poll?t=1520301399&x=b", "application/json", "second"},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ target, want string }{
+		{"/poll?t=1520301390&x=a", "second"}, // "t=15203013" beats "t=1520301"
+		{"/poll?t=1795656749&x=b", "first"},  // "t=1" ties: the first recorded
+		{"/poll", "first"},
+	} {
+		if r := p.Lookup("GET", "a.test", c.target); r == nil || string(r.Body) != c.want {
+			t.Errorf("%s: got %v, want body %q", c.target, r, c.want)
+		}
+	}
+}
+
 func urls(rs []*Resource) []string {
 	var out []string
 	for _, r := range rs {

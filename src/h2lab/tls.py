@@ -82,10 +82,15 @@ class LocalCA:
         self.cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
     def leaf(self, hostname: str) -> CertPair:
-        """Certificate for ``hostname`` (created once, then reused)."""
+        """Certificate for ``hostname`` (created once, then reused); an IP literal gets an IP
+        SAN, which is what a client checks for a URL with that address."""
+        try:
+            san: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(hostname))
+        except ValueError:
+            san = x509.DNSName(hostname)
         return self._issue(
             hostname,
-            [x509.DNSName(hostname)],
+            [san],
             [ExtendedKeyUsageOID.SERVER_AUTH],
             self.folder / f"{hostname}.pem",
         )

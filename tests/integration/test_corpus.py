@@ -50,7 +50,8 @@ def test_corpus_warcs_load_in_chromium_from_the_replay(tmp_path: Path) -> None:
         used = {page.match("GET", str(x["url"])) for x in rows if not x["error"]} - {None}
         lines.append(
             f"{page.name:9s} {r.protocol}: {cov.requests} requests, {cov.in_recording} in the "
-            f"recording, answered {cov.exact} exact + {cov.by_path} by path, "
+            f"recording, answered {cov.exact} exact + {cov.by_query} by closest query + "
+            f"{cov.by_path} by path, "
             f"{cov.not_recorded} not recorded, {cov.failed} failed in the browser; recorded "
             f"responses used {len(used)}/{len(page.resources)}; plt {r.plt_ms:.0f} ms, "
             f"SpeedIndex {r.speed_index_ms:.0f} ms"

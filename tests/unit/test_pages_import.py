@@ -7,6 +7,7 @@ import base64
 import gzip
 import json
 import os
+import re
 import tempfile
 import zlib
 from collections import Counter
@@ -569,7 +570,8 @@ def test_warc_without_responses(tmp_path: Path, content: bytes, message: str) ->
 @pytest.mark.parametrize(
     ("uri", "message"),
     [
-        ("https://10.0.0.1/", "not a valid hostname"),
+        ("https://10.2.0.1/", "an address the lab uses itself"),
+        ("https://[::1]/", "an IPv6 literal"),
         ("https://bad_host-.com/", "not a valid hostname"),
         ("https://example.test/\x01", "spaces or control"),
         ("https://example.test:99999/", "not a URL"),
@@ -587,12 +589,14 @@ def test_warc_bad_urls(tmp_path: Path, uri: str, message: str) -> None:
 
 
 def test_one_bad_record_is_skipped_with_a_note_and_the_rest_imports(tmp_path: Path) -> None:
-    """Real captures are messy: an IP-literal beacon, a body that does not decode and a bogus
-    Content-Encoding cost their record (or nothing), not the capture."""
+    """Real captures are messy: an IPv6-literal beacon (the lab runs IPv4), a body that does
+    not decode and a bogus Content-Encoding cost their record (or nothing), not the capture;
+    an IPv4-literal beacon is kept (served at its own address)."""
     records = [
         *small_site(),
-        ("http://66.102.1.1/beacon?x=1", "200 OK", [("Content-Type", "image/gif")], b"GIF89a"),
+        ("http://[2001:db8::1]/beacon?x=1", "200 OK", [("Content-Type", "image/gif")], b"GIF"),
         ("https://www.example.test/z.js", "200 OK", [("Content-Encoding", "gzip")], b"plain"),
+        ("http://66.102.1.1/b?x=1", "200 OK", [("Content-Type", "image/gif")], b"GIF89a"),
         (
             "https://www.example.test/n.css",
             "200 OK",
@@ -605,18 +609,20 @@ def test_one_bad_record_is_skipped_with_a_note_and_the_rest_imports(tmp_path: Pa
     capture = read_warc(path)
     urls = [r.url for r in capture.responses]
     assert "https://www.example.test/n.css" in urls
-    assert not any("66.102.1.1" in u or u.endswith("/z.js") for u in urls)
+    assert not any("2001:db8::1" in u or u.endswith("/z.js") for u in urls)
     css = next(r for r in capture.responses if r.url.endswith("/n.css"))
     assert css.body == b"body{}"  # passed through as identity
     n = len(small_site())
-    assert f"skipped record {n} http://66.102.1.1/beacon?x=1: host '66.102.1.1'" in "\n".join(
-        capture.notes
+    assert (
+        f"skipped record {n} http://[2001:db8::1]/beacon?x=1: host 2001:db8::1 cannot be an "
+        "origin: an IPv6 literal: the lab runs IPv4 only" in "\n".join(capture.notes)
     )
     assert any(
         note.startswith(f"skipped record {n + 1} https://www.example.test/z.js: cannot decode")
         for note in capture.notes
     )
-    assert f"record {n + 2} https://www.example.test/n.css: Content-Encoding 'null' unknown" in (
+    assert "http://66.102.1.1/b?x=1" in urls
+    assert f"record {n + 3} https://www.example.test/n.css: Content-Encoding 'null' unknown" in (
         "\n".join(capture.notes)
     )
 
@@ -666,7 +672,7 @@ def test_har_not_a_har(tmp_path: Path, content: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
-        ({"url": "https://127.0.0.1/"}, "request.url", "not a valid hostname"),
+        ({"url": "https://127.0.0.1/"}, "request.url", "a loopback address"),
         ({"url": "javascript:alert(1)"}, "request.url", "not an http"),
         ({"method": "G ET"}, "request.method", "not an HTTP method"),
         ({"status": "200"}, "response.status", "wrong type"),
@@ -676,7 +682,9 @@ def test_har_not_a_har(tmp_path: Path, content: str, message: str) -> None:
         ({"headers": "x"}, "response.headers", "expected a list"),
     ],
 )
-def test_har_bad_entry(tmp_path: Path, change: dict[str, object], field: str, message: str) -> None:
+def test_har_bad_entry_is_skipped_with_a_note(
+    tmp_path: Path, change: dict[str, object], field: str, message: str
+) -> None:
     entry = har_entry("https://a.test/", "<p>")
     req, resp = entry["request"], entry["response"]
     assert isinstance(req, dict) and isinstance(resp, dict)
@@ -687,9 +695,17 @@ def test_har_bad_entry(tmp_path: Path, change: dict[str, object], field: str, me
             resp["content"][key] = value
         else:
             resp[key] = value
-    path = write_har(tmp_path / "bad.har", [har_entry("https://a.test/ok", "ok"), entry])
-    err = fails(tmp_path, f"har:{path}", message)
-    assert err.field == f"log.entries[1].{field}"
+    # beside a good entry, the bad one is skipped with a note naming it, its field and why
+    path = write_har(tmp_path / "messy.har", [har_entry("https://a.test/ok", "ok"), entry])
+    capture = read_har(path)
+    assert [r.url for r in capture.responses] == ["https://a.test/ok"]
+    (note,) = [n for n in capture.notes if n.startswith("skipped log.entries[1] ")]
+    assert f": log.entries[1].{field}: " in note and re.search(message, note), note
+    # alone, nothing is left: the file fails, naming the first unusable entry
+    path = write_har(tmp_path / "bad.har", [entry])
+    err = fails(tmp_path, f"har:{path}", "no entries with a response")
+    assert err.field == "log.entries"
+    assert "(1 unusable; the first: skipped log.entries[0] " in err.reason
 
 
 def test_missing_inputs(tmp_path: Path) -> None:

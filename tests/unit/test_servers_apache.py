@@ -170,3 +170,23 @@ def test_options_are_parsed_and_unknown_ones_rejected() -> None:
         get_server("apache:scheduler=rr")
     with pytest.raises(SpecError, match="expected one of none, critical-css"):
         get_server("apache:push=sometimes")
+
+
+def test_closest_query_rules_sit_between_exact_and_path_in_the_hosts_vhosts(
+    page: Page, ctx: ServeContext
+) -> None:
+    conf = render_config(page, ctx, LocalCA(ctx.tls_dir), TOKEN)
+    vhost = conf.split(f"<VirtualHost {ctx.origin_ips[HOST]}:443>\n", 1)[1]
+    vhost = vhost.split("</VirtualHost>")[0]
+    rules = [line.strip() for line in vhost.splitlines() if "\\x" in line or "[PT,L]" in line]
+    q = r"GET\x20\x2Fq"
+    assert rules == [
+        f'RewriteRule ^ "/.h2lab/{TOKEN}/r%1" [PT,L]',  # exact
+        f'RewriteCond %{{THE_REQUEST}} "^{q}\\x3Fa\\x3D2"',
+        f'RewriteRule ^ "/.h2lab/{TOKEN}/r2" [PT,L]',
+        f'RewriteCond %{{THE_REQUEST}} "^{q}(\\x3F|\\x20)"',
+        f'RewriteRule ^ "/.h2lab/{TOKEN}/r1" [PT,L]',
+        f'RewriteRule ^ "/.h2lab/{TOKEN}/r%1" [PT,L]',  # by path
+    ]
+    cdn = conf.split(f"<VirtualHost {ctx.origin_ips[CDN]}:443>\n", 1)[1].split("</VirtualHost>")[0]
+    assert r"\x3F" not in cdn  # one resource per path there: by path answers

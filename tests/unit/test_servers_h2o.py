@@ -90,6 +90,8 @@ def test_app_looks_up_exact_then_by_path_and_answers_redirects_and_204(page: Pag
     assert "'GET static.cdn.example.net/a%20b.js' => 9," in exact
     assert "'www.example.org/q' => 1," in by_path  # the first recorded one
     assert "=> 2" not in by_path
+    by_query = app.split("BY_QUERY = {", 1)[1].split("}", 1)[0]
+    assert by_query.strip() == "'GET www.example.org/q' => [['a=1', 1], ['a=2', 2]],"
     assert f"[:reproxy, '/.h2lab/{TOKEN}/r1', nil]," in app
     assert "[:respond, 301, {'content-type' => 'text/html', " in app
     assert "'location' => 'https://www.example.org/it\\'s'}, nil]," in app

@@ -13,6 +13,7 @@ counters) and a fresh loss process seeded by the trial seed.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from h2lab import procs
 from h2lab.artifacts import LINK_RATTAN_LOG, LINK_STATE
 from h2lab.errors import H2LabError
 from h2lab.net import calibration, netns, rattan
+from h2lab.net.addresses import ip_literal, why_not_servable
 from h2lab.net.clean import clean_stale
 from h2lab.net.probe import rtt_samples_ms
 from h2lab.net.rmem import rmem_default_raised
@@ -324,18 +326,21 @@ class Lab:
         self.set_origins(self._wanted)
 
     def set_origins(self, origins: tuple[str, ...]) -> None:
-        """Give each origin hostname its own address on the servers side."""
+        """Give each origin hostname its own address on the servers side; an origin named by
+        an IPv4 literal gets that address (:mod:`h2lab.net.addresses`)."""
         for host in origins:
             if host in self.origin_ips:
                 continue
-            ip = f"{ORIGIN_NET}{len(self.origin_ips) + 1}"
+            ip = host if ip_literal(host) else f"{ORIGIN_NET}{len(self.origin_ips) + 1}"
+            if ip == host and (why := why_not_servable(ipaddress.ip_address(host))):
+                raise H2LabError(f"origin {host} cannot be served in the lab: {why}")
             argv = ["ip", "addr", "add", f"{ip}/32", "dev", "lo"]
             procs.run(netns.exec_argv(self.servers_ns, argv))
             self.origin_ips[host] = ip
 
     def hosts_file(self) -> str:
         lines = ["127.0.0.1 localhost"]
-        lines += [f"{ip} {host}" for host, ip in self.origin_ips.items()]
+        lines += [f"{ip} {host}" for host, ip in self.origin_ips.items() if ip != host]
         return "\n".join(lines) + "\n"
 
     def link(

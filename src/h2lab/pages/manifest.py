@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from h2lab.errors import SpecError
 from h2lab.pages import synthetic_spec
+from h2lab.pages.closest import closest
 from h2lab.paths import cache_root
 
 FORMAT = "h2lab-page/1"
@@ -130,18 +131,25 @@ class Page:
 
     def match(self, method: str, url: str) -> Resource | None:
         """The resource a replaying server answers ``method url`` with (docs/pages.md): same
-        method, host and target; else the first with the same host and path; else None."""
+        method, host and target; else, of those with the same method, host and path, the one
+        whose query is closest (:mod:`h2lab.pages.closest`); else the first with the same host
+        and path; else None."""
         return self.match_how(method, url)[0]
 
     def match_how(self, method: str, url: str) -> tuple[Resource | None, str]:
-        """:meth:`match` and how it matched: ``"exact"``, ``"path"`` or ``""`` (no match)."""
+        """:meth:`match` and how it matched: ``"exact"``, ``"query"`` (the closest of several
+        recorded queries), ``"path"`` (the only one recorded for that method, host and path, or
+        the first for that host and path) or ``""`` (no match)."""
         parts = urlsplit(url)
         host, path = (parts.hostname or "").lower(), parts.path or "/"
         for r in self.resources:
             if (r.method, r.origin, r.path, r.query) == (method, host, path, parts.query):
                 return r, "exact"
-        same_path = (r for r in self.resources if (r.origin, r.path) == (host, path))
-        found = next(same_path, None)
+        same = [r for r in self.resources if (r.method, r.origin, r.path) == (method, host, path)]
+        if len(same) > 1:
+            return same[closest([r.query for r in same], parts.query)], "query"
+        by_path = (r for r in self.resources if (r.origin, r.path) == (host, path))
+        found = same[0] if same else next(by_path, None)
         return found, "path" if found else ""
 
     def body_file(self, res: Resource) -> Path:

@@ -25,6 +25,7 @@ from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
 from h2lab.errors import H2LabError
 from h2lab.report import artifacts, model, svg
 from h2lab.report import html as h
+from h2lab.report.coverage import coverage_part
 from h2lab.report.export import export_tables
 from h2lab.report.failed import failed_part
 from h2lab.store import Store, TrialRecord
@@ -101,6 +102,7 @@ def write_report(
         cell = chosen_cell if chosen_cell is not None else model.choose_cell(trials)
         sections += timed("chosen cell", lambda: _chosen_cell(store, trials, cell))
         failed = timed("failed requests", lambda: failed_part(store, trials))
+        failed += timed("coverage", lambda: coverage_part(store, trials))
         sections.append(h.section("repro", _repro(out_dir, trials, rng_seed, failed)))
         n_ok = len(model.latest_ok(trials))
         subtitle = (
@@ -538,7 +540,8 @@ def _tool_versions(trials: Sequence[TrialRecord]) -> str:
 
 def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int, failed: str) -> str:
     """The reproducibility table, the machines, ``failed`` (the requests that failed in the
-    browser, :mod:`h2lab.report.failed`), then the seeds and configuration."""
+    browser, :mod:`h2lab.report.failed`, and the replay coverage, :mod:`h2lab.report.coverage`),
+    then the seeds and configuration."""
     exp = artifacts.experiment_info(out_dir)
     m = artifacts.machine()
     seeds = sorted({t.seed for t in trials})

@@ -22,8 +22,10 @@ resources (mod_http2 adds them).
 
 Every page is served from its manifest, the way a replay proxy does (docs/pages.md, "Replay"):
 mod_rewrite looks the request up in two ``txt:`` RewriteMaps, the exact method + host + request
-target first (the raw target, from ``THE_REQUEST``), then the first recorded resource with the
-same host and path, and passes it to an internal ``<Location>`` per resource under
+target first (the raw target, from ``THE_REQUEST``), then the closest recorded query for that
+method, host and path (one ``RewriteCond`` per query prefix, longest first, on ``THE_REQUEST``,
+:mod:`h2lab.pages.closest`), then the first recorded resource with the same host and path, and
+passes it to an internal ``<Location>`` per resource under
 ``/.h2lab/<token>/``, which carries the body (``Alias``), content type (``ForceType``) and kept
 headers (``Header always add``); redirects and bodiless statuses are ``Redirect <status>``. A
 request that matches nothing gets 404 and a line in ``unserved.log`` in the server's state folder.
@@ -49,6 +51,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
+from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
     PORTS,
@@ -138,8 +141,28 @@ def _location(i: int, res: Resource, token: str, extra: tuple[str, ...] = ()) ->
     return "\n".join(lines)
 
 
-def _rules(d: Path, token: str, scheme: str) -> str:
-    """mod_rewrite rules of one virtual host: exact, then by path, else 404 and a log line."""
+def _query_rules(page: Page, host: str, token: str) -> str:
+    """Closest query (:mod:`h2lab.pages.closest`) for ``host``'s virtual hosts: per group of
+    recorded queries, one rule per prefix, longest first, on the raw request line."""
+    groups = query_groups([(r.method, r.origin, r.path, r.query) for r in page.resources])
+    lines = []
+    for (method, origin, path), recorded in groups.items():
+        if origin != host:
+            continue
+        for prefix, k in prefix_keys([q for q, _ in recorded]):
+            line = (
+                regex_literal(f"{method} {path}?{prefix}")
+                if prefix
+                else (regex_literal(f"{method} {path}") + r"(\x3F|\x20)")
+            )
+            lines.append(f'    RewriteCond %{{THE_REQUEST}} "^{line}"')
+            lines.append(f'    RewriteRule ^ "{_INTERNAL}{token}/r{recorded[k][1]}" [PT,L]')
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _rules(d: Path, token: str, scheme: str, near: str = "") -> str:
+    """mod_rewrite rules of one virtual host: exact, then ``near`` (:func:`_query_rules`),
+    then by path, else 404 and a log line."""
     to = f'"{_INTERNAL}{token}/r%1" [PT,L]'
     host = "${h2lab_lc:%{SERVER_NAME}}"
     logged = "%{h2lab_host}e%{h2lab_target}e"
@@ -151,7 +174,7 @@ def _rules(d: Path, token: str, scheme: str) -> str:
     RewriteCond %{{THE_REQUEST}} "^\\S+ (\\S+)"
     RewriteCond "${{h2lab_exact:%{{REQUEST_METHOD}}:{host}%1}}" "^(\\d+)$"
     RewriteRule ^ {to}
-    RewriteCond %{{THE_REQUEST}} "^\\S+ ([^?\\s]+)"
+{near}    RewriteCond %{{THE_REQUEST}} "^\\S+ ([^?\\s]+)"
     RewriteCond "${{h2lab_path:{host}%1}}" "^(\\d+)$"
     RewriteRule ^ {to}
     RewriteCond %{{THE_REQUEST}} "^\\S+ (\\S+)"
@@ -176,6 +199,7 @@ def _virtual_hosts(
     for host in page.origins:
         ip = ctx.origin_ips[host]
         pair = ca.leaf(host)
+        near = _query_rules(page, host, token)
         for proto, port, extra in (
             ("http/1.1", PORTS[H1C], ""),
             ("h2c http/1.1", PORTS[H2C], "    H2Direct on\n"),
@@ -193,7 +217,7 @@ def _virtual_hosts(
                 f"""<VirtualHost {ip}:{port}>
     ServerName {host}
     Protocols {proto}
-{extra}{tls}{_rules(ctx.state_dir, token, scheme)}
+{extra}{tls}{_rules(ctx.state_dir, token, scheme, near)}
 </VirtualHost>"""
             )
     return listen, vhosts

@@ -8,10 +8,11 @@ ECDHE-ECDSA-AES128-GCM-SHA256. Compression off and caching headers left alone, s
 moves the same bytes.
 
 Every page is served from its manifest, the way a replay proxy does: each resource gets an
-internal exact-match location (its status, content type, kept headers and body file), and two
-maps pick the resource for a request: the exact method + host + request target first, then the
-first recorded resource with the same host and path (query strings that differ, as
-WebPageReplay and Mahimahi tolerate them). A request that matches nothing gets 404 and a line in
+internal exact-match location (its status, content type, kept headers and body file), and maps
+pick the resource for a request: the exact method + host + request target first, then the
+closest recorded query for that method, host and path (regexes of query prefixes, longest
+first, :mod:`h2lab.pages.closest`), then the first recorded resource with the same host and
+path. A request that matches nothing gets 404 and a line in
 ``unserved.log`` in the server's state folder. Every request also writes its header bytes as
 received (``$request_length``) to ``requests.log`` (:data:`h2lab.servers.REQUEST_LOG`): the
 runner's ``request_header_bytes`` for clients that cannot count them (h2load, Chromium).
@@ -28,6 +29,7 @@ from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
+from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
     PORTS,
@@ -83,18 +85,33 @@ def _location(i: int, res: Resource, page: Page) -> str:
     return "\n        ".join(lines)
 
 
+def _query_regexes(page: Page) -> list[tuple[str, int]]:
+    """Closest query (:mod:`h2lab.pages.closest`) as regexes on ``METHOD host$uri?$args``:
+    per group of recorded queries, its prefixes longest first (the first regex that matches
+    wins)."""
+    groups = query_groups([(r.method, r.origin, unquote(r.path), r.query) for r in page.resources])
+    regexes = []
+    for (method, host, path), recorded in groups.items():
+        head = "~^" + regex_literal(f"{method} {host}{path}?")
+        for prefix, k in prefix_keys([q for q, _ in recorded]):
+            regexes.append((head + regex_literal(prefix), recorded[k][1]))
+    return regexes
+
+
 def render_maps(page: Page) -> str:
-    """The request -> resource maps (http level)."""
+    """The request -> resource maps (http level): exact, closest query, by path."""
     exact: dict[str, int] = {}
     by_path: dict[str, int] = {}
     for i, r in enumerate(page.resources):
         exact.setdefault(f"{r.method} {r.origin}{r.target}", i)
         by_path.setdefault(f"{r.origin}{unquote(r.path)}", i)
+    by_query = _query_regexes(page)
     longest = max(len(k) for k in [*exact, *by_path])
     entries = len(exact) + len(by_path)
 
-    def body(m: dict[str, int]) -> str:
-        return "".join(f"\n        {quote_key(k)} {i};" for k, i in m.items())
+    def body(m: dict[str, int] | list[tuple[str, int]]) -> str:
+        pairs = m.items() if isinstance(m, dict) else m
+        return "".join(f"\n        {quote_key(k)} {i};" for k, i in pairs)
 
     return f"""
     map_hash_bucket_size {max(64, _pow2_at_least(longest + 16))};
@@ -103,11 +120,18 @@ def render_maps(page: Page) -> str:
     map "$request_method $host$request_uri" $h2lab_exact {{
         default "";{body(exact)}
     }}
+    map "$request_method $host$uri?$args" $h2lab_query {{
+        default "";{body(by_query)}
+    }}
     map "$host$uri" $h2lab_path {{
         default "";{body(by_path)}
     }}
-    map $h2lab_exact $h2lab_rid {{
+    map $h2lab_query $h2lab_near {{
         "" $h2lab_path;
+        default $h2lab_query;
+    }}
+    map $h2lab_exact $h2lab_rid {{
+        "" $h2lab_near;
         default $h2lab_exact;
     }}
     log_format h2lab_unserved '$request_method $scheme://$host$request_uri';

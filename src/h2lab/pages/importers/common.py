@@ -20,6 +20,7 @@ from urllib.parse import urljoin, urlsplit
 import brotli
 
 from h2lab.errors import SpecError
+from h2lab.net.addresses import ip_literal, why_not_servable
 from h2lab.pages.manifest import Page, PageWriter
 
 MAX_PAGE_BYTES = 500 * 1000**2
@@ -138,8 +139,9 @@ def valid_hostname(host: str) -> bool:
 
 
 def check_url(url: str, where: str | Path, field: str) -> str:
-    """``url`` if it is an absolute http(s) URL with a valid hostname; else a SpecError.
-    The fragment is dropped (never sent to a server)."""
+    """``url`` if it is an absolute http(s) URL with a valid hostname or an IPv4 literal the
+    lab can serve (:mod:`h2lab.net.addresses`); else a SpecError. The fragment is dropped
+    (never sent to a server)."""
     if _BAD_URL_CHARS.search(url):
         raise SpecError(where, field, f"URL has spaces or control characters: {url[:200]!r}")
     try:
@@ -150,12 +152,17 @@ def check_url(url: str, where: str | Path, field: str) -> str:
     if parts.scheme not in {"http", "https"}:
         raise SpecError(where, field, f"not an http(s) URL: {url[:200]!r}")
     host = parts.hostname or ""
-    if not valid_hostname(host):
+    ip = ip_literal(host)
+    if ip is not None:
+        why = why_not_servable(ip)
+        if why is not None:
+            raise SpecError(where, field, f"host {host} cannot be an origin: {why}")
+    elif not valid_hostname(host):
         raise SpecError(
             where,
             field,
-            f"host {host[:100]!r} is not a valid hostname (IP literals and non-ASCII names "
-            "cannot be origins; use the punycode form)",
+            f"host {host[:100]!r} is not a valid hostname (non-ASCII names cannot be origins; "
+            "use the punycode form)",
         )
     return parts._replace(fragment="").geturl()
 
@@ -321,7 +328,9 @@ def decode_body(
 
 def dedupe(responses: Iterable[Recorded]) -> tuple[tuple[Recorded, ...], list[str]]:
     """One response per method + URL (as the page stores it): the first one recorded with a
-    body, else the first one; in the order of first appearance. Returns notes on dropped ones."""
+    body, else the first one; a 304 Not Modified gives way to a later response of another
+    status (a trial's browser has no cache to use a 304 with). In the order of first
+    appearance. Returns notes on dropped ones."""
     chosen: dict[tuple[str, str], Recorded] = {}
     notes: list[str] = []
     for r in responses:
@@ -330,9 +339,14 @@ def dedupe(responses: Iterable[Recorded]) -> tuple[tuple[Recorded, ...], list[st
         if old is None:
             chosen[key] = r
             continue
-        if not old.body_recorded and r.body_recorded:
+        where = f"duplicate {r.method} {r.url[:200]}"
+        if old.status == 304 and r.status != 304:
             chosen[key] = r
-        notes.append(f"duplicate {r.method} {r.url[:200]}: kept the first recorded with a body")
+            notes.append(f"{where}: kept the later {r.status} over the 304 Not Modified")
+            continue
+        if not old.body_recorded and r.body_recorded and r.status != 304:
+            chosen[key] = r
+        notes.append(f"{where}: kept the first recorded with a body")
     return tuple(chosen.values()), notes
 
 

@@ -6,6 +6,11 @@ with the charset of its content type, UTF-8 if none). HAR bodies are already dec
 browser that recorded them, so ``Content-Encoding`` is not applied again. An entry without
 ``content.text`` is kept with an empty body and listed in :attr:`Capture.missing_bodies`;
 entries with status 0 (requests that failed or were blocked) are skipped with a note.
+
+Real HARs are messy, not bad: an entry that cannot be used (a URL the lab cannot serve, a
+status or body that does not parse) is skipped with a note naming it, its URL and why; the
+file fails only when no entry is left, when it is not a HAR at all, or when the page outgrows
+its budget.
 """
 
 from __future__ import annotations
@@ -73,11 +78,15 @@ def _text_bytes(text: str, content_type: str) -> tuple[bytes, str]:
     return text.encode("utf-8", "surrogatepass"), content_type
 
 
+class _TooLarge(SpecError):
+    """The page outgrew its budget: the whole import fails, not one entry."""
+
+
 def _body(
     content: dict[str, Any], content_type: str, budget: Budget, path: Path, at: str
 ) -> tuple[bytes, str, bool]:
-    """An entry's ``response.content``: (body, content type, whether a body was recorded),
-    taken from ``budget``."""
+    """An entry's ``response.content``: (body, content type, whether a body was recorded);
+    ``budget`` only bounds the base64 text before it is decoded."""
     text = content.get("text")
     encoding = content.get("encoding")
     at_text = f"{at}.response.content.text"
@@ -87,7 +96,7 @@ def _body(
         raise SpecError(path, at_text, "expected a string")
     elif encoding == "base64":
         if len(text) > budget.remaining_bytes * 4 // 3 + 4:
-            raise SpecError(path, at_text, "body is larger than the page budget left")
+            raise _TooLarge(path, at_text, "body is larger than the page budget left")
         try:
             body = base64.b64decode("".join(text.split()), validate=True)
         except (binascii.Error, ValueError) as exc:
@@ -98,7 +107,6 @@ def _body(
         recorded = True
     else:
         raise SpecError(path, f"{at}.response.content.encoding", f"unknown: {encoding!r}")
-    budget.take(len(body), at_text)
     return body, content_type, recorded
 
 
@@ -124,45 +132,70 @@ def read_har(path: Path) -> Capture:
     budget = Budget(path)
     responses: list[Recorded] = []
     notes: list[str] = []
+    unusable: list[str] = []
     start_url: str | None = None
     for i, entry in enumerate(entries):
         at = f"log.entries[{i}]"
-        request = _need(entry, "request", dict, path, at)
-        response = _need(entry, "response", dict, path, at)
-        method = _need(request, "method", str, path, f"{at}.request")
-        if not re.fullmatch(r"[A-Z]{1,20}", method):
-            raise SpecError(path, f"{at}.request.method", f"not an HTTP method: {method[:30]!r}")
-        url = check_url(
-            _need(request, "url", str, path, f"{at}.request"), path, f"{at}.request.url"
-        )
-        status = _need(response, "status", int, path, f"{at}.response")
-        if status == 0:
-            notes.append(f"skipped {method} {url[:200]}: no response (status 0)")
+        try:
+            recorded = _entry(entry, path, at, budget, notes)
+        except _TooLarge:
+            raise
+        except SpecError as exc:
+            if not isinstance(entry, dict):
+                raise  # not a HAR entry at all
+            unusable.append(f"skipped {at} {_url_of(entry)}: {exc.field}: {exc.reason}")
             continue
-        if not 100 <= status <= 599:
-            raise SpecError(path, f"{at}.response.status", f"not an HTTP status: {status}")
-        headers = _headers(response.get("headers"), path, f"{at}.response.headers")
-        content = _need(response, "content", dict, path, f"{at}.response")
-        header_type = next((v for k, v in headers if k.lower() == "content-type"), None)
-        mime = content.get("mimeType")
-        content_type = clean_content_type(header_type or (mime if isinstance(mime, str) else None))
-        body, content_type, recorded = _body(content, content_type, budget, path, at)
+        if recorded is None:
+            continue
+        budget.take(len(recorded.body), f"{at}.response.content.text")
         if start_url is None and (first_page is None or entry.get("pageref") == first_page):
-            start_url = url
-        responses.append(
-            Recorded(
-                url=url,
-                method=method,
-                status=status,
-                content_type=content_type,
-                headers=clean_headers(headers),
-                body=body,
-                body_recorded=recorded,
-            )
-        )
+            start_url = recorded.url
+        responses.append(recorded)
     if not responses:
-        raise SpecError(path, "log.entries", "no entries with a response")
+        why = f" ({len(unusable)} unusable; the first: {unusable[0]})" if unusable else ""
+        raise SpecError(path, "log.entries", f"no entries with a response{why}")
     missing = sum(not r.body_recorded for r in responses)
     if missing:
         notes.append(f"{missing} response(s) without a recorded body, stored empty")
-    return finish("har", path, responses, start_url, notes)
+    return finish("har", path, responses, start_url, [*unusable, *notes])
+
+
+def _url_of(entry: dict[str, Any]) -> str:
+    """The entry's URL as a note may show it: printable, at most 200 characters."""
+    request = entry.get("request")
+    url = request.get("url") if isinstance(request, dict) else None
+    if not isinstance(url, str):
+        return "(no URL)"
+    return "".join(c if c.isprintable() else "?" for c in url[:200])
+
+
+def _entry(entry: Any, path: Path, at: str, budget: Budget, notes: list[str]) -> Recorded | None:
+    """One entry as a response; None (with a note) for one that got no response. A
+    SpecError names what is wrong with it."""
+    request = _need(entry, "request", dict, path, at)
+    response = _need(entry, "response", dict, path, at)
+    method = _need(request, "method", str, path, f"{at}.request")
+    if not re.fullmatch(r"[A-Z]{1,20}", method):
+        raise SpecError(path, f"{at}.request.method", f"not an HTTP method: {method[:30]!r}")
+    url = check_url(_need(request, "url", str, path, f"{at}.request"), path, f"{at}.request.url")
+    status = _need(response, "status", int, path, f"{at}.response")
+    if status == 0:
+        notes.append(f"skipped {method} {url[:200]}: no response (status 0)")
+        return None
+    if not 100 <= status <= 599:
+        raise SpecError(path, f"{at}.response.status", f"not an HTTP status: {status}")
+    headers = _headers(response.get("headers"), path, f"{at}.response.headers")
+    content = _need(response, "content", dict, path, f"{at}.response")
+    header_type = next((v for k, v in headers if k.lower() == "content-type"), None)
+    mime = content.get("mimeType")
+    content_type = clean_content_type(header_type or (mime if isinstance(mime, str) else None))
+    body, content_type, recorded = _body(content, content_type, budget, path, at)
+    return Recorded(
+        url=url,
+        method=method,
+        status=status,
+        content_type=content_type,
+        headers=clean_headers(headers),
+        body=body,
+        body_recorded=recorded,
+    )

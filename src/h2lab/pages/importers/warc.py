@@ -1,10 +1,13 @@
 """WARC (ISO 28500, 1.0/1.1, gzip per record or not) -> :class:`~.common.Capture`.
 
 ``response`` records become resources (status, headers, body); the ``request`` record sent with
-each (``WARC-Concurrent-To``) gives its method. ``warcio`` parses the records and HTTP headers;
-the body is read from ``record.raw_stream`` and decoded here, strictly (warcio's own
-``content_stream()`` falls back to the raw bytes when decoding fails, and would hide a broken
-capture). Other record types (warcinfo, metadata, resource, revisit, conversion) are skipped.
+each (``WARC-Concurrent-To``) gives its method; a ``revisit`` record is served with the body of
+the response it repeats, when that is in the file (:mod:`.revisits`). ``warcio`` splits the file
+into records; each record is read by :mod:`.warc_records`: its HTTP head by :mod:`.httphead`
+(which names the header lines it drops), its body from ``record.raw_stream``, decoded there,
+strictly (warcio's own ``content_stream()`` falls back to the raw bytes when decoding fails, and
+would hide a broken capture). Other record types (warcinfo, metadata, resource, conversion)
+are skipped.
 """
 
 from __future__ import annotations
@@ -16,44 +19,16 @@ import tempfile
 import zlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
-from warcio.limitreader import LimitReader
 from warcio.statusandheaders import StatusAndHeadersParserException
 
 from h2lab.errors import SpecError
-from h2lab.pages.importers.common import (
-    BodyTooLarge,
-    Budget,
-    Capture,
-    DecodeError,
-    Recorded,
-    check_url,
-    clean_content_type,
-    clean_headers,
-    decode_body,
-    finish,
-)
+from h2lab.pages.importers.common import Capture, finish
+from h2lab.pages.importers.warc_records import WarcPass
 
 _READ_CHUNK = 1 << 20
-
-
-def _read_all(record: Any, path: Path, field: str, limit: int) -> bytes:
-    """The record's HTTP body as stored; a record cut short by the end of the file (warcio
-    silently returns fewer bytes) is a SpecError."""
-    stream = record.raw_stream
-    parts = []
-    size = 0
-    while chunk := stream.read(_READ_CHUNK):
-        parts.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            raise SpecError(path, field, f"body is larger than the {limit}-byte budget left")
-    if isinstance(stream, LimitReader) and stream.limit > 0:
-        raise SpecError(path, field, "record is truncated (file ends inside it)")
-    return b"".join(parts)
 
 
 def _check_gzip_complete(path: Path) -> None:
@@ -83,52 +58,6 @@ def _check_gzip_complete(path: Path) -> None:
         raise SpecError(path, "warc", f"corrupt gzip data: {exc}") from exc
     if in_member:
         raise SpecError(path, "warc", "file is truncated (it ends inside a gzip member)")
-
-
-class Unusable(Exception):
-    """One record that cannot be replayed: it is skipped with a note, the rest imports."""
-
-
-def _response(
-    record: Any, uri: str, path: Path, field: str, budget: Budget, notes: list[str]
-) -> Recorded:
-    """A response record's status, headers and decoded body (taken from ``budget``);
-    :class:`Unusable` for a record that cannot be replayed (its URL, status or body)."""
-    try:
-        url = check_url(uri, path, field)
-    except SpecError as exc:
-        raise Unusable(exc.reason) from None
-    http = record.http_headers
-    try:
-        status = int(http.get_statuscode())
-    except (TypeError, ValueError):
-        raise Unusable(f"bad HTTP status line {http.statusline!r}") from None
-    if not 100 <= status <= 599:
-        raise Unusable(f"not an HTTP status: {status}")
-    raw = _read_all(record, path, field, budget.remaining_bytes)
-    said: list[str] = []
-    try:
-        body = decode_body(
-            raw,
-            http.get_header("transfer-encoding"),
-            http.get_header("content-encoding"),
-            budget.remaining_bytes,
-            said,
-        )
-    except BodyTooLarge as exc:
-        raise SpecError(path, field, f"cannot decode body: {exc}") from exc
-    except DecodeError as exc:
-        raise Unusable(f"cannot decode body: {exc}") from exc
-    notes.extend(f"{field}: {line}" for line in said)
-    budget.take(len(body), field)
-    return Recorded(
-        url=url,
-        method="GET",
-        status=status,
-        content_type=clean_content_type(http.get_header("content-type")),
-        headers=clean_headers(http.headers),
-        body=body,
-    )
 
 
 def read_warc(path: Path) -> Capture:
@@ -196,51 +125,24 @@ def looks_like(path: Path) -> str:
 
 def _read_warc(path: Path, data: Path) -> Capture:
     """:func:`read_warc` of the WARC in ``data`` (``path``: the file the user named)."""
-    budget = Budget(path)
-    responses: list[tuple[str, Recorded]] = []  # (record id, response)
-    methods: dict[str, str] = {}  # response record id -> method of its request
-    start_url: str | None = None
-    skipped: dict[str, int] = {}
-    notes: list[str] = []
-    unusable: list[str] = []  # response records skipped, with why
+    records = WarcPass(path)
     try:
         fh = data.open("rb")
     except OSError as exc:
         raise SpecError(path, "warc", f"cannot read: {exc.strerror}") from exc
     i = -1
-    field = "warc"
     try:
         with fh:
-            for i, record in enumerate(ArchiveIterator(fh, ensure_http_headers=False)):
-                rec_type = record.rec_type
-                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-                field = f"record {i} {uri[:200]}".rstrip()
-                if rec_type == "request" and record.http_headers is not None:
-                    target = record.rec_headers.get_header("WARC-Concurrent-To")
-                    method = (record.http_headers.protocol or "").upper()
-                    if target and method.isalpha():
-                        methods[target] = method
-                    if start_url is None and uri:
-                        start_url = check_url(uri, path, field)
-                    continue
-                if rec_type != "response" or record.http_headers is None:
-                    skipped[rec_type] = skipped.get(rec_type, 0) + 1
-                    continue
-                try:
-                    response = _response(record, uri, path, field, budget, notes)
-                except Unusable as exc:
-                    unusable.append(f"skipped {field}: {exc}")
-                    continue
-                if start_url is None:
-                    start_url = response.url
-                rec_id = record.rec_headers.get_header("WARC-Record-ID") or f"#{i}"
-                responses.append((rec_id, response))
+            for i, record in enumerate(ArchiveIterator(fh, no_record_parse=True)):
+                records.add(i, record)
     except SpecError:
         raise
     except (ArchiveLoadFailed, StatusAndHeadersParserException) as exc:
         if i < 0:  # not even a first record: say what the file is instead, not its bytes
             raise SpecError(path, "warc", f"not a WARC file ({looks_like(data)})") from exc
-        raise SpecError(path, field, f"not a readable WARC: {str(exc)[:200]}") from exc
+        raise SpecError(
+            path, f"after record {i}", f"not a readable WARC: {str(exc)[:200]}"
+        ) from exc
     except (AttributeError, IndexError) as exc:
         where = "warc" if i < 0 else f"after record {i}"
         raise SpecError(path, where, "not a readable WARC (record headers cut short)") from exc
@@ -249,13 +151,9 @@ def _read_warc(path: Path, data: Path) -> Capture:
         raise SpecError(path, where, f"not a readable WARC ({type(exc).__name__}: {exc})") from exc
     if i < 0:
         raise SpecError(path, "warc", "no WARC records")
-    notes = [
-        *unusable,
-        *notes,
-        *(f"skipped {n} {kind} record(s)" for kind, n in sorted(skipped.items())),
-    ]
-    with_methods = [replace(r, method=methods.get(rid, "GET")) for rid, r in responses]
-    if not with_methods:
+    responses, start_url, notes = records.served()
+    if not responses:
+        unusable = records.unusable
         why = f" ({len(unusable)} unusable; the first: {unusable[0]})" if unusable else ""
         raise SpecError(path, "warc", f"no response records{why}")
-    return finish("warc", path, with_methods, start_url, notes)
+    return finish("warc", path, responses, start_url, notes)
