@@ -19,6 +19,7 @@ from h2lab.cli_cluster import cluster_app, secrets_folder
 from h2lab.cli_common import console, err, progress, require_root
 from h2lab.cli_net import net_app
 from h2lab.cli_pages import pages_app
+from h2lab.cli_record import record
 from h2lab.errors import H2LabError, SpecError
 from h2lab.results import METRICS
 from h2lab.spec.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
@@ -557,6 +558,9 @@ def doctor() -> None:
     console.print(table)
     if missing:
         raise typer.Exit(1)
+
+
+app.command("record")(record)  # after the others: listed after `doctor` in --help
 
 
 def _error_line(message: str) -> None:

@@ -194,7 +194,7 @@ class Chromium:
         if self.options.keylog:
             env["SSLKEYLOGFILE"] = str(keylog)
         log = work / f"browser-{n}.log"
-        proc, cdp = _spawn([str(wrapper), *args], env, log)
+        proc, cdp = spawn_browser([str(wrapper), *args], env, log)
         handle = _Browser(proc, cdp, ctx.netns, ctx.link_generation, status_file, pid_file)
         handle.logs = tuple(
             path
@@ -368,7 +368,7 @@ def _wrapper_script(netns: str, pid_file: Path, status_file: Path) -> str:
     )
 
 
-def _spawn(
+def spawn_browser(
     argv: list[str], env: Mapping[str, str], log: Path
 ) -> tuple[subprocess.Popen[bytes], CdpPipe]:
     """Start the browser (``argv``: the wrapper and its switches), its output in ``log``, and

@@ -431,8 +431,17 @@ def finish(
 
 def store(capture: Capture, name: str | None = None, root: Path | None = None) -> Page:
     """Write ``capture`` as a page under the cache (or ``root``); same capture, same page id."""
-    with PageWriter(name or name_from(capture.path), capture.source, root) as writer:
-        for r in capture.responses:
+    name = name or name_from(capture.path)
+    return write_page(capture.responses, capture.entry_url, name, capture.source, root)
+
+
+def write_page(
+    responses: Iterable[Recorded], entry_url: str, name: str, source: str, root: Path | None
+) -> Page:
+    """Write recorded ``responses`` as a page with entry ``entry_url`` under the cache (or
+    ``root``): the same responses give the same page id, however they were recorded."""
+    with PageWriter(name, source, root) as writer:
+        for r in responses:
             writer.add(
                 r.url,
                 r.body,
@@ -441,4 +450,4 @@ def store(capture: Capture, name: str | None = None, root: Path | None = None) -
                 method=r.method,
                 headers=r.headers,
             )
-        return writer.commit(capture.entry_url)
+        return writer.commit(entry_url)
