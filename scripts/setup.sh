@@ -9,7 +9,8 @@ CACHE="${H2LAB_CACHE:-$HOME/.cache/h2lab}"
 RATTAN_VERSION=0.1.1   # keep in sync with src/h2lab/net/rattan.py RATTAN_VERSION
 UV_VERSION=0.13.8
 DEB_PACKAGES=(nginx h2o apache2 haproxy nghttp2-client curl iperf3 iproute2 iputils-ping
-              util-linux procps chromium apache2-doc)
+              util-linux procps chromium firefox-esr libnss3-tools apache2-doc
+              default-jdk-headless maven)  # the OkHttp client (okhttp/): Java 17+, Maven
 
 mkdir -p "$CACHE"
 t0=$(date +%s%N)
@@ -54,6 +55,11 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 # under $CACHE/origin-<source hash> (the adapter rebuilds when the sources change).
 .venv/bin/python -c "from h2lab.servers.origin import ensure_built; ensure_built()" \
   || { say "building the Go origin server failed"; exit 1; }
+
+# h2lab's OkHttp client (Java, okhttp/): OkHttp and the pinned Maven plugins from Maven Central
+# once, then a jar cached under $CACHE/okhttp-<source hash> (the adapter rebuilds on a change).
+.venv/bin/python -c "from h2lab.clients.okhttp_build import ensure_built; ensure_built()" \
+  || { say "building the OkHttp client failed"; exit 1; }
 
 t1=$(date +%s%N)
 say "ready in $(( (t1 - t0) / 1000000 )) ms (rattan $RATTAN_VERSION, $(nginx -v 2>&1 | cut -d/ -f2), h2load $(h2load --version | awk '{print $2}'))"

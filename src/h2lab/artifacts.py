@@ -41,6 +41,12 @@ H2LOAD_LOG = "h2load-{i}.log"
 """The per-request log (``--log-file``) of a load's ``i``-th h2load process."""
 H2LOAD_OUT = "h2load-{i}.out"
 """The output of a load's ``i``-th h2load process: its summary and errors."""
+OKHTTP_PLAN = "okhttp-plan.json"
+"""What the OkHttp client was asked to fetch: URLs in order, protocol, limits, hosts, CA."""
+OKHTTP_RESULT = "okhttp-result.json"
+"""The OkHttp client's result: every call's times, connection and error (metrics.okhttp)."""
+OKHTTP_OUT = "okhttp.out"
+"""The OkHttp client's output: the JVM's errors, if any."""
 
 # -- a failed trial's artifacts folder: what the runner and the lab keep
 

@@ -25,6 +25,24 @@ def _version(argv: list[str], pattern: str) -> str | None:
     return m.group(1) if m else "unknown version"
 
 
+def _okhttp_checks() -> list[Check]:
+    """Java, and the OkHttp client's jar for the current sources with its versions (running it
+    takes a JVM start, about 0.3 s)."""
+    from h2lab.clients import okhttp_build
+    from h2lab.errors import H2LabError
+
+    java = okhttp_build.java_version()
+    out = [Check("java", java is not None, java or okhttp_build.JAVA_HINT)]
+    jar = okhttp_build.jar_path()
+    if not jar.exists() or java is None:
+        return [*out, Check("h2lab okhttp (JVM)", False, "make setup")]
+    try:
+        detail = f"{okhttp_build.jar_version(jar)} ({jar})"
+    except H2LabError as exc:
+        return [*out, Check("h2lab okhttp (JVM)", False, exc.line())]
+    return [*out, Check("h2lab okhttp (JVM)", True, detail)]
+
+
 def checks() -> list[Check]:
     from h2lab.errors import MissingTool
     from h2lab.net.rattan import RATTAN_VERSION, rattan_binary
@@ -82,6 +100,7 @@ def checks() -> list[Check]:
     out.append(
         Check("h2lab origin (Go)", built.exists(), str(built) if built.exists() else "make setup")
     )
+    out += _okhttp_checks()
     cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
     avail = cc.read_text().split() if cc.exists() else []
     out.append(Check("tcp congestion control", "cubic" in avail, " ".join(avail) or "unknown"))

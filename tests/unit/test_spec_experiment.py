@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from h2lab import clients
 from h2lab.errors import SpecError
 from h2lab.spec.experiment import (
     DEFAULT_TIMEOUT_S,
@@ -230,7 +231,7 @@ def _factors(**overrides: object) -> dict[str, object]:
         (
             _factors(client=["curl"]),
             "factors.client[0]",
-            "unknown client 'curl' (known: chromium, h2load, nghttp)",
+            f"unknown client 'curl' (known: {', '.join(clients.names())})",
         ),
         (
             _factors(congestion_control=["vegas"]),

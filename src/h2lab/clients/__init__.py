@@ -82,7 +82,9 @@ def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapt
         raise SpecError(source, field, str(exc)) from None
 
 
-ADAPTERS = tuple(f"h2lab.clients.{m}" for m in ("chromium", "h2load", "nghttp"))
+ADAPTERS = tuple(
+    f"h2lab.clients.{m}" for m in ("chromium", "firefox", "h2load", "nghttp", "okhttp")
+)
 """The modules that register a client when imported. Loaded by name, as plug-ins: the registry
 depends on none of them, they depend on it (no import cycle)."""
 

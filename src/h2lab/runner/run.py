@@ -519,8 +519,6 @@ def run_one(
         if stretch.error:
             raise TrialFailed(stretch.error)
         link = links.get(t.network, t.seed, t.tcp)
-        lab.reset_client_connections()
-        before = read_counters(link, lab.servers_ns)
         ctx = LoadContext(
             netns=link.client_ns,
             artifacts_dir=artifacts,
@@ -530,6 +528,14 @@ def run_one(
             link_generation=links.generation,
             fail_on=fail_on,
         )
+        # A client that talks to its browser over a socket in the client namespace (Firefox's
+        # WebDriver BiDi) starts it here, so its control connection is not counted as the
+        # trial's.
+        prepare = getattr(client, "prepare", None)
+        if prepare is not None:
+            prepare(t.protocol, ctx)
+        lab.reset_client_connections()
+        before = read_counters(link, lab.servers_ns)
         request_log = servers.RequestLog(lab.state_dir / "server")
         logged = request_log.mark()
         result = client.load(page, t.protocol, ctx)

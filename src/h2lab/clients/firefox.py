@@ -1,0 +1,415 @@
+"""Firefox (Debian's ``firefox-esr``) loading a page, headless, driven over WebDriver BiDi,
+which Firefox speaks itself (``--remote-debugging-port``): no geckodriver, no Playwright.
+
+This module keeps the browsers and runs the trials; the rest is in its neighbours: the options
+and preferences in :mod:`~h2lab.clients.firefox_options`, the BiDi connection in
+:mod:`~h2lab.clients.bidi` (over :mod:`~h2lab.clients.websocket`), a trial's tab and its
+measured load in :mod:`~h2lab.clients.firefox_tab`, the events, metrics and HAR in
+:mod:`~h2lab.clients.firefox_events` and :mod:`~h2lab.clients.browser_log`.
+
+Where the browser runs. A small wrapper script enters the client namespace (``ip netns
+exec``), a UTS namespace of its own whose host name is ``localhost`` (Firefox resolves its
+host name at start-up: the machine's name is in no lab ``/etc/hosts`` and the lookup waited
+20 s for DNS), and runs Firefox there; it stays Firefox's parent and writes its exit status
+(how a crashed trial names the signal that killed it). BiDi listens on the namespace's
+loopback at a port Firefox picks and prints; h2lab connects to it from a thread that entered
+the namespace (:func:`h2lab.net.netns.run_in_netns`). The browser is kept between trials
+while the client namespace stays the same, and started again when it is a new one. One
+browser per preference set: ``h1s`` turns HTTP/2 off and ``h3`` HTTP/3 on, browser-wide.
+
+Clean state per trial: a new BiDi user context (see :mod:`~h2lab.clients.firefox_tab`: the
+cache, cookies, connections, TLS sessions and Alt-Svc entries of Firefox are keyed by it),
+removed after the trial; the disk cache is off. The lab CA is trusted in the browser's own
+profile only (its ``cert9.db``, made with ``certutil``), not system-wide.
+
+Offline: the profile's preferences (:data:`~h2lab.clients.firefox_options.OFFLINE_PREFS`),
+and ``MOZ_DISABLE_NONLOCAL_CONNECTIONS=1`` in its environment: Firefox then refuses, by
+crashing, any connection to an address that is not loopback or private (RFC 1918, where the
+lab's origins are), and lets the remote-settings server be the dummy one (release builds
+ignore that preference otherwise). Checked: a browser loading a page for 35 s in a namespace
+whose default route and DNS server were visible sent no packet off loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from h2lab import procs
+from h2lab.artifacts import PAGE_HAR
+from h2lab.clients import LoadContext, LoadResult, register
+from h2lab.clients.bidi import BidiConnection, BidiError, ConnectionClosed
+from h2lab.clients.browser_log import failed_load_har
+from h2lab.clients.firefox_events import analyse
+from h2lab.clients.firefox_options import (
+    PROTOCOLS,
+    Options,
+    page_url,
+    parse_options,
+    profile_prefs,
+    user_js,
+)
+from h2lab.clients.firefox_tab import EVENTS, TAB_TIMEOUT_S, Tab, dispose, measure, new_tab
+from h2lab.clients.websocket import WebSocket, WebSocketClosed
+from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, WaitTimeout, telling_line
+from h2lab.net import netns
+from h2lab.pages import Page
+
+FIREFOX = Path("/usr/lib/firefox-esr/firefox-esr")
+"""Debian's binary, without the /usr/bin/firefox-esr link."""
+
+LAUNCH_TIMEOUT_S = 30.0
+"""Longest wait for a browser to print its BiDi address and answer ``session.new`` (it took
+0.4-1 s here)."""
+
+LISTENING = re.compile(rb"WebDriver BiDi listening on ws://127\.0\.0\.1:(\d+)")
+"""The line Firefox prints once its BiDi server listens."""
+
+BIDI_FAILED = (TimeoutError, ConnectionClosed, BidiError)
+"""How a BiDi call fails: no answer in time, the browser gone, or an error answer."""
+
+ENVIRONMENT = {
+    "MOZ_CRASHREPORTER_DISABLE": "1",
+    "MOZ_DISABLE_NONLOCAL_CONNECTIONS": "1",
+}
+"""Added to Firefox's environment (see the module's text)."""
+
+CA_NICKNAME = "h2lab local CA"
+
+QUIET_CPU_SHARE = 0.1
+"""Firefox is quiet when all its processes together used less than this share of one core
+over :data:`QUIET_POLL_S`, twice in a row (Chromium's rule, ``chromium_tab.QUIET_CPU_SHARE``).
+A trial begun right after the browser started (still busy on this 2-core machine) opened a
+second TCP connection for its one h2 origin (Firefox's backup connection, after 250 ms
+without an answer to the first SYN) and measured plt 605 vs 536 ms."""
+QUIET_POLL_S = 0.05
+QUIET_TIMEOUT_S = 5.0
+"""Longest wait for quiet; a browser still busy then is used anyway."""
+
+
+@dataclass
+class _Browser:
+    proc: subprocess.Popen[bytes]
+    bidi: BidiConnection
+    netns: str
+    generation: int
+    status_file: Path
+    pid_file: Path
+    tabs: list[Tab] = field(default_factory=list)
+    """the trial's tab (the events' listener routes to the last one)"""
+
+    def alive(self) -> bool:
+        return not self.bidi.closed.is_set()
+
+
+class Firefox:
+    name = "firefox"
+    protocols = PROTOCOLS
+    protocol_note = (
+        "Firefox has no HTTP/1.1 pipelining and no cleartext HTTP/2, and its h3 does not reach "
+        "the lab origins yet (it falls back to h2): use h1c, h1s, h2s"
+    )
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self._browsers: dict[str, _Browser] = {}
+        self._last: dict[str, _Browser] = {}
+        self._dir: Path | None = None
+
+    def version(self) -> str:
+        out = procs.version_text([str(FIREFOX), "--version"])
+        parts = out.split()
+        return parts[-1] if parts else out.strip()
+
+    # -- browsers
+
+    def _workdir(self) -> Path:
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="h2lab-firefox-"))
+        return self._dir
+
+    def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
+        prefs = profile_prefs(protocol, ctx.hosts)
+        key = json.dumps([prefs, str(ctx.tls_dir)], sort_keys=True)
+        current = self._browsers.get(key)
+        if current is not None:
+            if (
+                current.netns == ctx.netns
+                and current.generation == ctx.link_generation
+                and current.alive()
+            ):
+                return current
+            self._close_browser(key)
+        handle = self._launch(user_js(prefs), ctx)
+        self._browsers[key] = handle
+        return handle
+
+    def _launch(self, prefs_js: str, ctx: LoadContext) -> _Browser:
+        work = self._workdir()
+        n = len(list(work.glob("browser-*.sh")))
+        pid_file, status_file = work / f"browser-{n}.pid", work / f"browser-{n}.status"
+        wrapper = work / f"browser-{n}.sh"
+        wrapper.write_text(_wrapper_script(ctx.netns, pid_file, status_file))
+        wrapper.chmod(0o755)
+        profile = work / f"profile-{n}"
+        _make_profile(profile, prefs_js, ctx.tls_dir)
+        log = work / f"browser-{n}.log"
+        args = ["--headless", "--no-remote", "--profile", str(profile)]
+        args += ["--remote-debugging-port=0", "about:blank"]
+        env = {**os.environ, **ENVIRONMENT, "HOME": str(work)}
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [str(wrapper), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        try:
+            bidi = _connect(ctx.netns, log, proc)
+        except (H2LabError, OSError, WebSocketClosed, *BIDI_FAILED) as exc:
+            procs.stop(proc, grace_s=2)
+            said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
+            raise TrialFailed(f"firefox did not start: {said or exc}") from None
+        handle = _Browser(proc, bidi, ctx.netns, ctx.link_generation, status_file, pid_file)
+        bidi.listen(lambda method, params: _route(handle, method, params))
+        return handle
+
+    def _stop(self, handle: _Browser) -> None:
+        with contextlib.suppress(*BIDI_FAILED):
+            handle.bidi.call("browser.close", timeout_s=2)
+        handle.bidi.close()
+        try:
+            handle.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pid = procs.read_int_file(handle.pid_file)
+            if pid and procs.pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            procs.stop(handle.proc, grace_s=2)
+
+    def _close_browser(self, key: str) -> None:
+        handle = self._browsers.pop(key, None)
+        if handle is not None:
+            self._stop(handle)
+
+    def _close_handle(self, handle: _Browser) -> None:
+        for key, h in list(self._browsers.items()):
+            if h is handle:
+                self._close_browser(key)
+
+    def close(self) -> None:
+        for key in list(self._browsers):
+            self._close_browser(key)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def browser_pid(self, protocol: str) -> int | None:
+        """The Firefox main process that ran ``protocol`` last (tests kill it)."""
+        handle = self._last.get(protocol)
+        return None if handle is None else procs.read_int_file(handle.pid_file)
+
+    # -- one page load
+
+    def prepare(self, protocol: str, ctx: LoadContext) -> None:
+        """Start (or keep) the browser for ``protocol`` before the runner reads the trial's
+        counters: its BiDi WebSocket is a TCP connection in the client namespace."""
+        if protocol in PROTOCOLS:
+            self._browser(protocol, ctx)
+
+    def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+        if protocol not in PROTOCOLS:
+            raise TrialFailed(f"firefox cannot run {protocol} ({self.protocol_note})")
+        handle = self._browser(protocol, ctx)
+        self._last[protocol] = handle
+        _wait_quiet(handle.proc.pid)
+        url = page_url(page, protocol)
+        ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        tab: Tab | None = None
+        try:
+            tab = new_tab(handle.bidi, self.options.width, self.options.height)
+            handle.tabs = [tab]
+            raw = measure(
+                tab, handle.bidi, url, page, timeout_s=ctx.timeout_s,
+                idle_ms=self.options.idle_ms, fail_on=ctx.fail_on,
+            )  # fmt: skip
+        except TrialFailed:
+            if tab is not None:
+                _keep_failed_log(tab, url, ctx.artifacts_dir)
+                if handle.alive():
+                    dispose(handle.bidi, tab)
+            raise
+        except BIDI_FAILED as exc:
+            if tab is not None:
+                _keep_failed_log(tab, url, ctx.artifacts_dir)
+            raise self._failure(handle, protocol, exc) from None
+        finally:
+            handle.tabs = []
+        dispose(handle.bidi, tab)
+        analysis = analyse(raw, url)
+        (ctx.artifacts_dir / PAGE_HAR).write_text(json.dumps(analysis.har))
+        return analysis.result
+
+    def _failure(self, handle: _Browser, protocol: str, exc: BaseException) -> H2LabError:
+        """Why a load failed: a crashed browser (with its exit signal) or BiDi's line."""
+        if isinstance(exc, ConnectionClosed) or not handle.alive():
+            # the connection closes when Firefox dies; the wrapper writes its status after
+            with contextlib.suppress(WaitTimeout):
+                procs.wait_until(
+                    "firefox's exit status",
+                    lambda: procs.read_int_file(handle.status_file) is not None,
+                    timeout_s=5,
+                    poll_s=0.02,
+                )
+        status = procs.read_int_file(handle.status_file)
+        self._close_handle(handle)
+        if status is not None:
+            how = (
+                f"killed by {signal.Signals(status - 128).name}"
+                if status > 128 and status - 128 in signal.valid_signals()
+                else f"exit status {status}"
+            )
+            return TrialFailed(f"firefox ({protocol}) crashed: {how}")
+        text = str(exc).strip().splitlines()
+        return TrialFailed(
+            f"firefox ({protocol}) failed: {text[0] if text else type(exc).__name__}"
+        )
+
+
+def session_cpu_s(session: int, stats: Mapping[int, str], ticks_per_s: float) -> float:
+    """CPU seconds (user + system) of the processes of ``session`` among ``stats`` (pid ->
+    the text of its ``/proc/<pid>/stat``)."""
+    total = 0
+    for text in stats.values():
+        fields = text.rsplit(")", 1)[-1].split()
+        # after the command: state ppid pgrp session ... utime (12th) stime (13th)
+        if len(fields) > 12 and int(fields[3]) == session:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks_per_s
+
+
+def _proc_stats() -> dict[int, str]:
+    stats = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stats[int(entry.name)] = (entry / "stat").read_text()
+    return stats
+
+
+def _wait_quiet(session: int) -> None:
+    """Until Firefox's processes (its wrapper's session) are quiet (:data:`QUIET_CPU_SHARE`):
+    a browser still starting, or a closed context's tab going, must not share the CPU with
+    the load."""
+    ticks = float(os.sysconf("SC_CLK_TCK"))
+    last: float | None = None
+    quiet_polls = 0
+    deadline = time.monotonic() + QUIET_TIMEOUT_S
+    while time.monotonic() < deadline:
+        t = time.monotonic()
+        cpu_s = session_cpu_s(session, _proc_stats(), ticks)
+        if last is not None:
+            quiet_polls = quiet_polls + 1 if cpu_s - last < QUIET_CPU_SHARE * QUIET_POLL_S else 0
+            if quiet_polls >= 2:
+                return
+        last = cpu_s
+        time.sleep(max(0.0, QUIET_POLL_S - (time.monotonic() - t)))
+
+
+def _route(handle: _Browser, method: str, params: dict[str, object]) -> None:
+    """One event of the browser's session, to the trial's tab (none between trials)."""
+    for tab in handle.tabs:
+        tab.on(method, params)
+
+
+def _wrapper_script(netns_name: str, pid_file: Path, status_file: Path) -> str:
+    """The shell script that runs Firefox in ``netns_name``, in a UTS namespace named
+    ``localhost``; it stays Firefox's parent to learn how it ended (a crash's signal)."""
+    inner = 'hostname localhost && exec "$@"'
+    return (
+        "#!/bin/sh\n"
+        f"ip netns exec {netns_name} unshare --uts sh -c '{inner}' sh {FIREFOX} \"$@\" &\n"
+        f"echo $! > {pid_file}\n"
+        "wait $!\n"
+        "status=$?\n"
+        f"echo $status > {status_file}\n"
+        "exit $status\n"
+    )
+
+
+def _make_profile(profile: Path, prefs_js: str, tls_dir: Path | None) -> None:
+    """A new profile: its preferences, and the lab CA trusted in its own NSS database."""
+    profile.mkdir(parents=True)
+    (profile / "user.js").write_text(prefs_js)
+    if tls_dir is None:
+        return
+    from h2lab.tls import LocalCA
+
+    ca = LocalCA(tls_dir).cert_path
+    db = f"sql:{profile}"
+    try:
+        procs.run(["certutil", "-N", "-d", db, "--empty-password"])
+        procs.run(["certutil", "-A", "-d", db, "-n", CA_NICKNAME, "-t", "C,,", "-i", str(ca)])
+    except ProcessFailed as exc:
+        raise TrialFailed(f"firefox: trusting the lab CA in its profile failed: {exc}") from None
+
+
+def _connect(netns_name: str, log: Path, proc: subprocess.Popen[bytes]) -> BidiConnection:
+    """The browser's BiDi session, once it prints its address: connected from inside
+    ``netns_name`` (its loopback), a session made and every event of :data:`EVENTS` on."""
+    port: list[int] = []
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise TrialFailed(f"firefox exited with status {proc.returncode} before it listened")
+        found = LISTENING.search(log.read_bytes()) if log.exists() else None
+        if found:
+            port.append(int(found.group(1)))
+        return bool(found)
+
+    procs.wait_until("firefox's BiDi address", listening, timeout_s=LAUNCH_TIMEOUT_S)
+    address = ("127.0.0.1", port[0])
+    sock = netns.run_in_netns(netns_name, lambda: socket.create_connection(address, timeout=5))
+    try:
+        ws = WebSocket.open(sock, f"127.0.0.1:{port[0]}", "/session")
+    except (OSError, WebSocketClosed):
+        sock.close()
+        raise
+    sock.settimeout(None)
+    bidi = BidiConnection(ws)
+    try:
+        bidi.call("session.new", {"capabilities": {}}, timeout_s=LAUNCH_TIMEOUT_S)
+        bidi.call("session.subscribe", {"events": list(EVENTS)}, timeout_s=TAB_TIMEOUT_S)
+    except BIDI_FAILED:
+        bidi.close()
+        raise
+    return bidi
+
+
+def _keep_failed_log(tab: Tab, url: str, folder: Path) -> None:
+    """Write a failed load's every request as a HAR (:func:`failed_load_har`)."""
+    har = failed_load_har(tab.log, url)
+    if har is None:
+        return
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / PAGE_HAR).write_text(json.dumps(har))
+
+
+def _make(options: Mapping[str, str]) -> Firefox:
+    return Firefox(parse_options(options))
+
+
+register("firefox", _make)

@@ -1,0 +1,200 @@
+"""What a Firefox page load measured, from its WebDriver BiDi events and its page timing: the
+browser log (resources, HAR, failures) and the metrics. Pure: no browser, no clock, no I/O.
+
+Network events (W3C WebDriver BiDi, "The network Module"): ``network.beforeRequestSent``,
+``network.responseStarted``, ``network.responseCompleted`` and ``network.fetchError`` become
+:mod:`h2lab.clients.browser_log` events (:class:`BidiNetwork`). Firefox fills each request's
+``timings`` with wall-clock times in ms since the epoch (``timeOrigin`` 0): ``requestTime``
+(the request made), ``responseStart`` (first byte), ``responseEnd`` (last byte). The log
+keeps them in seconds; the page's ``performance.timeOrigin`` (same clock) is its time zero.
+Requests for ``data:``, ``blob:`` and ``about:`` URLs never reach the network and are left
+out. BiDi names no connection: the resources' ``connection`` is empty (the lab counts
+connections on the link, ``tcp_connections``).
+
+Metrics: ``ttfb_ms`` = responseStart, ``dcl_ms`` = domContentLoadedEventStart, ``plt_ms`` =
+loadEventEnd, ``connect_ms`` = connectEnd, ``fcp_ms`` (paint timing), ``lcp_ms`` (Largest
+Contentful Paint, on by pref), all from navigation start. Firefox has no ``first-paint``
+entry; SpeedIndex and visual complete are not measured yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from h2lab.clients import browser_log
+from h2lab.clients.browser_log import NetworkLog
+from h2lab.errors import TrialFailed
+from h2lab.results import LoadResult
+
+CANCELLED = frozenset({"NS_BINDING_ABORTED"})
+"""Firefox's errorText for a request the page (or a navigation) cancelled itself."""
+NETWORK_SCHEMES = ("http://", "https://")
+
+
+def _headers(items: Any) -> dict[str, str]:
+    """BiDi headers (``[{"name", "value": {"type": "string", "value"}}]``) as a dict."""
+    out = {}
+    for h in items or ():
+        value = h.get("value", {})
+        out[str(h.get("name", ""))] = str(value.get("value", "")) if isinstance(value, dict) else ""
+    return out
+
+
+def _s(ms: Any) -> float | None:
+    """A BiDi timing (ms since the epoch; 0: not reached) in seconds."""
+    return float(ms) / 1000 if isinstance(ms, int | float) and ms > 0 else None
+
+
+class BidiNetwork:
+    """Turns one load's BiDi network events into :class:`~h2lab.clients.browser_log.NetworkLog`
+    events, remembering what a redirect needs (the status and protocol of the response that
+    ended the previous request under the same id)."""
+
+    def __init__(self, log: NetworkLog | None = None) -> None:
+        self.log = log if log is not None else NetworkLog()
+        self._last_response: dict[str, tuple[int | None, str | None]] = {}
+
+    def add(self, method: str, params: Mapping[str, Any]) -> None:
+        """Take one event (others than the four network events are ignored)."""
+        request = params.get("request") or {}
+        rid, url = str(request.get("request", "")), str(request.get("url", ""))
+        if not url.startswith(NETWORK_SCHEMES):
+            return
+        timings = request.get("timings") or {}
+        time_s = _s(params.get("timestamp")) or 0.0
+        for event in self._events(method, params, rid, url, timings, time_s):
+            self.log.add(event)
+
+    def _events(
+        self,
+        method: str,
+        p: Mapping[str, Any],
+        rid: str,
+        url: str,
+        timings: Mapping[str, Any],
+        time_s: float,
+    ) -> list[browser_log.RequestEvent]:
+        if method == "network.beforeRequestSent":
+            redirect = None
+            if int(p.get("redirectCount", 0)) > 0 and rid in self.log.requests:
+                status, protocol = self._last_response.get(rid, (None, None))
+                redirect = browser_log.Redirect(status, protocol, "")
+            start = _s(timings.get("requestTime")) or time_s
+            headers = _headers(request_headers(p))
+            return [browser_log.RequestSent(rid, url, start, None, headers, redirect)]
+        if method == "network.responseStarted":
+            return [self._started(rid, p, timings)]
+        if method == "network.responseCompleted":
+            resp = p.get("response") or {}
+            events: list[browser_log.RequestEvent] = [self._started(rid, p, timings)]
+            if resp.get("headersSize"):
+                events.append(browser_log.ResponseHeaderBytes(rid, int(resp["headersSize"])))
+            events.append(browser_log.DataReceived(rid, int(resp.get("bodySize") or 0)))
+            end = _s(timings.get("responseEnd")) or time_s
+            events.append(
+                browser_log.RequestFinished(rid, end, int(resp.get("bytesReceived") or 0))
+            )
+            return events
+        if method == "network.fetchError":
+            error = str(p.get("errorText") or "failed")
+            return [browser_log.RequestFailed(rid, time_s, error, cancelled=error in CANCELLED)]
+        return []
+
+    def _started(
+        self, rid: str, p: Mapping[str, Any], timings: Mapping[str, Any]
+    ) -> browser_log.ResponseStarted:
+        resp = p.get("response") or {}
+        status = resp.get("status")
+        protocol = resp.get("protocol")
+        self._last_response[rid] = (status, protocol)
+        r = self.log.requests.get(rid)
+        if r is not None:
+            # the request's priority is the RFC 9218 header Firefox added (``u=4, i``)
+            r.priority = _headers(request_headers(p)).get("Priority", r.priority)
+        return browser_log.ResponseStarted(
+            request_id=rid,
+            status=status,
+            protocol=protocol,
+            connection="",
+            remote=None,
+            from_cache=bool(resp.get("fromCache")),
+            headers=_headers(resp.get("headers")),
+            ttfb_s=_s(timings.get("responseStart")),
+        )
+
+
+def request_headers(params: Mapping[str, Any]) -> Any:
+    return (params.get("request") or {}).get("headers")
+
+
+# ------------------------------------------------------------------------------ the load
+
+
+@dataclass
+class RawLoad:
+    """What a page load leaves for the analysis."""
+
+    timing: dict[str, Any]
+    """the page's navigation and paint timing (ms from navigation start) and its
+    ``timeOrigin`` (ms since the epoch), as the after-load script read them"""
+    log: NetworkLog
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A load's result and its HAR."""
+
+    result: LoadResult
+    har: dict[str, Any]
+
+
+def page_metrics(timing: Mapping[str, Any]) -> dict[str, float | None]:
+    """The page's metrics in ms from navigation start (None: not reported, or not positive)."""
+
+    def rel(name: str) -> float | None:
+        v = timing.get(name)
+        return None if not isinstance(v, int | float) or v <= 0 else round(float(v), 3)
+
+    return {
+        "connect_ms": rel("connectEnd"),
+        "ttfb_ms": rel("responseStart"),
+        "dcl_ms": rel("dcl"),
+        "plt_ms": rel("loadEventEnd"),
+        "fcp_ms": rel("fcp"),
+        "lcp_ms": rel("lcp"),
+    }
+
+
+def analyse(raw: RawLoad, url: str) -> Analysis:
+    """Metrics, resources and HAR of a load of ``url`` (TrialFailed: it fetched nothing)."""
+    log = raw.log
+    requests = log.finished()
+    if not requests:
+        raise TrialFailed(f"firefox fetched nothing from {url}")
+    origin = raw.timing.get("timeOrigin")
+    t0_s = float(origin) / 1000 if isinstance(origin, int | float) else requests[0].start_s
+    metrics = page_metrics(raw.timing)
+    resources = log.resources(t0_s)
+    done = [r for r in resources if r.error is None]
+    header_sizes = [r.header_bytes for r in requests]
+    result = LoadResult(
+        pdt_ms=round(max(r.end_ms for r in done) - min(r.start_ms for r in done), 3),
+        body_bytes=sum(r.body_bytes for r in requests),
+        request_header_bytes=None,
+        response_header_bytes=(
+            sum(h for h in header_sizes if h is not None)
+            if all(h is not None for h in header_sizes)
+            else None
+        ),
+        resources=resources,
+        failed_requests=len(log.failed()),
+        connect_ms=metrics["connect_ms"],
+        ttfb_ms=metrics["ttfb_ms"],
+        dcl_ms=metrics["dcl_ms"],
+        plt_ms=metrics["plt_ms"],
+        fcp_ms=metrics["fcp_ms"],
+        lcp_ms=metrics["lcp_ms"],
+    )
+    return Analysis(result, log.har(url, t0_s, metrics))

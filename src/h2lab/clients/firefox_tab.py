@@ -1,0 +1,223 @@
+"""One trial's tab in Firefox, over WebDriver BiDi: made, measured, closed.
+
+A tab is a new user context (``browser.createUserContext``: a Firefox container, its own
+``userContextId``) with one top-level browsing context. Firefox keys its HTTP cache, cookies,
+connection pools (HTTP/1.1 and HTTP/2 connections, QUIC sessions), TLS session cache and
+Alt-Svc entries by the request's origin attributes, which include the ``userContextId``;
+every trial's id is new, so nothing of an earlier trial is found by a later one.
+``browser.removeUserContext`` closes the tab and drops the context's data when the trial ends.
+
+The measured load (:func:`measure`): ``browsingContext.navigate`` (not waiting), the
+``browsingContext.load`` event of the tab; with option ``idle``, network silence; the page's
+timing read after two animation frames (:data:`AFTER_LOAD_JS`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from h2lab.clients import browser_log
+from h2lab.clients.bidi import CONNECTION_CLOSED, Bidi, BidiError, ConnectionClosed, Reply
+from h2lab.clients.firefox_events import BidiNetwork, RawLoad
+from h2lab.errors import TrialFailed
+from h2lab.pages import Page
+
+TAB_TIMEOUT_S = 10.0
+"""Longest wait for one step of making or closing a tab (they take 0.01-0.2 s here)."""
+
+NAV_POLL_S = 0.05
+"""How often the load's wait looks whether the navigation command failed."""
+
+EVENTS = (
+    "network.beforeRequestSent",
+    "network.responseStarted",
+    "network.responseCompleted",
+    "network.fetchError",
+    "browsingContext.load",
+)
+"""What a browser's BiDi session subscribes to, once, for every context."""
+
+# After the load event: two animation frames, so the paint the load triggers is in the paint
+# timing; Firefox has no first-paint entry. A string, as BiDi's serialisation of objects is
+# verbose.
+AFTER_LOAD_JS = """
+new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(() => {
+  const nav = performance.getEntriesByType('navigation')[0] || {};
+  const paints = {};
+  for (const p of performance.getEntriesByType('paint')) paints[p.name] = p.startTime;
+  let lcp = null;
+  try {
+    const po = new PerformanceObserver(() => {});
+    po.observe({type: 'largest-contentful-paint', buffered: true});
+    const entries = po.takeRecords();
+    if (entries.length) lcp = entries[entries.length - 1].startTime;
+    po.disconnect();
+  } catch (e) {}
+  resolve(JSON.stringify({
+    timeOrigin: performance.timeOrigin,
+    connectEnd: nav.connectEnd, responseStart: nav.responseStart,
+    dcl: nav.domContentLoadedEventStart, loadEventEnd: nav.loadEventEnd,
+    fcp: paints['first-contentful-paint'], lcp: lcp,
+  }));
+})))
+"""
+
+
+class Tab:
+    """One trial's user context and its tab. Events arrive on the reader thread
+    (:meth:`on`): network events go to :attr:`log`, the tab's load event, a failed request
+    and the connection closing set :attr:`signal`."""
+
+    def __init__(self, user_context: str, context: str) -> None:
+        self.user_context = user_context
+        self.context = context
+        self.network = BidiNetwork()
+        self.log = self.network.log
+        self.signal = threading.Event()
+        self.loaded = False
+        self.request_failed = False
+        """a request failed since the load's wait last looked (it may be a cancel)"""
+        self.closed = False
+        self.last_network_s = time.monotonic()
+        """host monotonic time of the last network event (for the network-idle wait)"""
+        self.navigating = False
+
+    def on(self, method: str, params: dict[str, Any]) -> None:
+        if method.startswith("network."):
+            self.last_network_s = time.monotonic()
+            self.network.add(method, params)
+            if method == "network.fetchError":
+                self.request_failed = True
+                self.signal.set()
+        elif method == "browsingContext.load":
+            if self.navigating and params.get("context") == self.context:
+                self.loaded = True
+                self.signal.set()
+        elif method == CONNECTION_CLOSED:
+            self.closed = True
+            self.signal.set()
+
+
+def new_tab(bidi: Bidi, width: int, height: int) -> Tab:
+    """A new user context with one tab of ``width`` x ``height`` CSS pixels."""
+    user_context = bidi.call("browser.createUserContext", timeout_s=TAB_TIMEOUT_S)["userContext"]
+    context = bidi.call(
+        "browsingContext.create",
+        {"type": "tab", "userContext": user_context},
+        timeout_s=TAB_TIMEOUT_S,
+    )["context"]
+    viewport = {"width": width, "height": height}
+    bidi.call(
+        "browsingContext.setViewport",
+        {"context": context, "viewport": viewport},
+        timeout_s=TAB_TIMEOUT_S,
+    )
+    return Tab(user_context, context)
+
+
+def dispose(bidi: Bidi, tab: Tab) -> None:
+    """Remove the tab's user context (its tab, cache, cookies); errors are the next trial's."""
+    with contextlib.suppress(TimeoutError, ConnectionClosed, BidiError):
+        bidi.call("browser.removeUserContext", {"userContext": tab.user_context}, TAB_TIMEOUT_S)
+
+
+def measure(
+    tab: Tab,
+    bidi: Bidi,
+    url: str,
+    page: Page,
+    *,
+    timeout_s: float,
+    idle_ms: float,
+    fail_on: str = "document",
+) -> RawLoad:
+    """The page load itself: navigate, wait for the tab's load event, read the timing. A load
+    whose document fails (``fail_on="document"``), or in which any request for the page's
+    own resources fails (``"any"``), fails then, or after the load if it failed later."""
+    deadline = time.monotonic() + timeout_s
+
+    def left() -> float:
+        return max(0.0, deadline - time.monotonic())
+
+    def check() -> None:
+        if tab.closed:
+            raise ConnectionClosed("browser closed the BiDi connection")
+        if tab.request_failed:
+            tab.request_failed = False
+            incomplete()
+
+    def incomplete() -> None:
+        failed = browser_log.failed_page_requests(tab.log, page)
+        if fail_on != "any":
+            failed = [r for r in failed if r.url == url]
+        if failed:
+            how = "loaded incomplete" if tab.loaded else "failed to load"
+            raise TrialFailed(f"{url} {how}: {browser_log.describe_failed(failed, tab.log)}")
+
+    tab.signal.clear()
+    tab.navigating = True
+    nav = bidi.send(
+        "browsingContext.navigate", {"context": tab.context, "url": url, "wait": "none"}
+    )
+    while not tab.loaded:
+        check()
+        if nav.done():
+            _navigation_error(nav, url)
+        if left() <= 0:
+            raise TrialFailed(
+                f"page did not finish loading within the trial timeout of {timeout_s:g} s "
+                f"(no load event for {url}{browser_log.describe_unfinished(tab.log)})"
+            )
+        # the navigation's answer sets no signal: look at it every NAV_POLL_S
+        if tab.signal.wait(min(left(), NAV_POLL_S)):
+            tab.signal.clear()
+    check()
+    _wait_network_idle(tab, idle_ms, left)
+    incomplete()
+    return RawLoad(_after_load(bidi, tab.context, left()), tab.log)
+
+
+def _navigation_error(nav: Reply, url: str) -> None:
+    """Raise the navigation's own error, if it answered with one."""
+    try:
+        nav.result(0)
+    except BidiError as exc:
+        raise TrialFailed(f"firefox could not load {url}: {exc.message or exc.error}") from None
+
+
+def _wait_network_idle(tab: Tab, idle_ms: float, left: Callable[[], float]) -> None:
+    """With option ``idle``: wait until no network event came for ``idle_ms`` (WebPageTest's
+    rule; bounded by the trial's deadline)."""
+    idle_s = idle_ms / 1000
+    while idle_s and left() > 0:
+        quiet = time.monotonic() - tab.last_network_s
+        if quiet >= idle_s:
+            return
+        time.sleep(min(idle_s - quiet, left()))
+
+
+def _after_load(bidi: Bidi, context: str, timeout_s: float) -> dict[str, Any]:
+    """The page's navigation and paint timing and its time origin."""
+    try:
+        answer = bidi.call(
+            "script.evaluate",
+            {
+                "expression": AFTER_LOAD_JS,
+                "target": {"context": context},
+                "awaitPromise": True,
+            },
+            timeout_s=max(timeout_s, TAB_TIMEOUT_S),
+        )
+    except BidiError as exc:
+        raise TrialFailed(f"firefox: reading the page's timing failed: {exc}") from None
+    if answer.get("type") == "exception":
+        text = answer.get("exceptionDetails", {}).get("text", "exception")
+        raise TrialFailed(f"firefox: reading the page's timing failed: {text}")
+    value = answer.get("result", {}).get("value")
+    timing = json.loads(value) if isinstance(value, str) else {}
+    return timing if isinstance(timing, dict) else {}

@@ -1,0 +1,143 @@
+"""Firefox through the lab: isolation between trials (a new BiDi user context each), h3
+against h2lab's Go origin, and failed trials (timeout, crash) that do not stop the next one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from h2lab import clients, procs
+from h2lab.analysis.lower_bound import fetch_lower_bound_ms, handshake_rtts
+from h2lab.artifacts import ARTIFACTS_DIR, PAGE_HAR, RESULTS_DB
+from h2lab.errors import TrialFailed
+from h2lab.net.lab import Lab, Link
+from h2lab.pages import resolve_page
+from h2lab.spec.network import parse_network
+from h2lab.store import TrialRecord
+from tests.integration.conftest import run_experiment
+from tests.integration.test_chromium import AT_ONCE, NEVER, SLOW, _ctx, _page, slow_lab
+
+__all__ = ["slow_lab"]  # the fixture, shared with the Chromium tests
+
+PAGE = "synthetic:n=12,size=30KB,origins=1"
+
+
+@pytest.fixture
+def firefox() -> Iterator[clients.ClientAdapter]:
+    client = clients.get("firefox")
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _rows(db: sqlite3.Connection, trial_id: int) -> list[tuple[str, str, int]]:
+    return db.execute(
+        "SELECT url, protocol, bytes FROM resources WHERE trial_id = ?", (trial_id,)
+    ).fetchall()
+
+
+def _har(out: Path, r: TrialRecord) -> dict[str, object]:
+    folder = next((out / ARTIFACTS_DIR).glob(f"*_r{r.repetition}_{r.protocol}.1"))
+    har: dict[str, object] = json.loads((folder / PAGE_HAR).read_text())
+    return har
+
+
+def test_back_to_back_trials_are_isolated(tmp_path: Path) -> None:
+    """3 x (h2s, h1s) in one browser per protocol: each trial opens its own connections and
+    fetches every byte of the page over the network (nothing from a cache, no connection of
+    an earlier trial)."""
+    rtt_ms, rate = 40, "20Mbps"
+    t0 = time.monotonic()
+    records = run_experiment(
+        tmp_path,
+        "isolation",
+        {
+            "protocol": ["h2s", "h1s"],
+            "network": [f"rtt={rtt_ms}ms,rate={rate}"],
+            "page": [PAGE],
+            "client": ["firefox"],
+        },
+        seed=3,
+        repetitions=3,
+    )
+    print(f"6 trials in {time.monotonic() - t0:.1f} s")
+    page = resolve_page(PAGE)
+    assert [r.status for r in records] == ["ok"] * 6, [r.error for r in records]
+    db = sqlite3.connect(tmp_path / RESULTS_DB)
+    largest = max(r.size_bytes for r in page.resources)
+    profile = parse_network(f"rtt={rtt_ms}ms,rate={rate}")
+    # the browser (and its BiDi WebSocket in the client namespace) starts before the trial's
+    # counters are read (FirefoxClient.prepare): the trial counts the page's connections only
+    for r in sorted(records, key=lambda r: r.id):
+        assert r.bytes_down is not None and r.bytes_down >= page.total_body_bytes, r
+        assert r.plt_ms is not None and r.fcp_ms is not None and r.ttfb_ms is not None
+        rows = _rows(db, r.id)
+        # every resource of the page was fetched, in full, over the network
+        fetched = {u.split("/", 3)[3]: b for u, _, b in rows}
+        for res in page.resources:
+            assert fetched[res.path.lstrip("/")] == res.size_bytes, res.path
+        entries = _har(tmp_path, r)["log"]["entries"]  # type: ignore[index]
+        assert entries and not any(e["_fromCache"] for e in entries)
+        bound = fetch_lower_bound_ms(
+            largest, profile.rtt_ms, profile.down_rate_bps,
+            handshake_rtts=handshake_rtts(r.protocol),
+        )  # fmt: skip
+        assert r.plt_ms >= bound, (r.plt_ms, bound)
+        if r.protocol == "h2s":
+            assert {p for _, p, _ in rows} == {"h2"}
+            # one new connection per origin
+            assert r.tcp_connections == len(page.origins), r
+        else:
+            assert {p for _, p, _ in rows} == {"http/1.1"}
+            assert r.tcp_connections is not None and 1 < r.tcp_connections <= 6
+        print(f"{r.protocol} r{r.repetition}: plt_ms={r.plt_ms:.0f} fcp_ms={r.fcp_ms:.0f} "
+              f"ttfb_ms={r.ttfb_ms:.0f} tcp_connections={r.tcp_connections} "
+              f"bytes_down={r.bytes_down} bound={bound:.0f} "
+              f"request_header_bytes={r.request_header_bytes}")  # fmt: skip
+    db.close()
+    # nginx counted every trial's request headers (13 requests): HPACK makes h2's far smaller
+    header_bytes = {(r.protocol, r.repetition): r.request_header_bytes or 0 for r in records}
+    for rep in range(3):
+        h1, h2 = header_bytes[("h1s", rep)], header_bytes[("h2s", rep)]
+        assert h1 > 13 * 200 and 0 < h2 < h1 / 5, header_bytes
+
+
+def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(
+    slow_lab: tuple[Lab, Link, Path], firefox: clients.ClientAdapter, tmp_path: Path
+) -> None:
+    lab, link, docroot = slow_lab
+    never = _page(docroot, "never", NEVER)
+    t0 = time.monotonic()
+    unfinished = r"; 1 of \d+ requests unfinished: http://\S+/x\.png\?hold=30000 \([\d,]+ B "
+    with pytest.raises(TrialFailed, match=r"within the trial timeout of 3 s .*" + unfinished):
+        firefox.load(never, "h1c", _ctx(lab, link, tmp_path / "never", timeout_s=3))
+    assert time.monotonic() - t0 < 15
+    # the failed load keeps its request log: the held image is there, marked unfinished
+    entries = json.loads((tmp_path / "never" / PAGE_HAR).read_text())["log"]["entries"]
+    held = [e for e in entries if "hold=30000" in e["request"]["url"]]
+    assert [e.get("_error") for e in held] == ["unfinished"]
+    assert any("_error" not in e and e["response"]["status"] == 200 for e in entries)
+
+    slow = _page(docroot, "slow", SLOW)
+    pid = firefox.browser_pid("h1c")  # type: ignore[attr-defined]
+    assert pid is not None and procs.pid_alive(pid)
+    killer = threading.Timer(1.5, lambda: os.kill(pid, signal.SIGKILL))
+    killer.start()
+    try:
+        with pytest.raises(TrialFailed, match=r"firefox \(h1c\) crashed: killed by SIGKILL"):
+            firefox.load(slow, "h1c", _ctx(lab, link, tmp_path / "slow"))
+    finally:
+        killer.cancel()
+    # the next trial gets a new browser
+    ok = firefox.load(_page(docroot, "ok", AT_ONCE), "h1c", _ctx(lab, link, tmp_path / "ok"))
+    assert ok.plt_ms is not None and ok.plt_ms > 0
+    assert firefox.browser_pid("h1c") != pid  # type: ignore[attr-defined]
