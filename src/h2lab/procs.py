@@ -151,3 +151,25 @@ def version_text(argv: Sequence[str]) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return proc.stdout + proc.stderr
+
+
+def wrapper_exit_status(status_file: Path, *, wait_s: float) -> int | None:
+    """The exit status a browser's wrapper script wrote to ``status_file``, waiting up to
+    ``wait_s`` for it (the script creates the file before it writes the number); None if the
+    browser has not exited."""
+    if wait_s > 0:
+        with contextlib.suppress(WaitTimeout):
+            wait_until(
+                "the browser's exit status",
+                lambda: read_int_file(status_file) is not None,
+                timeout_s=wait_s,
+                poll_s=0.02,
+            )
+    return read_int_file(status_file)
+
+
+def describe_exit(status: int) -> str:
+    """``killed by SIGKILL`` for a shell's 128 + signal status, else ``exit status N``."""
+    if status > 128 and status - 128 in signal.valid_signals():
+        return f"killed by {signal.Signals(status - 128).name}"
+    return f"exit status {status}"

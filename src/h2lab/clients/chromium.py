@@ -81,7 +81,7 @@ from h2lab.clients.chromium_options import (
     parse_options,
 )
 from h2lab.clients.chromium_tab import TAB_TIMEOUT_S, Tab, dispose, measure, new_tab, wait_quiet
-from h2lab.errors import H2LabError, TrialFailed, WaitTimeout, telling_line
+from h2lab.errors import H2LabError, TrialFailed, telling_line
 from h2lab.pages import Page
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
@@ -330,25 +330,12 @@ class Chromium:
 
     def _failure(self, handle: _Browser, protocol: str, exc: BaseException) -> H2LabError:
         """Why a load failed: a crashed browser (with its exit signal) or the protocol's line."""
-        if isinstance(exc, PipeClosed) or not handle.alive():
-            # the pipe closes when Chromium dies; the wrapper writes its status right after
-            # (the shell creates the file before it writes the number: wait for the number)
-            with contextlib.suppress(WaitTimeout):
-                procs.wait_until(
-                    "chromium's exit status",
-                    lambda: procs.read_int_file(handle.status_file) is not None,
-                    timeout_s=2,
-                    poll_s=0.02,
-                )
-        status = procs.read_int_file(handle.status_file)
+        # the pipe closes when Chromium dies; the wrapper writes its status right after
+        died = isinstance(exc, PipeClosed) or not handle.alive()
+        status = procs.wrapper_exit_status(handle.status_file, wait_s=2 if died else 0)
         self._close_handle(handle)
         if status is not None:
-            how = (
-                f"killed by {signal.Signals(status - 128).name}"
-                if status > 128 and status - 128 in signal.valid_signals()
-                else f"exit status {status}"
-            )
-            return TrialFailed(f"chromium ({protocol}) crashed: {how}")
+            return TrialFailed(f"chromium ({protocol}) crashed: {procs.describe_exit(status)}")
         return TrialFailed(f"chromium ({protocol}) failed: {_first_line(exc)}")
 
 

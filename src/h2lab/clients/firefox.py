@@ -62,7 +62,7 @@ from h2lab.clients.firefox_options import (
 )
 from h2lab.clients.firefox_tab import EVENTS, TAB_TIMEOUT_S, Tab, dispose, measure, new_tab
 from h2lab.clients.websocket import WebSocket, WebSocketClosed
-from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, WaitTimeout, telling_line
+from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, telling_line
 from h2lab.net import netns
 from h2lab.pages import Page
 
@@ -264,24 +264,12 @@ class Firefox:
 
     def _failure(self, handle: _Browser, protocol: str, exc: BaseException) -> H2LabError:
         """Why a load failed: a crashed browser (with its exit signal) or BiDi's line."""
-        if isinstance(exc, ConnectionClosed) or not handle.alive():
-            # the connection closes when Firefox dies; the wrapper writes its status after
-            with contextlib.suppress(WaitTimeout):
-                procs.wait_until(
-                    "firefox's exit status",
-                    lambda: procs.read_int_file(handle.status_file) is not None,
-                    timeout_s=5,
-                    poll_s=0.02,
-                )
-        status = procs.read_int_file(handle.status_file)
+        # the connection closes when Firefox dies; the wrapper writes its status after
+        died = isinstance(exc, ConnectionClosed) or not handle.alive()
+        status = procs.wrapper_exit_status(handle.status_file, wait_s=5 if died else 0)
         self._close_handle(handle)
         if status is not None:
-            how = (
-                f"killed by {signal.Signals(status - 128).name}"
-                if status > 128 and status - 128 in signal.valid_signals()
-                else f"exit status {status}"
-            )
-            return TrialFailed(f"firefox ({protocol}) crashed: {how}")
+            return TrialFailed(f"firefox ({protocol}) crashed: {procs.describe_exit(status)}")
         text = str(exc).strip().splitlines()
         return TrialFailed(
             f"firefox ({protocol}) failed: {text[0] if text else type(exc).__name__}"
