@@ -1,5 +1,5 @@
 """A test origin whose responses come at known times: ``/x.png?hold=MS&rgb=RRGGBB`` answers a
-1x1 PNG of that colour after holding the request MS milliseconds (``?drop=1``: the connection
+1x1 PNG of that colour (``&w=W&h=H``: W x H) after holding the request MS milliseconds (``?drop=1``: the connection
 is closed instead, without a response); any other path serves the
 file of that name from DOCROOT. Plain HTTP/1.1 (Chromium's h1c).
 
@@ -17,15 +17,15 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 
-def png(rgb: tuple[int, int, int]) -> bytes:
+def png(rgb: tuple[int, int, int], width: int = 1, height: int = 1) -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
         crc = zlib.crc32(kind + data)
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
 
     return (
         b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
-        + chunk(b"IDAT", zlib.compress(bytes([0, *rgb])))
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(bytes([0, *rgb * width]) * height))
         + chunk(b"IEND", b"")
     )
 
@@ -43,7 +43,8 @@ class Handler(BaseHTTPRequestHandler):
                 return
             time.sleep(int(q.get("hold", ["0"])[0]) / 1000)
             hexrgb = q.get("rgb", ["cc0000"])[0]
-            body = png((int(hexrgb[0:2], 16), int(hexrgb[2:4], 16), int(hexrgb[4:6], 16)))
+            rgb = (int(hexrgb[0:2], 16), int(hexrgb[2:4], 16), int(hexrgb[4:6], 16))
+            body = png(rgb, int(q.get("w", ["1"])[0]), int(q.get("h", ["1"])[0]))
             kind = "image/png"
         elif url.path.endswith(".json"):  # a beacon's answer: ORB blocks it for an <img>
             body, kind = b'{"ok": true}', "application/json"

@@ -59,17 +59,15 @@ from pathlib import Path
 
 from h2lab import procs
 from h2lab.artifacts import (
-    FILMSTRIP_DIR,
-    FILMSTRIP_FRAME,
     KEYLOG,
     NETLOG,
     PAGE_HAR,
-    VISUAL_PROGRESS,
 )
 from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser_log import NetworkLog, failed_load_har
+from h2lab.clients.browser_result import write_artifacts
 from h2lab.clients.cdp import CdpError, CdpPipe, PipeClosed, Reply
-from h2lab.clients.chromium_analysis import Analysis, RawLoad, analyse
+from h2lab.clients.chromium_analysis import RawLoad, analyse
 from h2lab.clients.chromium_options import (
     DEVICES,
     HEADLESS_FLAGS,
@@ -325,7 +323,7 @@ class Chromium:
     def _analyse(self, raw: RawLoad, url: str, ctx: LoadContext) -> LoadResult:
         """The load's result, its artifacts written."""
         analysis = analyse(raw, url)
-        _write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
+        write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
         return analysis.result
 
     def _failure(self, handle: _Browser, protocol: str, exc: BaseException) -> H2LabError:
@@ -391,20 +389,6 @@ def spawn_browser(
     for fd in high:
         os.close(fd)
     return proc, CdpPipe(cmd_write, out_read)
-
-
-def _write_artifacts(analysis: Analysis, folder: Path, *, filmstrip: bool) -> None:
-    """A load's HAR and visual progress, and with ``filmstrip`` its screenshots."""
-    (folder / PAGE_HAR).write_text(json.dumps(analysis.har))
-    visual = analysis.visual
-    (folder / VISUAL_PROGRESS).write_text(
-        json.dumps({"frames": visual.frames, "progress": visual.progress})
-    )
-    if filmstrip:
-        strip = folder / FILMSTRIP_DIR
-        strip.mkdir(exist_ok=True)
-        for f in analysis.frames:
-            (strip / FILMSTRIP_FRAME.format(t_ms=f.t_ms)).write_bytes(f.image)
 
 
 def _keep_failed_log(log: NetworkLog, url: str, folder: Path) -> None:

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from h2lab.clients.browser_log import NetworkLog
-from h2lab.errors import TrialFailed
+from h2lab.clients.browser_result import Analysis, assemble, visual_fields
 from h2lab.metrics.visual import Frame, VisualMetrics, visual_metrics
-from h2lab.results import LoadResult
 
 
 @dataclass
@@ -34,18 +33,6 @@ class RawLoad:
     """the page's navigation and paint timing (ms from navigation start) and its Element
     Timing, as the after-load script read them"""
     log: NetworkLog
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """A load's result and what its artifacts hold."""
-
-    result: LoadResult
-    har: dict[str, Any]
-    """the load's requests as HAR, the metrics and Element Timing on its page"""
-    visual: VisualMetrics
-    frames: list[Frame]
-    """the screenshots from navigation start, for the filmstrip"""
 
 
 def trace_frames(trace: Mapping[str, Any]) -> tuple[float | None, list[Frame]]:
@@ -85,51 +72,19 @@ def page_metrics(timing: Mapping[str, Any], visual: VisualMetrics) -> dict[str, 
         "fp_ms": rel("fp"),
         "fcp_ms": rel("fcp"),
         "lcp_ms": rel("lcp"),
-        "speed_index_ms": (
-            None if visual.speed_index_ms is None else round(visual.speed_index_ms, 3)
-        ),
-        "visual_complete_ms": visual.visual_complete_ms,
+        **visual_fields(visual),
     }
 
 
 def analyse(raw: RawLoad, url: str) -> Analysis:
     """Metrics, resources and HAR of a load of ``url`` (TrialFailed: it fetched nothing)."""
-    timing, log = raw.timing, raw.log
+    timing = raw.timing
     nav_s, frames = trace_frames(json.loads(raw.trace))
-    requests = log.finished()
-    if not requests:
-        raise TrialFailed(f"chromium fetched nothing from {url}")
-    t0_s = nav_s if nav_s is not None else requests[0].start_s
     visual = visual_metrics(frames)
-    metrics = page_metrics(timing, visual)
-    resources = log.resources(t0_s)
-    done = [r for r in resources if r.error is None]
-    first = min(r.start_ms for r in done)
-    last = max(r.end_ms for r in done)
+    analysis = assemble(
+        "chromium", raw.log, url, nav_s, page_metrics(timing, visual), visual, frames
+    )
     # Element Timing (``<img elementtiming=...>``): when Chrome painted each marked element
     elements = {str(k): round(float(v), 3) for k, v in (timing.get("elements") or {}).items()}
-    har = log.har(url, t0_s, {**metrics, "_frames": float(visual.frames)})
-    har["log"]["pages"][0]["_element_timing_ms"] = elements
-    header_sizes = [r.header_bytes for r in requests]
-    result = LoadResult(
-        pdt_ms=round(last - first, 3),
-        body_bytes=sum(r.body_bytes for r in requests),
-        request_header_bytes=None,
-        response_header_bytes=(
-            sum(h for h in header_sizes if h is not None)
-            if all(h is not None for h in header_sizes)
-            else None
-        ),
-        resources=resources,
-        failed_requests=len(log.failed()),
-        connect_ms=metrics["connect_ms"],
-        ttfb_ms=metrics["ttfb_ms"],
-        dcl_ms=metrics["dcl_ms"],
-        plt_ms=metrics["plt_ms"],
-        fp_ms=metrics["fp_ms"],
-        fcp_ms=metrics["fcp_ms"],
-        lcp_ms=metrics["lcp_ms"],
-        speed_index_ms=metrics["speed_index_ms"],
-        visual_complete_ms=metrics["visual_complete_ms"],
-    )
-    return Analysis(result, har, visual, frames)
+    analysis.har["log"]["pages"][0]["_element_timing_ms"] = elements
+    return analysis

@@ -21,11 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from h2lab.errors import UnitError
+from h2lab.clients.browser_options import check_known, idle_ms, switches
 from h2lab.pages import Page
 from h2lab.servers import PORTS, url_for
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
-from h2lab.units import parse_duration_ms
 
 # The brief's flags for a browser that must not reach the internet, plus no HTTPS upgrade of
 # http:// navigations (h1c would silently become h2s) and no QUIC.
@@ -126,11 +125,7 @@ KNOWN_OPTIONS = frozenset({"device", "cpu", "idle", *SWITCHES})
 
 def parse_options(options: Mapping[str, str]) -> Options:
     """Validate ``chromium:key=value,...`` options (ValueError: one line naming the option)."""
-    unknown = sorted(set(options) - KNOWN_OPTIONS)
-    if unknown:
-        raise ValueError(
-            f"unknown chromium option {unknown[0]!r} (known: {', '.join(sorted(KNOWN_OPTIONS))})"
-        )
+    check_known("chromium", options, KNOWN_OPTIONS)
     device = options.get("device", "desktop")
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -140,20 +135,7 @@ def parse_options(options: Mapping[str, str]) -> Options:
         raise ValueError(f"cpu must be a slowdown factor like 4, got {options['cpu']!r}") from None
     if not 1 <= cpu <= 20:
         raise ValueError(f"cpu slowdown must be 1..20, got {cpu:g}")
-    flags = {}
-    for name in SWITCHES:
-        value = options.get(name, "0")
-        if value not in ("0", "1"):
-            raise ValueError(f"{name} must be 0 or 1, got {value!r}")
-        flags[name] = value == "1"
-    idle = options.get("idle", "0")
-    try:
-        idle_ms = float(parse_duration_ms(idle)) if idle != "0" else 0.0
-    except UnitError:
-        raise ValueError(f"idle must be a duration like 2s, got {idle!r}") from None
-    if not 0 <= idle_ms <= 30_000:
-        raise ValueError(f"idle must be 0..30s, got {idle!r}")
-    return Options(device, cpu, idle_ms=idle_ms, **flags)
+    return Options(device, cpu, idle_ms=idle_ms(options), **switches(options, SWITCHES))
 
 
 def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> tuple[str, ...]:

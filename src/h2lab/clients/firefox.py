@@ -49,9 +49,11 @@ from pathlib import Path
 from h2lab import procs
 from h2lab.artifacts import PAGE_HAR
 from h2lab.clients import LoadContext, LoadResult, register
+from h2lab.clients import firefox_frames as frames
 from h2lab.clients.bidi import BidiConnection, BidiError, ConnectionClosed
 from h2lab.clients.browser_log import failed_load_har
-from h2lab.clients.firefox_events import analyse
+from h2lab.clients.browser_result import write_artifacts
+from h2lab.clients.firefox_events import RawLoad, analyse
 from h2lab.clients.firefox_options import (
     PROTOCOLS,
     Options,
@@ -106,6 +108,8 @@ class _Browser:
     generation: int
     status_file: Path
     pid_file: Path
+    chrome: str
+    """the browser window's chrome context (where the frames are recorded)"""
     tabs: list[Tab] = field(default_factory=list)
     """the trial's tab (the events' listener routes to the last one)"""
 
@@ -166,7 +170,8 @@ class Firefox:
         _make_profile(profile, prefs_js, ctx.tls_dir)
         log = work / f"browser-{n}.log"
         args = ["--headless", "--no-remote", "--profile", str(profile)]
-        args += ["--remote-debugging-port=0", "about:blank"]
+        # system access: the composition recorder is a privileged API (firefox_frames)
+        args += ["--remote-debugging-port=0", "--remote-allow-system-access", "about:blank"]
         env = {**os.environ, **ENVIRONMENT, "HOME": str(work)}
         with open(log, "wb") as out:
             proc = subprocess.Popen(
@@ -179,11 +184,13 @@ class Firefox:
             )
         try:
             bidi = _connect(ctx.netns, log, proc)
+            chrome = frames.chrome_context(bidi, TAB_TIMEOUT_S)
+            frames.fit_window(bidi, chrome, self.options.width, self.options.height)
         except (H2LabError, OSError, WebSocketClosed, *BIDI_FAILED) as exc:
             procs.stop(proc, grace_s=2)
             said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
             raise TrialFailed(f"firefox did not start: {said or exc}") from None
-        handle = _Browser(proc, bidi, ctx.netns, ctx.link_generation, status_file, pid_file)
+        handle = _Browser(proc, bidi, ctx.netns, ctx.link_generation, status_file, pid_file, chrome)
         bidi.listen(lambda method, params: _route(handle, method, params))
         return handle
 
@@ -241,14 +248,13 @@ class Firefox:
         try:
             tab = new_tab(handle.bidi, self.options.width, self.options.height)
             handle.tabs = [tab]
-            raw = measure(
-                tab, handle.bidi, url, page, timeout_s=ctx.timeout_s,
-                idle_ms=self.options.idle_ms, fail_on=ctx.fail_on,
-            )  # fmt: skip
+            raw = self._measure(handle, tab, url, page, ctx)
         except TrialFailed:
             if tab is not None:
                 _keep_failed_log(tab, url, ctx.artifacts_dir)
                 if handle.alive():
+                    with contextlib.suppress(TrialFailed, *BIDI_FAILED):
+                        frames.discard(handle.bidi, handle.chrome)
                     dispose(handle.bidi, tab)
             raise
         except BIDI_FAILED as exc:
@@ -259,8 +265,26 @@ class Firefox:
             handle.tabs = []
         dispose(handle.bidi, tab)
         analysis = analyse(raw, url)
-        (ctx.artifacts_dir / PAGE_HAR).write_text(json.dumps(analysis.har))
+        write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
         return analysis.result
+
+    def _measure(
+        self, handle: _Browser, tab: Tab, url: str, page: Page, ctx: LoadContext
+    ) -> RawLoad:
+        """The load, with the compositor's frames recorded around it (option ``visual``)."""
+        visual = self.options.visual
+        if visual:
+            frames.start(handle.bidi, handle.chrome)
+        raw = measure(
+            tab, handle.bidi, url, page, timeout_s=ctx.timeout_s,
+            idle_ms=self.options.idle_ms, fail_on=ctx.fail_on,
+        )  # fmt: skip
+        if visual:
+            recording = frames.stop(handle.bidi, handle.chrome)
+            origin = raw.timing.get("timeOrigin")
+            if isinstance(origin, int | float):
+                raw.frames = frames.decode(recording, float(origin))
+        return raw
 
     def _failure(self, handle: _Browser, protocol: str, exc: BaseException) -> H2LabError:
         """Why a load failed: a crashed browser (with its exit signal) or BiDi's line."""

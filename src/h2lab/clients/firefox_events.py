@@ -13,20 +13,22 @@ connections on the link, ``tcp_connections``).
 
 Metrics: ``ttfb_ms`` = responseStart, ``dcl_ms`` = domContentLoadedEventStart, ``plt_ms`` =
 loadEventEnd, ``connect_ms`` = connectEnd, ``fcp_ms`` (paint timing), ``lcp_ms`` (Largest
-Contentful Paint, on by pref), all from navigation start. Firefox has no ``first-paint``
-entry; SpeedIndex and visual complete are not measured yet.
+Contentful Paint, on by pref), all from navigation start; ``speed_index_ms`` and
+``visual_complete_ms`` from the compositor's frames (:mod:`~h2lab.clients.firefox_frames`),
+by :mod:`h2lab.metrics.visual` as Chromium's. Firefox has no ``first-paint`` entry and no
+Element Timing; the HAR's page keeps every LCP candidate's paint (``_lcp_candidates_ms``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from h2lab.clients import browser_log
 from h2lab.clients.browser_log import NetworkLog
-from h2lab.errors import TrialFailed
-from h2lab.results import LoadResult
+from h2lab.clients.browser_result import Analysis, assemble, visual_fields
+from h2lab.metrics.visual import Frame, VisualMetrics, visual_metrics
 
 CANCELLED = frozenset({"NS_BINDING_ABORTED"})
 """Firefox's errorText for a request the page (or a navigation) cancelled itself."""
@@ -137,64 +139,47 @@ class RawLoad:
     """What a page load leaves for the analysis."""
 
     timing: dict[str, Any]
-    """the page's navigation and paint timing (ms from navigation start) and its
-    ``timeOrigin`` (ms since the epoch), as the after-load script read them"""
+    """the page's navigation and paint timing (ms from navigation start), its Largest
+    Contentful Paint candidates and its ``timeOrigin`` (ms since the epoch), as the after-load
+    script read them"""
     log: NetworkLog
+    frames: list[Frame] = field(default_factory=list)
+    """the compositor's frames, timed from navigation start (:mod:`firefox_frames`)"""
 
 
-@dataclass(frozen=True)
-class Analysis:
-    """A load's result and its HAR."""
-
-    result: LoadResult
-    har: dict[str, Any]
+def _ms(v: Any) -> float | None:
+    return None if not isinstance(v, int | float) or v <= 0 else round(float(v), 3)
 
 
-def page_metrics(timing: Mapping[str, Any]) -> dict[str, float | None]:
+def page_metrics(timing: Mapping[str, Any], visual: VisualMetrics) -> dict[str, float | None]:
     """The page's metrics in ms from navigation start (None: not reported, or not positive)."""
-
-    def rel(name: str) -> float | None:
-        v = timing.get(name)
-        return None if not isinstance(v, int | float) or v <= 0 else round(float(v), 3)
-
     return {
-        "connect_ms": rel("connectEnd"),
-        "ttfb_ms": rel("responseStart"),
-        "dcl_ms": rel("dcl"),
-        "plt_ms": rel("loadEventEnd"),
-        "fcp_ms": rel("fcp"),
-        "lcp_ms": rel("lcp"),
+        "connect_ms": _ms(timing.get("connectEnd")),
+        "ttfb_ms": _ms(timing.get("responseStart")),
+        "dcl_ms": _ms(timing.get("dcl")),
+        "plt_ms": _ms(timing.get("loadEventEnd")),
+        "fcp_ms": _ms(timing.get("fcp")),
+        "lcp_ms": _ms(timing.get("lcp")),
+        **visual_fields(visual),
     }
+
+
+def lcp_candidates(timing: Mapping[str, Any]) -> dict[str, float]:
+    """Each Largest Contentful Paint candidate's URL (or element id) -> its paint, ms: the
+    paint marks Firefox reports itself (it has no Element Timing)."""
+    out = {}
+    for item in timing.get("lcps") or ():
+        if isinstance(item, list) and len(item) == 2 and _ms(item[1]) is not None:
+            out[str(item[0])] = float(item[1])
+    return out
 
 
 def analyse(raw: RawLoad, url: str) -> Analysis:
     """Metrics, resources and HAR of a load of ``url`` (TrialFailed: it fetched nothing)."""
-    log = raw.log
-    requests = log.finished()
-    if not requests:
-        raise TrialFailed(f"firefox fetched nothing from {url}")
     origin = raw.timing.get("timeOrigin")
-    t0_s = float(origin) / 1000 if isinstance(origin, int | float) else requests[0].start_s
-    metrics = page_metrics(raw.timing)
-    resources = log.resources(t0_s)
-    done = [r for r in resources if r.error is None]
-    header_sizes = [r.header_bytes for r in requests]
-    result = LoadResult(
-        pdt_ms=round(max(r.end_ms for r in done) - min(r.start_ms for r in done), 3),
-        body_bytes=sum(r.body_bytes for r in requests),
-        request_header_bytes=None,
-        response_header_bytes=(
-            sum(h for h in header_sizes if h is not None)
-            if all(h is not None for h in header_sizes)
-            else None
-        ),
-        resources=resources,
-        failed_requests=len(log.failed()),
-        connect_ms=metrics["connect_ms"],
-        ttfb_ms=metrics["ttfb_ms"],
-        dcl_ms=metrics["dcl_ms"],
-        plt_ms=metrics["plt_ms"],
-        fcp_ms=metrics["fcp_ms"],
-        lcp_ms=metrics["lcp_ms"],
-    )
-    return Analysis(result, log.har(url, t0_s, metrics))
+    t0_s = float(origin) / 1000 if isinstance(origin, int | float) else None
+    visual = visual_metrics(raw.frames)
+    metrics = page_metrics(raw.timing, visual)
+    analysis = assemble("firefox", raw.log, url, t0_s, metrics, visual, raw.frames)
+    analysis.har["log"]["pages"][0]["_lcp_candidates_ms"] = lcp_candidates(raw.timing)
+    return analysis

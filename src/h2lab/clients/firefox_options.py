@@ -2,6 +2,11 @@
 :class:`Options`, and the preferences (``user.js``) of the profile that runs each protocol.
 Pure: nothing here starts or reads anything.
 
+Options: ``idle`` (a duration: after the load event, also wait for that much network
+silence), ``filmstrip`` (1: keep the frames as JPEG files in the trial folder), ``visual`` (0:
+record no frames, so no SpeedIndex; for long loads with animations, whose every distinct frame
+is held in the browser until the load ends).
+
 Protocols. ``h1c``: http:// (HTTPS-First off); ``h1s``: https with HTTP/2 disabled
 (``network.http.http2.enabled``), so ALPN offers http/1.1 only; ``h2s``: https, ALPN h2;
 ``h3``: HTTP/3 on and every lab origin mapped to ``h3=:443`` from its first request
@@ -24,11 +29,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from h2lab.errors import UnitError
+from h2lab.clients.browser_options import check_known, idle_ms, switches
 from h2lab.pages import Page
 from h2lab.servers import PORTS, url_for
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
-from h2lab.units import parse_duration_ms
 
 PrefValue = bool | int | str
 
@@ -187,26 +191,25 @@ class Options:
     """viewport width, CSS pixels (Chromium's desktop device)"""
     height: int = 768
     """viewport height, CSS pixels"""
+    visual: bool = True
+    """record the compositor's frames for SpeedIndex and visual complete (0: not, e.g. for a
+    long load with animations: every distinct frame is held until the load ends)"""
+    filmstrip: bool = False
+    """keep the frames as JPEG files in the trial folder"""
 
 
-KNOWN_OPTIONS = frozenset({"idle"})
+SWITCHES = ("visual", "filmstrip")
+"""The options that are 0 or 1."""
+KNOWN_OPTIONS = frozenset({"idle", *SWITCHES})
 
 
 def parse_options(options: Mapping[str, str]) -> Options:
     """Validate ``firefox:key=value,...`` options (ValueError: one line naming the option)."""
-    unknown = sorted(set(options) - KNOWN_OPTIONS)
-    if unknown:
-        raise ValueError(
-            f"unknown firefox option {unknown[0]!r} (known: {', '.join(sorted(KNOWN_OPTIONS))})"
-        )
-    idle = options.get("idle", "0")
-    try:
-        idle_ms = float(parse_duration_ms(idle)) if idle != "0" else 0.0
-    except UnitError:
-        raise ValueError(f"idle must be a duration like 2s, got {idle!r}") from None
-    if not 0 <= idle_ms <= 30_000:
-        raise ValueError(f"idle must be 0..30s, got {idle!r}")
-    return Options(idle_ms=idle_ms)
+    check_known("firefox", options, KNOWN_OPTIONS)
+    flags = switches(options, SWITCHES, on=("visual",))
+    if flags["filmstrip"] and not flags["visual"]:
+        raise ValueError("filmstrip=1 needs the frames that visual=0 turns off")
+    return Options(idle_ms=idle_ms(options), **flags)
 
 
 def h3_mapping(hosts: Mapping[str, str]) -> str:

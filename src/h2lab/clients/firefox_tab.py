@@ -50,19 +50,20 @@ new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(() => {
   const nav = performance.getEntriesByType('navigation')[0] || {};
   const paints = {};
   for (const p of performance.getEntriesByType('paint')) paints[p.name] = p.startTime;
-  let lcp = null;
+  let lcp = null, lcps = [];
   try {
     const po = new PerformanceObserver(() => {});
     po.observe({type: 'largest-contentful-paint', buffered: true});
     const entries = po.takeRecords();
     if (entries.length) lcp = entries[entries.length - 1].startTime;
+    lcps = entries.map(e => [e.url || e.id || '', e.startTime]);
     po.disconnect();
   } catch (e) {}
   resolve(JSON.stringify({
     timeOrigin: performance.timeOrigin,
     connectEnd: nav.connectEnd, responseStart: nav.responseStart,
     dcl: nav.domContentLoadedEventStart, loadEventEnd: nav.loadEventEnd,
-    fcp: paints['first-contentful-paint'], lcp: lcp,
+    fcp: paints['first-contentful-paint'], lcp: lcp, lcps: lcps,
   }));
 })))
 """

@@ -1,0 +1,45 @@
+"""What Chromium's and Firefox's options (``chromium:idle=2s,filmstrip=1``) have in common:
+the check against the known names, the 0/1 switches and the network-idle wait. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from h2lab.errors import UnitError
+from h2lab.units import parse_duration_ms
+
+IDLE_MAX_MS = 30_000
+
+
+def check_known(browser: str, options: Mapping[str, str], known: Collection[str]) -> None:
+    """ValueError naming the first option ``browser`` does not know."""
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(
+            f"unknown {browser} option {unknown[0]!r} (known: {', '.join(sorted(known))})"
+        )
+
+
+def switches(
+    options: Mapping[str, str], names: Collection[str], on: Collection[str] = ()
+) -> dict[str, bool]:
+    """Each 0/1 option of ``names`` as a bool (absent: on if named in ``on``)."""
+    flags = {}
+    for name in names:
+        value = options.get(name, "1" if name in on else "0")
+        if value not in ("0", "1"):
+            raise ValueError(f"{name} must be 0 or 1, got {value!r}")
+        flags[name] = value == "1"
+    return flags
+
+
+def idle_ms(options: Mapping[str, str]) -> float:
+    """Option ``idle`` (after the load event, also wait for this much network silence), ms."""
+    idle = options.get("idle", "0")
+    try:
+        ms = float(parse_duration_ms(idle)) if idle != "0" else 0.0
+    except UnitError:
+        raise ValueError(f"idle must be a duration like 2s, got {idle!r}") from None
+    if not 0 <= ms <= IDLE_MAX_MS:
+        raise ValueError(f"idle must be 0..30s, got {idle!r}")
+    return ms

@@ -1,0 +1,100 @@
+"""A browser's page load as a result, whichever browser made it: the :class:`LoadResult`, the
+HAR, the visual progress and its frames (:func:`assemble`), and the artifacts a trial leaves
+(:func:`write_artifacts`). Chromium (:mod:`~h2lab.clients.chromium_analysis`) and Firefox
+(:mod:`~h2lab.clients.firefox_events`) each read their own events and page timing into a
+network log, page metrics and frames; from there on a load is the same for both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from h2lab.artifacts import FILMSTRIP_DIR, FILMSTRIP_FRAME, PAGE_HAR, VISUAL_PROGRESS
+from h2lab.clients.browser_log import NetworkLog
+from h2lab.errors import TrialFailed
+from h2lab.metrics.visual import Frame, VisualMetrics
+from h2lab.results import LoadResult
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A load's result and what its artifacts hold."""
+
+    result: LoadResult
+    har: dict[str, Any]
+    """the load's requests as HAR, the metrics (and the browser's paint marks) on its page"""
+    visual: VisualMetrics
+    frames: list[Frame]
+    """the screenshots from navigation start, for the filmstrip"""
+
+
+def visual_fields(visual: VisualMetrics) -> dict[str, float | None]:
+    """SpeedIndex and visual complete as page metrics, ms."""
+    si = visual.speed_index_ms
+    return {
+        "speed_index_ms": None if si is None else round(si, 3),
+        "visual_complete_ms": visual.visual_complete_ms,
+    }
+
+
+def assemble(
+    browser: str,
+    log: NetworkLog,
+    url: str,
+    t0_s: float | None,
+    metrics: Mapping[str, float | None],
+    visual: VisualMetrics,
+    frames: list[Frame],
+) -> Analysis:
+    """The result of ``browser``'s load of ``url``: resources from ``log`` (times from
+    ``t0_s``, the navigation start; the first request's start if unknown), the page metrics
+    (ms from navigation start; names as :class:`LoadResult`'s, absent ones None) and the
+    visual progress. TrialFailed: the load fetched nothing."""
+    requests = log.finished()
+    if not requests:
+        raise TrialFailed(f"{browser} fetched nothing from {url}")
+    start_s = t0_s if t0_s is not None else requests[0].start_s
+    resources = log.resources(start_s)
+    done = [r for r in resources if r.error is None]
+    header_sizes = [r.header_bytes for r in requests]
+    har = log.har(url, start_s, {**metrics, "_frames": float(visual.frames)})
+    result = LoadResult(
+        pdt_ms=round(max(r.end_ms for r in done) - min(r.start_ms for r in done), 3),
+        body_bytes=sum(r.body_bytes for r in requests),
+        request_header_bytes=None,
+        response_header_bytes=(
+            sum(h for h in header_sizes if h is not None)
+            if all(h is not None for h in header_sizes)
+            else None
+        ),
+        resources=resources,
+        failed_requests=len(log.failed()),
+        connect_ms=metrics.get("connect_ms"),
+        ttfb_ms=metrics.get("ttfb_ms"),
+        dcl_ms=metrics.get("dcl_ms"),
+        plt_ms=metrics.get("plt_ms"),
+        fp_ms=metrics.get("fp_ms"),
+        fcp_ms=metrics.get("fcp_ms"),
+        lcp_ms=metrics.get("lcp_ms"),
+        speed_index_ms=metrics.get("speed_index_ms"),
+        visual_complete_ms=metrics.get("visual_complete_ms"),
+    )
+    return Analysis(result, har, visual, frames)
+
+
+def write_artifacts(analysis: Analysis, folder: Path, *, filmstrip: bool) -> None:
+    """A load's HAR and visual progress, and with ``filmstrip`` its screenshots."""
+    (folder / PAGE_HAR).write_text(json.dumps(analysis.har))
+    visual = analysis.visual
+    (folder / VISUAL_PROGRESS).write_text(
+        json.dumps({"frames": visual.frames, "progress": visual.progress})
+    )
+    if filmstrip:
+        strip = folder / FILMSTRIP_DIR
+        strip.mkdir(exist_ok=True)
+        for f in analysis.frames:
+            (strip / FILMSTRIP_FRAME.format(t_ms=f.t_ms)).write_bytes(f.image)
