@@ -1,7 +1,7 @@
 """A test origin whose responses come at known times: ``/x.png?hold=MS&rgb=RRGGBB`` answers a
-1x1 PNG of that colour (``&w=W&h=H``: W x H) after holding the request MS milliseconds (``?drop=1``: the connection
-is closed instead, without a response); any other path serves the
-file of that name from DOCROOT. Plain HTTP/1.1 (Chromium's h1c).
+1x1 PNG of that colour (``&w=W&h=H``: W x H) after holding the request MS milliseconds
+(``?drop=1``: the connection is closed instead, without a response); any other path serves
+the file of that name from DOCROOT. Plain HTTP/1.1 (Chromium's h1c).
 
     python slow_origin.py IP PORT DOCROOT
 """
