@@ -1,14 +1,17 @@
-"""Per-trial overhead of Chromium trials, and page loads per minute with the browser kept
-between trials (h2lab's way) against restarting it every trial (browsertime's way).
+"""Per-trial overhead of browser trials, and page loads per minute: Chromium with the browser
+kept between trials (h2lab's way) and restarted every trial (browsertime's way), and Firefox
+(kept), in one run.
 
-    .venv/bin/python bench/overhead.py [--trials 20] [--network cable]
+    .venv/bin/python bench/overhead.py [--trials 20] [--network cable] [--clients a,b]
 
 Also prints the median plt_ms, fcp_ms and speed_index_ms (h1s and h2s together) of each way,
 so a change to what happens between loads shows whether it touches the loads themselves.
 
 Overhead of a trial = its wall time in the runner (``duration_s``: link, context, page load,
-trace, SpeedIndex, HAR, store commit) minus its ``plt_ms``. Target (issue #4): median
-<= 0.3 s on the demo page across 20 trials. Needs root.
+trace or frames, SpeedIndex, HAR, store commit) minus its ``plt_ms``. Target (issue #32):
+Chromium's median <= 1.0 s on the demo page across 20 trials with clean isolation (a new
+context per trial and the quiet wait; issue #4's 0.3 s predates both, docs/design-notes.md).
+Needs root.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from h2lab.spec.experiment import Experiment, validate_factors
 from h2lab.store import Store
 
 DEMO_PAGE = "synthetic:n=32,size=10KB,origins=2"
-TARGET_S = 0.3
+TARGET_S = 1.0
+CLIENTS = "chromium,chromium:restart=1,firefox"
 
 
 def measure(
@@ -61,10 +65,11 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--network", default="cable")
+    ap.add_argument("--clients", default=CLIENTS, help="comma-separated; the first is judged")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="h2lab-overhead-") as tmp:
-        for client in ("chromium", "chromium:restart=1"):
+        for client in args.clients.split(","):
             overheads, per_min, metrics = measure(
                 client, args.network, args.trials, Path(tmp) / client
             )
@@ -80,11 +85,12 @@ def main() -> int:
             f"{client:<20} {statistics.median(overheads):>17.3f} {p90:>14.3f} {per_min:>13.1f}"
             f" {m['plt_ms']:>7.0f} {m['fcp_ms']:>7.0f} {m['speed_index_ms']:>14.0f}"
         )
-    kept = statistics.median(rows[0][1])
+    first, kept = rows[0][0], statistics.median(rows[0][1])
     verdict = "yes" if kept <= TARGET_S else "NO"
-    print(f"\nmedian overhead, browser kept: {kept:.3f} s (target <= {TARGET_S} s) {verdict}")
-    print(f"loads per minute: kept {rows[0][2]:.1f} vs restarted {rows[1][2]:.1f} "
-          f"({rows[0][2] / rows[1][2]:.2f}x)")  # fmt: skip
+    print(f"\nmedian overhead, {first}: {kept:.3f} s (target <= {TARGET_S} s) {verdict}")
+    for client, _, per_min, _ in rows[1:]:
+        print(f"loads per minute: {first} {rows[0][2]:.1f} vs {client} {per_min:.1f} "
+              f"({rows[0][2] / per_min:.2f}x)")  # fmt: skip
     return 0 if kept <= TARGET_S else 1
 
 
