@@ -84,10 +84,19 @@ def checks() -> list[Check]:
             r"Chromium (\S+)",
             "apt-get install chromium",
         ),
+        (
+            "firefox-esr",
+            ["/usr/lib/firefox-esr/firefox-esr", "--version"],
+            r"Firefox (\S+)",
+            "apt-get install firefox-esr",
+        ),
     ]
     for name, argv, pat, hint in tools:
         v = _version(argv, pat)
         out.append(Check(name, v is not None, v or hint))
+    # certutil (libnss3-tools) has no version switch: Firefox's profiles trust the lab CA with it
+    certutil = shutil.which("certutil")
+    out.append(Check("certutil", certutil is not None, certutil or "apt-get install libnss3-tools"))
     from importlib.metadata import PackageNotFoundError, version
 
     try:

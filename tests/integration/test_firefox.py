@@ -173,6 +173,27 @@ def test_speed_index_matches_firefoxs_own_paint_marks(
     assert r.speed_index_ms == pytest.approx(r.visual_complete_ms, abs=0.5)
 
 
+def test_mobile_is_a_phones_viewport_and_user_agent(
+    slow_lab: tuple[Lab, Link, Path], tmp_path: Path
+) -> None:
+    """device=mobile: the page is asked for with Firefox for Android's user agent and drawn
+    in a 412 x 823 viewport (the recorded frames' size)."""
+    lab, link, docroot = slow_lab
+    client = clients.get("firefox:device=mobile,filmstrip=1")
+    try:
+        page = _page(docroot, "phone", AT_ONCE)
+        result = client.load(page, "h1c", _ctx(lab, link, tmp_path / "phone"))
+    finally:
+        client.close()
+    har = json.loads((tmp_path / "phone" / PAGE_HAR).read_text())
+    sent = {h["name"].lower(): h["value"] for h in har["log"]["entries"][0]["request"]["headers"]}
+    print(f"mobile: user-agent {sent['user-agent']!r} speed_index_ms={result.speed_index_ms}")
+    assert "Android" in sent["user-agent"] and "Mobile" in sent["user-agent"]
+    frames = sorted((tmp_path / "phone" / FILMSTRIP_DIR).iterdir())
+    with Image.open(frames[-1]) as frame:
+        assert frame.size == (412, 823)
+
+
 def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(
     slow_lab: tuple[Lab, Link, Path], firefox: clients.ClientAdapter, tmp_path: Path
 ) -> None:

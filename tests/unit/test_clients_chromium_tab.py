@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from h2lab.clients import browser_log
+from h2lab.clients.browser_options import DEVICES
 from h2lab.clients.cdp import PIPE_CLOSED, DevTools, Listener, Reply
-from h2lab.clients.chromium_options import DEVICES
 from h2lab.clients.chromium_tab import (
     CHILD_COMMANDS,
     Tab,

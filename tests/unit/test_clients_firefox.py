@@ -71,8 +71,8 @@ def test_user_js_writes_json_literals() -> None:
 def test_options() -> None:
     assert parse_options({}).idle_ms == 0
     assert parse_options({"idle": "2s"}).idle_ms == 2000
-    with pytest.raises(ValueError, match="unknown firefox option 'device'"):
-        parse_options({"device": "mobile"})
+    with pytest.raises(ValueError, match="unknown firefox option 'netlog'"):
+        parse_options({"netlog": "1"})
     with pytest.raises(ValueError, match="idle must be"):
         parse_options({"idle": "soon"})
 

@@ -10,10 +10,11 @@ import io
 import pytest
 from PIL import Image
 
+from h2lab.clients.browser_options import DEVICES
 from h2lab.clients.firefox_events import BidiNetwork, RawLoad, analyse, lcp_candidates
 from h2lab.clients.firefox_frames import Recording, decode
 from h2lab.clients.firefox_options import parse_options
-from h2lab.clients.firefox_tab import AFTER_LOAD_JS
+from h2lab.clients.firefox_tab import AFTER_LOAD_JS, mobile_user_agent, tab_commands
 from h2lab.errors import TrialFailed
 from tests.unit.test_clients_firefox import T0_MS, _load
 
@@ -95,3 +96,31 @@ def test_visual_and_filmstrip_options() -> None:
         parse_options({"visual": "0", "filmstrip": "1"})
     with pytest.raises(ValueError, match="visual must be 0 or 1"):
         parse_options({"visual": "yes"})
+
+
+def test_a_mobile_tab_is_a_phones_viewport_screen_and_user_agent() -> None:
+    desktop = tab_commands(DEVICES["desktop"], "153.7.0esr", "c1", "u1")
+    assert desktop == [
+        (
+            "browsingContext.setViewport",
+            {"context": "c1", "viewport": {"width": 1366, "height": 768}, "devicePixelRatio": 1.0},
+        )
+    ]
+    mobile = dict(tab_commands(DEVICES["mobile"], "153.7.0esr", "c1", "u1"))
+    assert mobile["browsingContext.setViewport"]["devicePixelRatio"] == 1.75
+    ua = mobile["emulation.setUserAgentOverride"]
+    assert ua["userAgent"] == mobile_user_agent("153.7.0esr")
+    assert "Android" in ua["userAgent"] and "Firefox/153.0" in ua["userAgent"]
+    assert ua["userContexts"] == ["u1"]
+    assert mobile["emulation.setScreenSettingsOverride"]["screenArea"] == {
+        "width": 412,
+        "height": 823,
+    }
+
+
+def test_cpu_throttling_is_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError, match="firefox has no CPU throttling"):
+        parse_options({"cpu": "4"})
+    assert parse_options({"device": "mobile"}).device == "mobile"
+    with pytest.raises(ValueError, match="device must be one of desktop, mobile"):
+        parse_options({"device": "tablet"})

@@ -1,14 +1,42 @@
 """What Chromium's and Firefox's options (``chromium:idle=2s,filmstrip=1``) have in common:
-the check against the known names, the 0/1 switches and the network-idle wait. Pure."""
+the devices they emulate, the check against the known names, the 0/1 switches and the
+network-idle wait. Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 from h2lab.errors import UnitError
 from h2lab.units import parse_duration_ms
 
 IDLE_MAX_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Device:
+    width: int
+    """viewport and screen width, CSS pixels"""
+    height: int
+    """viewport and screen height, CSS pixels"""
+    scale: float
+    """device pixels per CSS pixel"""
+    mobile: bool
+    """a phone: mobile viewport, touch, portrait"""
+
+
+DEVICES: Mapping[str, Device] = {
+    "desktop": Device(1366, 768, 1.0, False),
+    "mobile": Device(412, 823, 1.75, True),  # Lighthouse's emulated phone (Moto G Power)
+}
+
+
+def device(options: Mapping[str, str]) -> str:
+    """Option ``device``: a name in :data:`DEVICES` (default desktop)."""
+    name = options.get("device", "desktop")
+    if name not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {name!r}")
+    return name
 
 
 def check_known(browser: str, options: Mapping[str, str], known: Collection[str]) -> None:

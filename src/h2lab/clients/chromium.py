@@ -65,11 +65,11 @@ from h2lab.artifacts import (
 )
 from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser_log import NetworkLog, failed_load_har
+from h2lab.clients.browser_options import DEVICES
 from h2lab.clients.browser_result import write_artifacts
 from h2lab.clients.cdp import CdpError, CdpPipe, PipeClosed, Reply
 from h2lab.clients.chromium_analysis import RawLoad, analyse
 from h2lab.clients.chromium_options import (
-    DEVICES,
     HEADLESS_FLAGS,
     PLAYWRIGHT_FLAGS,
     PROTOCOLS,

@@ -1,5 +1,5 @@
 """What a Chromium client is told: its options (``chromium:device=mobile,cpu=4``), parsed once
-into :class:`Options`, the devices it emulates, and the command-line switches of the browser
+into :class:`Options`, and the command-line switches of the browser
 that runs each protocol. Pure: nothing here starts or reads anything.
 
 Protocols. ``h1c``: http:// (HTTPS upgrades off); ``h1s``: https with HTTP/2 disabled, so ALPN
@@ -21,7 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from h2lab.clients.browser_options import check_known, idle_ms, switches
+from h2lab.clients.browser_options import (
+    check_known,
+    device,
+    idle_ms,
+    switches,
+)
 from h2lab.pages import Page
 from h2lab.servers import PORTS, url_for
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
@@ -85,24 +90,6 @@ PROTOCOLS = frozenset(PROTOCOL_FLAGS)
 
 
 @dataclass(frozen=True)
-class Device:
-    width: int
-    """viewport and screen width, CSS pixels"""
-    height: int
-    """viewport and screen height, CSS pixels"""
-    scale: float
-    """device pixels per CSS pixel"""
-    mobile: bool
-    """a phone: mobile viewport, touch, portrait"""
-
-
-DEVICES: Mapping[str, Device] = {
-    "desktop": Device(1366, 768, 1.0, False),
-    "mobile": Device(412, 823, 1.75, True),  # Lighthouse's emulated phone (Moto G Power)
-}
-
-
-@dataclass(frozen=True)
 class Options:
     device: str = "desktop"
     """a name in :data:`DEVICES`"""
@@ -126,16 +113,14 @@ KNOWN_OPTIONS = frozenset({"device", "cpu", "idle", *SWITCHES})
 def parse_options(options: Mapping[str, str]) -> Options:
     """Validate ``chromium:key=value,...`` options (ValueError: one line naming the option)."""
     check_known("chromium", options, KNOWN_OPTIONS)
-    device = options.get("device", "desktop")
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    name = device(options)
     try:
         cpu = float(options.get("cpu", "1"))
     except ValueError:
         raise ValueError(f"cpu must be a slowdown factor like 4, got {options['cpu']!r}") from None
     if not 1 <= cpu <= 20:
         raise ValueError(f"cpu slowdown must be 1..20, got {cpu:g}")
-    return Options(device, cpu, idle_ms=idle_ms(options), **switches(options, SWITCHES))
+    return Options(name, cpu, idle_ms=idle_ms(options), **switches(options, SWITCHES))
 
 
 def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> tuple[str, ...]:

@@ -33,11 +33,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from h2lab.clients.browser_options import DEVICES
 from h2lab.clients.cdp import PIPE_CLOSED, CdpError, CdpPipe, PipeClosed, Reply
 from h2lab.clients.chromium import CHROMIUM, DEVTOOLS_FAILED, LAUNCH_TIMEOUT_S, spawn_browser
 from h2lab.clients.chromium_options import (
     BASE_FLAGS,
-    DEVICES,
     HEADLESS_FLAGS,
     PLAYWRIGHT_FLAGS,
     launch_flags,

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from h2lab.clients import browser_log
+from h2lab.clients.browser_options import Device
 from h2lab.clients.cdp import PIPE_CLOSED, CdpError, DevTools, PipeClosed, Reply
 from h2lab.clients.chromium_analysis import RawLoad
-from h2lab.clients.chromium_options import Device
 from h2lab.errors import TrialFailed
 from h2lab.pages import Page
 

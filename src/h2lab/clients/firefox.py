@@ -52,6 +52,7 @@ from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients import firefox_frames as frames
 from h2lab.clients.bidi import BidiConnection, BidiError, ConnectionClosed
 from h2lab.clients.browser_log import failed_load_har
+from h2lab.clients.browser_options import DEVICES
 from h2lab.clients.browser_result import write_artifacts
 from h2lab.clients.firefox_events import RawLoad, analyse
 from h2lab.clients.firefox_options import (
@@ -130,11 +131,14 @@ class Firefox:
         self._browsers: dict[str, _Browser] = {}
         self._last: dict[str, _Browser] = {}
         self._dir: Path | None = None
+        self._version: str | None = None
 
     def version(self) -> str:
-        out = procs.version_text([str(FIREFOX), "--version"])
-        parts = out.split()
-        return parts[-1] if parts else out.strip()
+        if self._version is None:
+            out = procs.version_text([str(FIREFOX), "--version"])
+            parts = out.split()
+            self._version = parts[-1] if parts else out.strip()
+        return self._version
 
     # -- browsers
 
@@ -185,7 +189,8 @@ class Firefox:
         try:
             bidi = _connect(ctx.netns, log, proc)
             chrome = frames.chrome_context(bidi, TAB_TIMEOUT_S)
-            frames.fit_window(bidi, chrome, self.options.width, self.options.height)
+            size = DEVICES[self.options.device]
+            frames.fit_window(bidi, chrome, size.width, size.height)
         except (H2LabError, OSError, WebSocketClosed, *BIDI_FAILED) as exc:
             procs.stop(proc, grace_s=2)
             said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
@@ -246,7 +251,7 @@ class Firefox:
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         tab: Tab | None = None
         try:
-            tab = new_tab(handle.bidi, self.options.width, self.options.height)
+            tab = new_tab(handle.bidi, DEVICES[self.options.device], self.version())
             handle.tabs = [tab]
             raw = self._measure(handle, tab, url, page, ctx)
         except TrialFailed:

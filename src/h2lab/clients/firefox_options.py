@@ -2,10 +2,12 @@
 :class:`Options`, and the preferences (``user.js``) of the profile that runs each protocol.
 Pure: nothing here starts or reads anything.
 
-Options: ``idle`` (a duration: after the load event, also wait for that much network
-silence), ``filmstrip`` (1: keep the frames as JPEG files in the trial folder), ``visual`` (0:
-record no frames, so no SpeedIndex; for long loads with animations, whose every distinct frame
-is held in the browser until the load ends).
+Options: ``device`` (desktop, or mobile: see :func:`h2lab.clients.firefox_tab.new_tab` for
+what Firefox emulates of a phone), ``idle`` (a duration: after the load event, also wait for
+that much network silence), ``filmstrip`` (1: keep the frames as JPEG files in the trial
+folder), ``visual`` (0: record no frames, so no SpeedIndex; for long loads with animations,
+whose every distinct frame is held in the browser until the load ends). ``cpu`` is refused:
+Firefox has no CPU throttling.
 
 Protocols. ``h1c``: http:// (HTTPS-First off); ``h1s``: https with HTTP/2 disabled
 (``network.http.http2.enabled``), so ALPN offers http/1.1 only; ``h2s``: https, ALPN h2;
@@ -29,7 +31,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from h2lab.clients.browser_options import check_known, idle_ms, switches
+from h2lab.clients.browser_options import check_known, device, idle_ms, switches
 from h2lab.pages import Page
 from h2lab.servers import PORTS, url_for
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
@@ -187,10 +189,8 @@ class Options:
     idle_ms: float = 0.0
     """after the load event, also wait until the network has been idle this long (WebPageTest's
     "fully loaded": 2000 ms), so requests made by scripts after load are made and served"""
-    width: int = 1366
-    """viewport width, CSS pixels (Chromium's desktop device)"""
-    height: int = 768
-    """viewport height, CSS pixels"""
+    device: str = "desktop"
+    """a name in :data:`~h2lab.clients.browser_options.DEVICES` (Chromium's devices)"""
     visual: bool = True
     """record the compositor's frames for SpeedIndex and visual complete (0: not, e.g. for a
     long load with animations: every distinct frame is held until the load ends)"""
@@ -200,16 +200,23 @@ class Options:
 
 SWITCHES = ("visual", "filmstrip")
 """The options that are 0 or 1."""
-KNOWN_OPTIONS = frozenset({"idle", *SWITCHES})
+KNOWN_OPTIONS = frozenset({"device", "idle", *SWITCHES})
+
+NO_CPU_THROTTLING = (
+    "firefox has no CPU throttling (WebDriver BiDi has no such command, and Firefox none of "
+    "its own): use chromium:cpu=N"
+)
 
 
 def parse_options(options: Mapping[str, str]) -> Options:
     """Validate ``firefox:key=value,...`` options (ValueError: one line naming the option)."""
+    if "cpu" in options:
+        raise ValueError(NO_CPU_THROTTLING)
     check_known("firefox", options, KNOWN_OPTIONS)
     flags = switches(options, SWITCHES, on=("visual",))
     if flags["filmstrip"] and not flags["visual"]:
         raise ValueError("filmstrip=1 needs the frames that visual=0 turns off")
-    return Options(idle_ms=idle_ms(options), **flags)
+    return Options(device=device(options), idle_ms=idle_ms(options), **flags)
 
 
 def h3_mapping(hosts: Mapping[str, str]) -> str:

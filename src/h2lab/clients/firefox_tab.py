@@ -23,6 +23,7 @@ from typing import Any
 
 from h2lab.clients import browser_log
 from h2lab.clients.bidi import CONNECTION_CLOSED, Bidi, BidiError, ConnectionClosed, Reply
+from h2lab.clients.browser_options import Device
 from h2lab.clients.firefox_events import BidiNetwork, RawLoad
 from h2lab.errors import TrialFailed
 from h2lab.pages import Page
@@ -104,21 +105,57 @@ class Tab:
             self.signal.set()
 
 
-def new_tab(bidi: Bidi, width: int, height: int) -> Tab:
-    """A new user context with one tab of ``width`` x ``height`` CSS pixels."""
+def new_tab(bidi: Bidi, device: Device, version: str) -> Tab:
+    """A new user context with one tab, the size of ``device``.
+
+    A mobile device is, as far as Firefox ESR 153's BiDi goes: the viewport and the screen at
+    the phone's size and device pixel ratio, portrait, and Firefox for Android's user agent
+    (of the same ``version``). Not emulated: touch (``emulation.setTouchOverride`` is an
+    unknown command there: ``navigator.maxTouchPoints`` stays 0, ``pointer: coarse`` false),
+    the ``<meta name=viewport>`` rules of a mobile browser, and CPU speed."""
     user_context = bidi.call("browser.createUserContext", timeout_s=TAB_TIMEOUT_S)["userContext"]
     context = bidi.call(
         "browsingContext.create",
         {"type": "tab", "userContext": user_context},
         timeout_s=TAB_TIMEOUT_S,
     )["context"]
-    viewport = {"width": width, "height": height}
-    bidi.call(
-        "browsingContext.setViewport",
-        {"context": context, "viewport": viewport},
-        timeout_s=TAB_TIMEOUT_S,
-    )
+    for method, params in tab_commands(device, version, context, user_context):
+        bidi.call(method, params, timeout_s=TAB_TIMEOUT_S)
     return Tab(user_context, context)
+
+
+def mobile_user_agent(version: str) -> str:
+    """Firefox for Android's user agent, for Firefox ``version`` (``153.7.0esr``)."""
+    major = version.split(".", 1)[0] or "128"
+    return f"Mozilla/5.0 (Android 14; Mobile; rv:{major}.0) Gecko/{major}.0 Firefox/{major}.0"
+
+
+def tab_commands(
+    device: Device, version: str, context: str, user_context: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """What a new tab is sent to be ``device``."""
+    size = {"width": device.width, "height": device.height}
+    commands: list[tuple[str, dict[str, Any]]] = [
+        (
+            "browsingContext.setViewport",
+            {"context": context, "viewport": size, "devicePixelRatio": device.scale},
+        )
+    ]
+    if device.mobile:
+        contexts = {"userContexts": [user_context]}
+        orientation = {"natural": "portrait", "type": "portrait-primary"}
+        commands += [
+            (
+                "emulation.setUserAgentOverride",
+                {"userAgent": mobile_user_agent(version), **contexts},
+            ),
+            (
+                "emulation.setScreenOrientationOverride",
+                {"screenOrientation": orientation, **contexts},
+            ),
+            ("emulation.setScreenSettingsOverride", {"screenArea": size, **contexts}),
+        ]
+    return commands
 
 
 def dispose(bidi: Bidi, tab: Tab) -> None:
