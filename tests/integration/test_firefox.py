@@ -39,6 +39,7 @@ TWO_BANDS = f"""<!doctype html><html><head><meta charset=utf-8><link rel="icon" 
 <style>html,body{{margin:0;overflow:hidden;background:#fff}} img{{display:block}}</style>
 </head><body><img src="/a.png?hold=600&rgb=cc0000&w=1366&h={TOP_H}" alt="">
 <img src="/b.png?hold=1600&rgb=0000cc&w=1366&h={BOTTOM_H}" alt=""></body></html>"""
+H3_PAGE = "synthetic:n=8,size=10KB,origins=2"
 
 
 @pytest.fixture
@@ -192,6 +193,45 @@ def test_mobile_is_a_phones_viewport_and_user_agent(
     frames = sorted((tmp_path / "phone" / FILMSTRIP_DIR).iterdir())
     with Image.open(frames[-1]) as frame:
         assert frame.size == (412, 823)
+
+
+@pytest.mark.timeout(90)
+def test_h3_every_request_over_quic_and_no_tcp_h2s_over_tcp(tmp_path: Path) -> None:
+    """h3 against the Go origin: every request of the page (its HTML too, in the first trial
+    of a new browser) goes over QUIC and the trial opens no TCP connection; h2s in the same
+    run has no QUIC in it (its requests are h2, over TCP)."""
+    t0 = time.monotonic()
+    records = run_experiment(
+        tmp_path,
+        "firefox-h3",
+        {"protocol": ["h2s", "h3"], "network": ["rtt=20ms"], "page": [H3_PAGE],
+         "server": ["origin"], "client": ["firefox"]},
+        seed=1,
+        repetitions=1,
+    )  # fmt: skip
+    elapsed_s = time.monotonic() - t0
+    print(f"2 trials in {elapsed_s:.1f} s")
+    assert [r.status for r in records] == ["ok", "ok"], [r.error for r in records]
+    page = resolve_page(H3_PAGE)
+    db = sqlite3.connect(tmp_path / RESULTS_DB)
+    rows = {r.protocol: _rows(db, r.id or 0) for r in records}
+    db.close()
+    for r in records:
+        protocols = sorted({p for _, p, _ in rows[r.protocol]})
+        print(f"{r.protocol}: {len(rows[r.protocol])} requests, protocols {protocols}, "
+              f"tcp_connections={r.tcp_connections}, plt_ms={r.plt_ms}, "
+              f"bytes_down={r.bytes_down}")  # fmt: skip
+        assert r.plt_ms is not None and r.plt_ms > 0
+        assert r.bytes_down is not None and r.bytes_down >= page.total_body_bytes, r
+        # every resource of the page, in full, and nothing else
+        fetched = {u: b for u, _, b in rows[r.protocol]}
+        assert fetched == {res.url("https"): res.size_bytes for res in page.resources}
+    by = {r.protocol: r for r in records}
+    assert {p for _, p, _ in rows["h3"]} == {"h3"}
+    assert by["h3"].tcp_connections == 0
+    assert {p for _, p, _ in rows["h2s"]} == {"h2"}
+    assert (by["h2s"].tcp_connections or 0) >= len(page.origins)
+    assert elapsed_s < 40
 
 
 def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(

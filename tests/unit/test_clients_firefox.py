@@ -28,8 +28,8 @@ HOSTS = {"b.h2lab.test": "10.1.2.2", "a.h2lab.test": "10.1.2.1"}
 T0_MS = 1_700_000_000_000.0
 
 
-def test_protocols_are_the_three_firefox_loads_in_the_lab() -> None:
-    assert sorted(PROTOCOLS) == ["h1c", "h1s", "h2s"]
+def test_protocols_are_the_four_firefox_loads_in_the_lab() -> None:
+    assert sorted(PROTOCOLS) == ["h1c", "h1s", "h2s", "h3"]
 
 
 @pytest.mark.parametrize("protocol", ["h1c", "h1s", "h2s"])
@@ -46,6 +46,7 @@ def test_h3_maps_every_lab_origin_to_quic_from_the_first_request() -> None:
     prefs = profile_prefs("h3", HOSTS)
     assert prefs["network.http.http3.enable"] is True
     assert prefs["network.http.http3.disable_when_third_party_roots_found"] is False
+    assert prefs["network.http.http3.backup_timer_delay"] >= 60_000  # no TCP fallback race
     mapping = "a.h2lab.test;h3=:443,b.h2lab.test;h3=:443"
     assert prefs["network.http.http3.alt-svc-mapping-for-testing"] == mapping
     assert h3_mapping({}) == ""
@@ -230,12 +231,18 @@ def test_session_cpu_counts_only_the_browsers_processes() -> None:
     assert session_cpu_s(7, stats, 100.0) == pytest.approx(1.6)
 
 
-def test_h3_is_refused_until_it_reaches_the_lab_origins() -> None:
-    """Firefox's QUIC connection to a lab origin closes and the page falls back to h2: an h3
-    trial would measure h2, so an experiment asking for it is refused with the reason."""
-    with pytest.raises(SpecError, match=r"firefox cannot run protocol h3 \(.*falls back to h2"):
-        validate_factors(
-            "e.toml",
-            {"protocol": ["h2s", "h3"], "client": ["firefox"], "page": ["synthetic:n=1"],
-             "network": ["lan"], "server": ["origin"]},
-        )  # fmt: skip
+def test_h3_is_accepted_and_h1p_h2c_are_refused() -> None:
+    """h3 against the Go origin is a Firefox protocol; pipelining and cleartext HTTP/2 are
+    not, and the refusal says which protocols Firefox runs."""
+    validate_factors(
+        "e.toml",
+        {"protocol": ["h2s", "h3"], "client": ["firefox"], "page": ["synthetic:n=1"],
+         "network": ["lan"], "server": ["origin"]},
+    )  # fmt: skip
+    for protocol in ("h1p", "h2c"):
+        with pytest.raises(SpecError, match=rf"firefox cannot run protocol {protocol} \(.*h3"):
+            validate_factors(
+                "e.toml",
+                {"protocol": [protocol], "client": ["firefox"], "page": ["synthetic:n=1"],
+                 "network": ["lan"], "server": ["origin"]},
+            )  # fmt: skip

@@ -16,6 +16,9 @@ loopback at a port Firefox picks and prints; h2lab connects to it from a thread 
 the namespace (:func:`h2lab.net.netns.run_in_netns`). The browser is kept between trials
 while the client namespace stays the same, and started again when it is a new one. One
 browser per preference set: ``h1s`` turns HTTP/2 off and ``h3`` HTTP/3 on, browser-wide.
+An ``h3`` browser loads one page from its own BiDi server (loopback) as it starts: Firefox's
+Alt-Svc store, which holds the lab origins' ``h3=:443`` mapping, exists only after a first
+request (:func:`_prime_alt_svc`); then every request of every trial goes over QUIC.
 
 Clean state per trial: a new BiDi user context (see :mod:`~h2lab.clients.firefox_tab`: the
 cache, cookies, connections, TLS sessions and Alt-Svc entries of Firefox are keyed by it),
@@ -56,6 +59,7 @@ from h2lab.clients.browser_options import DEVICES
 from h2lab.clients.browser_result import write_artifacts
 from h2lab.clients.firefox_events import RawLoad, analyse
 from h2lab.clients.firefox_options import (
+    ALT_SVC_MAPPING,
     PROTOCOLS,
     Options,
     page_url,
@@ -122,8 +126,7 @@ class Firefox:
     name = "firefox"
     protocols = PROTOCOLS
     protocol_note = (
-        "Firefox has no HTTP/1.1 pipelining and no cleartext HTTP/2, and its h3 does not reach "
-        "the lab origins yet (it falls back to h2): use h1c, h1s, h2s"
+        "Firefox has no HTTP/1.1 pipelining and no cleartext HTTP/2: use h1c, h1s, h2s, h3"
     )
 
     def __init__(self, options: Options) -> None:
@@ -159,11 +162,11 @@ class Firefox:
             ):
                 return current
             self._close_browser(key)
-        handle = self._launch(user_js(prefs), ctx)
+        handle = self._launch(user_js(prefs), ctx, prime_alt_svc=ALT_SVC_MAPPING in prefs)
         self._browsers[key] = handle
         return handle
 
-    def _launch(self, prefs_js: str, ctx: LoadContext) -> _Browser:
+    def _launch(self, prefs_js: str, ctx: LoadContext, *, prime_alt_svc: bool) -> _Browser:
         work = self._workdir()
         n = len(list(work.glob("browser-*.sh")))
         pid_file, status_file = work / f"browser-{n}.pid", work / f"browser-{n}.status"
@@ -186,12 +189,17 @@ class Firefox:
                 env=env,
                 start_new_session=True,
             )
+        bidi: BidiConnection | None = None
         try:
-            bidi = _connect(ctx.netns, log, proc)
+            bidi, port = _connect(ctx.netns, log, proc)
             chrome = frames.chrome_context(bidi, TAB_TIMEOUT_S)
             size = DEVICES[self.options.device]
             frames.fit_window(bidi, chrome, size.width, size.height)
+            if prime_alt_svc:
+                _prime_alt_svc(bidi, port)
         except (H2LabError, OSError, WebSocketClosed, *BIDI_FAILED) as exc:
+            if bidi is not None:
+                bidi.close()
             procs.stop(proc, grace_s=2)
             said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
             raise TrialFailed(f"firefox did not start: {said or exc}") from None
@@ -383,7 +391,9 @@ def _make_profile(profile: Path, prefs_js: str, tls_dir: Path | None) -> None:
         raise TrialFailed(f"firefox: trusting the lab CA in its profile failed: {exc}") from None
 
 
-def _connect(netns_name: str, log: Path, proc: subprocess.Popen[bytes]) -> BidiConnection:
+def _connect(
+    netns_name: str, log: Path, proc: subprocess.Popen[bytes]
+) -> tuple[BidiConnection, int]:
     """The browser's BiDi session, once it prints its address: connected from inside
     ``netns_name`` (its loopback), a session made and every event of :data:`EVENTS` on."""
     port: list[int] = []
@@ -412,7 +422,25 @@ def _connect(netns_name: str, log: Path, proc: subprocess.Popen[bytes]) -> BidiC
     except BIDI_FAILED:
         bidi.close()
         raise
-    return bidi
+    return bidi, port[0]
+
+
+def _prime_alt_svc(bidi: BidiConnection, port: int) -> None:
+    """One page load by a new ``h3`` browser, before its first trial, from its own BiDi server
+    (``http://127.0.0.1:<port>/``, the client namespace's loopback: nothing crosses the link),
+    then back to ``about:blank``. Firefox opens its Alt-Svc store on the first request that looks
+    a mapping up, after that request has read the test mapping
+    (``network.http.http3.alt-svc-mapping-for-testing``) into the store that did not exist yet:
+    without this, the first trial's HTML went over TCP and h2 ("AltSvcCache::LookupMapping
+    MISS", "Using default connection info") and the objects after it over h2 or h3."""
+    tree = bidi.call("browsingContext.getTree", {}, timeout_s=TAB_TIMEOUT_S)
+    context = tree["contexts"][0]["context"]
+    for url in (f"http://127.0.0.1:{port}/", "about:blank"):
+        bidi.call(
+            "browsingContext.navigate",
+            {"context": context, "url": url, "wait": "complete"},
+            timeout_s=TAB_TIMEOUT_S,
+        )
 
 
 def _keep_failed_log(tab: Tab, url: str, folder: Path) -> None:

@@ -12,9 +12,11 @@ Firefox has no CPU throttling.
 Protocols. ``h1c``: http:// (HTTPS-First off); ``h1s``: https with HTTP/2 disabled
 (``network.http.http2.enabled``), so ALPN offers http/1.1 only; ``h2s``: https, ALPN h2;
 ``h3``: HTTP/3 on and every lab origin mapped to ``h3=:443`` from its first request
-(``network.http.http3.alt-svc-mapping-for-testing``: Firefox treats it as a known Alt-Svc).
-HTTP/3 and Alt-Svc are off for the other three, so a server's ``Alt-Svc`` header cannot move
-an h2s trial to QUIC. ``h1p`` and ``h2c`` are not possible in Firefox (pipelining was removed
+(``network.http.http3.alt-svc-mapping-for-testing``: Firefox treats it as a known Alt-Svc),
+the lab CA accepted for QUIC and no TCP fallback raced against it: every request of the page
+goes over QUIC and the trial opens no TCP connection (see :data:`PROTOCOL_PREFS`). HTTP/3 and
+Alt-Svc are off for the other three, so a server's ``Alt-Svc`` header cannot move an h2s trial
+to QUIC. ``h1p`` and ``h2c`` are not possible in Firefox (pipelining was removed
 in Firefox 54; no cleartext HTTP/2) and are rejected.
 
 Offline. :data:`OFFLINE_PREFS` switch off everything that Firefox would fetch on its own
@@ -168,20 +170,27 @@ PROTOCOL_PREFS: Mapping[str, Mapping[str, PrefValue]] = {
     H2S: HTTP3_OFF,
     H3: {
         "network.http.http3.enable": True,
-        # the lab CA is not one of Firefox's built-in roots: without this Firefox verifies the
-        # certificate, then closes the HTTP/3 connection
+        # the lab CA is not one of Firefox's built-in roots: without this Firefox completes the
+        # QUIC handshake, then closes the connection and excludes the origin from HTTP/3
+        # (nsHttp log: "Http3Session::Authenticated [hasThirdPartyRoots=1]", "ExcludeHttp3");
+        # measured, the page loaded over h2 and http/1.1 with 5-6 TCP connections
         "network.http.http3.disable_when_third_party_roots_found": False,
         # no TCP connection raced against QUIC (Chromium's --origin-to-force-quic-on races
-        # none either): by default Firefox starts one 100 ms after the QUIC handshake began.
-        # NOT ENOUGH YET: trials still end on h2 (issue #32, h3 is open; see the report)
+        # none either): by default a request still waiting for its QUIC handshake after 100 ms
+        # starts a TCP fallback ("OnHttp3BackupTimer", "DoFallbackConnection" at rtt 200 ms).
+        # Firefox then skips that connection only because the lab's addresses are private
+        # ("skipping speculative connection ... with Local IP address [10.2.0.1]"); with this
+        # the fallback is never tried
         "network.http.http3.backup_timer_delay": 600_000,
-        "network.http.happy_eyeballs_enabled": False,
-    },  # and the Alt-Svc mapping of every lab origin (h3_mapping)
+    },  # and the Alt-Svc mapping of every lab origin (h3_mapping), which Firefox applies only
+    # once its Alt-Svc store exists: the browser makes one request at launch for that
+    # (firefox._prime_alt_svc)
 }
-PROTOCOLS = frozenset({H1C, H1S, H2S})
-"""The protocols Firefox loads a page over in the lab. Not h3 yet: with the prefs above its
-QUIC connection to the lab origin closes (``0x80470002``) and the page loads over h2, so an h3
-trial would measure h2 (issue #32); :data:`PROTOCOL_PREFS` keeps the h3 prefs tried so far."""
+PROTOCOLS = frozenset({H1C, H1S, H2S, H3})
+"""The protocols Firefox loads a page over in the lab."""
+
+ALT_SVC_MAPPING = "network.http.http3.alt-svc-mapping-for-testing"
+"""The preference naming, per host, the Alt-Svc that Firefox takes as known (h3 only)."""
 
 
 @dataclass(frozen=True)
@@ -229,7 +238,7 @@ def profile_prefs(protocol: str, hosts: Mapping[str, str]) -> dict[str, PrefValu
     address)."""
     prefs = {**OFFLINE_PREFS, **MEASUREMENT_PREFS, **PROTOCOL_PREFS[protocol]}
     if protocol == H3:
-        prefs["network.http.http3.alt-svc-mapping-for-testing"] = h3_mapping(hosts)
+        prefs[ALT_SVC_MAPPING] = h3_mapping(hosts)
     return prefs
 
 
