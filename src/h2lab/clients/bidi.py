@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from h2lab.clients import reply
 from h2lab.clients.websocket import WebSocket, WebSocketClosed
 
 
@@ -41,33 +42,18 @@ Listener = Callable[[str, dict[str, Any]], None]
 """``listener(method, params)``: one event, called on the reader thread."""
 
 
-class Reply:
+class Reply(reply.Reply):
     """The answer to one BiDi command, filled in by the reader thread."""
 
-    def __init__(self, method: str) -> None:
-        self.method = method
-        self._done = threading.Event()
-        self._message: dict[str, Any] | None = None
+    def closed(self) -> Exception:
+        return ConnectionClosed(f"browser closed the BiDi connection during {self.method}")
 
-    def set(self, message: dict[str, Any] | None) -> None:
-        """The answer (None: the connection closed before it came)."""
-        self._message = message
-        self._done.set()
-
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def result(self, timeout_s: float) -> dict[str, Any]:
-        """The answer's result (TimeoutError, :class:`ConnectionClosed`, :class:`BidiError`)."""
-        if not self._done.wait(timeout_s):
-            raise TimeoutError(f"no answer to {self.method} within {timeout_s:g} s")
-        if self._message is None:
-            raise ConnectionClosed(f"browser closed the BiDi connection during {self.method}")
-        if self._message.get("type") == "error":
-            m = self._message
-            raise BidiError(self.method, str(m.get("error", "?")), str(m.get("message", "")))
-        result: dict[str, Any] = self._message.get("result", {})
-        return result
+    def error(self, message: dict[str, Any]) -> Exception | None:
+        if message.get("type") != "error":
+            return None
+        return BidiError(
+            self.method, str(message.get("error", "?")), str(message.get("message", ""))
+        )
 
 
 class Bidi(Protocol):

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from h2lab.clients import reply
+
 
 class PipeClosed(Exception):
     """The browser's end of the DevTools pipe is gone (it exited or crashed)."""
@@ -27,29 +29,16 @@ Listener = Callable[[str, dict[str, Any]], None]
 """``listener(method, params)``: one event of a session, called on the reader thread."""
 
 
-class Reply:
+class Reply(reply.Reply):
     """The answer to one DevTools command, filled in by the reader thread."""
 
-    def __init__(self, method: str) -> None:
-        self.method = method
-        self._done = threading.Event()
-        self._message: dict[str, Any] | None = None
+    def closed(self) -> Exception:
+        return PipeClosed(f"browser closed the DevTools pipe during {self.method}")
 
-    def set(self, message: dict[str, Any] | None) -> None:
-        """The answer (None: the pipe closed before it came)."""
-        self._message = message
-        self._done.set()
-
-    def result(self, timeout_s: float) -> dict[str, Any]:
-        """The answer's result (TimeoutError, :class:`PipeClosed`, :class:`CdpError`)."""
-        if not self._done.wait(timeout_s):
-            raise TimeoutError(f"no answer to {self.method} within {timeout_s:g} s")
-        if self._message is None:
-            raise PipeClosed(f"browser closed the DevTools pipe during {self.method}")
-        if "error" in self._message:
-            raise CdpError(f"{self.method}: {self._message['error'].get('message', '?')}")
-        result: dict[str, Any] = self._message.get("result", {})
-        return result
+    def error(self, message: dict[str, Any]) -> Exception | None:
+        if "error" not in message:
+            return None
+        return CdpError(f"{self.method}: {message['error'].get('message', '?')}")
 
 
 class DevTools(Protocol):
