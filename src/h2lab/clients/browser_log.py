@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from h2lab.errors import TrialFailed
 from h2lab.pages import Page
 from h2lab.results import ResourceTiming
 
@@ -354,6 +355,17 @@ def describe_unfinished(log: NetworkLog) -> str:
         return ""
     named = ", ".join(f"{r.url} ({r.body_bytes:,} B received)" for r in waiting[:UNFINISHED_NAMED])
     return f"; {len(waiting)} of {len(log.requests)} requests unfinished: {named}{_more(waiting)}"
+
+
+def check_complete(log: NetworkLog, page: Page, url: str, fail_on: str, loaded: bool) -> None:
+    """TrialFailed if the load of ``url`` failed: its document failed (``fail_on``
+    "document"), or any request for the page's own resources failed (``"any"``)."""
+    failed = failed_page_requests(log, page)
+    if fail_on != "any":
+        failed = [r for r in failed if r.url == url]
+    if failed:
+        how = "loaded incomplete" if loaded else "failed to load"
+        raise TrialFailed(f"{url} {how}: {describe_failed(failed, log)}")
 
 
 def failed_page_requests(log: NetworkLog, page: Page) -> list[Request]:

@@ -7,6 +7,7 @@ network log, page metrics and frames; from there on a load is the same for both.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from h2lab.artifacts import FILMSTRIP_DIR, FILMSTRIP_FRAME, PAGE_HAR, VISUAL_PROGRESS
-from h2lab.clients.browser_log import NetworkLog
+from h2lab.clients.browser_log import NetworkLog, failed_load_har
 from h2lab.errors import TrialFailed
 from h2lab.metrics.visual import Frame, VisualMetrics
 from h2lab.results import LoadResult
@@ -98,3 +99,13 @@ def write_artifacts(analysis: Analysis, folder: Path, *, filmstrip: bool) -> Non
         strip.mkdir(exist_ok=True)
         for f in analysis.frames:
             (strip / FILMSTRIP_FRAME.format(t_ms=f.t_ms)).write_bytes(f.image)
+
+
+def keep_failed_log(log: NetworkLog, url: str, folder: Path) -> None:
+    """Write a failed load's every request as a HAR (:func:`failed_load_har`)."""
+    har = failed_load_har(log, url)
+    if har is None:
+        return
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / PAGE_HAR).write_text(json.dumps(har))

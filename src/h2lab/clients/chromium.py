@@ -46,12 +46,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import shutil
-import signal
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -61,12 +58,11 @@ from h2lab import procs
 from h2lab.artifacts import (
     KEYLOG,
     NETLOG,
-    PAGE_HAR,
 )
 from h2lab.clients import LoadContext, LoadResult, register
-from h2lab.clients.browser_log import NetworkLog, failed_load_har
 from h2lab.clients.browser_options import DEVICES
-from h2lab.clients.browser_result import write_artifacts
+from h2lab.clients.browser_pool import BrowserPool, stop_process
+from h2lab.clients.browser_result import keep_failed_log, write_artifacts
 from h2lab.clients.cdp import CdpError, CdpPipe, PipeClosed, Reply
 from h2lab.clients.chromium_analysis import RawLoad, analyse
 from h2lab.clients.chromium_options import (
@@ -122,10 +118,8 @@ class Chromium:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self._browsers: dict[tuple[str, ...], _Browser] = {}
-        self._last: dict[str, _Browser] = {}
+        self._browsers: BrowserPool[_Browser] = BrowserPool(self.name, _stop)
         self._spki: dict[Path, str] = {}
-        self._dir: Path | None = None
         self._pool: ThreadPoolExecutor | None = None
 
     def version(self) -> str:
@@ -134,11 +128,6 @@ class Chromium:
         return parts[1] if len(parts) > 1 else out.strip()
 
     # -- browsers
-
-    def _workdir(self) -> Path:
-        if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="h2lab-chromium-"))
-        return self._dir
 
     def _threads(self) -> ThreadPoolExecutor:
         # two: a trial's analysis and the next trial's tab
@@ -155,33 +144,22 @@ class Chromium:
                 self._spki[ctx.tls_dir] = LocalCA(ctx.tls_dir).spki_sha256()
             spki = self._spki[ctx.tls_dir]
         flags = launch_flags(protocol, ctx.hosts, spki)
-        current = self._browsers.get(flags)
-        if current is not None:
-            if (
-                current.netns == ctx.netns
-                and current.generation == ctx.link_generation
-                and current.alive()
-            ):
-                return current
-            self._close_browser(flags)
-        handle = self._launch(flags, ctx)
-        self._browsers[flags] = handle
-        return handle
+        return self._browsers.get(flags, ctx, lambda: self._launch(flags, ctx))
 
     def _launch(self, flags: tuple[str, ...], ctx: LoadContext) -> _Browser:
-        work = self._workdir()
-        n = len(list(work.glob("browser-*.sh")))
-        pid_file, status_file = work / f"browser-{n}.pid", work / f"browser-{n}.status"
-        wrapper = work / f"browser-{n}.sh"
-        wrapper.write_text(_wrapper_script(ctx.netns, pid_file, status_file))
-        wrapper.chmod(0o755)
+        # the wrapper closes its own copy of the DevTools pipe, so that the pipe ends when
+        # Chromium does
+        files = self._browsers.launch_files(
+            f"ip netns exec {ctx.netns} {CHROMIUM}", before_wait="exec 3<&- 4>&-\n"
+        )
+        work, n = self._browsers.workdir(), files.n
         device = DEVICES[self.options.device]
         args = [
             *PLAYWRIGHT_FLAGS,
             *flags,
             *HEADLESS_FLAGS,
             f"--window-size={device.width},{device.height}",
-            f"--user-data-dir={work / f'profile-{n}'}",
+            f"--user-data-dir={files.profile}",
             "--remote-debugging-pipe",
             "--no-startup-window",
         ]
@@ -191,9 +169,11 @@ class Chromium:
         env = dict(os.environ)
         if self.options.keylog:
             env["SSLKEYLOGFILE"] = str(keylog)
-        log = work / f"browser-{n}.log"
-        proc, cdp = spawn_browser([str(wrapper), *args], env, log)
-        handle = _Browser(proc, cdp, ctx.netns, ctx.link_generation, status_file, pid_file)
+        log = files.log
+        proc, cdp = spawn_browser([str(files.wrapper), *args], env, log)
+        handle = _Browser(
+            proc, cdp, ctx.netns, ctx.link_generation, files.status_file, files.pid_file
+        )
         handle.logs = tuple(
             path
             for path, on in ((netlog, self.options.netlog), (keylog, self.options.keylog))
@@ -202,54 +182,20 @@ class Chromium:
         try:
             cdp.call("Browser.getVersion", timeout_s=LAUNCH_TIMEOUT_S)
         except DEVTOOLS_FAILED as exc:
-            self._stop(handle)
+            _stop(handle)
             said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
             raise TrialFailed(f"chromium did not start: {said or exc}") from None
         return handle
 
-    def _stop(self, handle: _Browser) -> None:
-        handle.ready = None
-        with contextlib.suppress(Exception):
-            handle.cdp.call("Browser.close", timeout_s=2)
-        handle.cdp.close()
-        try:
-            handle.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pid = procs.read_int_file(handle.pid_file)
-            if pid and procs.pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-            procs.stop(handle.proc, grace_s=2)
-        # A NetLog is complete only once the browser has exited: it goes with the last trial
-        # this browser loaded (it covers every trial since the browser started).
-        for log in handle.logs:
-            if log.exists() and handle.last_artifacts is not None:
-                handle.last_artifacts.mkdir(parents=True, exist_ok=True)
-                shutil.move(log, handle.last_artifacts / log.name)
-
-    def _close_browser(self, flags: tuple[str, ...]) -> None:
-        handle = self._browsers.pop(flags, None)
-        if handle is not None:
-            self._stop(handle)
-
-    def _close_handle(self, handle: _Browser) -> None:
-        for flags, h in list(self._browsers.items()):
-            if h is handle:
-                self._close_browser(flags)
-
     def close(self) -> None:
-        for flags in list(self._browsers):
-            self._close_browser(flags)
+        self._browsers.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
 
     def browser_pid(self, protocol: str) -> int | None:
         """The Chromium main process that ran ``protocol`` last (tests kill it)."""
-        handle = self._last.get(protocol)
-        return None if handle is None else procs.read_int_file(handle.pid_file)
+        return self._browsers.browser_pid(protocol)
 
     # -- one page load
 
@@ -257,7 +203,7 @@ class Chromium:
         if protocol not in PROTOCOLS:
             raise TrialFailed(f"chromium cannot run {protocol} ({self.protocol_note})")
         handle = self._browser(protocol, ctx)
-        self._last[protocol] = handle
+        self._browsers.used(protocol, handle)
         handle.last_artifacts = ctx.artifacts_dir
         url = page_url(page, protocol)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
@@ -271,14 +217,14 @@ class Chromium:
             )  # fmt: skip
         except TrialFailed:
             if tab is not None:
-                _keep_failed_log(tab.log, url, ctx.artifacts_dir)
+                keep_failed_log(tab.log, url, ctx.artifacts_dir)
             if tab is not None and handle.alive():
                 with contextlib.suppress(*DEVTOOLS_FAILED):
                     dispose(handle.cdp, tab).result(TAB_TIMEOUT_S)
             raise
         except DEVTOOLS_FAILED as exc:
             if tab is not None:
-                _keep_failed_log(tab.log, url, ctx.artifacts_dir)
+                keep_failed_log(tab.log, url, ctx.artifacts_dir)
             raise self._failure(handle, protocol, exc) from None
         # Off the critical path from here: the context goes (Chromium does that while we go
         # on), the analysis runs on one thread while the next trial's tab is made on another
@@ -289,7 +235,7 @@ class Chromium:
         handle.disposing = dispose(handle.cdp, tab)
         analysis = self._threads().submit(self._analyse, raw, url, ctx)
         if self.options.restart:
-            self._close_handle(handle)
+            self._browsers.close_browser(handle)
             return analysis.result()
         spare = self._threads().submit(self._new_tab, handle.cdp)
         result = analysis.result()
@@ -330,27 +276,22 @@ class Chromium:
         """Why a load failed: a crashed browser (with its exit signal) or the protocol's line."""
         # the pipe closes when Chromium dies; the wrapper writes its status right after
         died = isinstance(exc, PipeClosed) or not handle.alive()
-        status = procs.wrapper_exit_status(handle.status_file, wait_s=2 if died else 0)
-        self._close_handle(handle)
-        if status is not None:
-            return TrialFailed(f"chromium ({protocol}) crashed: {procs.describe_exit(status)}")
-        return TrialFailed(f"chromium ({protocol}) failed: {_first_line(exc)}")
+        return self._browsers.failure(handle, protocol, exc, died)
 
 
-def _wrapper_script(netns: str, pid_file: Path, status_file: Path) -> str:
-    """The shell script that runs Chromium in ``netns``. It stays Chromium's parent to learn
-    how it ended (a crash's signal); it closes its own copy of the DevTools pipe so that the
-    pipe ends when Chromium does."""
-    return (
-        "#!/bin/sh\n"
-        f'ip netns exec {netns} {CHROMIUM} "$@" &\n'
-        f"echo $! > {pid_file}\n"
-        "exec 3<&- 4>&-\n"
-        "wait $!\n"
-        "status=$?\n"
-        f"echo $status > {status_file}\n"
-        "exit $status\n"
-    )
+def _stop(handle: _Browser) -> None:
+    """Close a browser: ``Browser.close``, then its exit (killed if it does not go). A NetLog
+    is complete only once the browser has exited: it goes with the last trial this browser
+    loaded (it covers every trial since the browser started)."""
+    handle.ready = None
+    with contextlib.suppress(Exception):
+        handle.cdp.call("Browser.close", timeout_s=2)
+    handle.cdp.close()
+    stop_process(handle)
+    for log in handle.logs:
+        if log.exists() and handle.last_artifacts is not None:
+            handle.last_artifacts.mkdir(parents=True, exist_ok=True)
+            shutil.move(log, handle.last_artifacts / log.name)
 
 
 def spawn_browser(
@@ -389,21 +330,6 @@ def spawn_browser(
     for fd in high:
         os.close(fd)
     return proc, CdpPipe(cmd_write, out_read)
-
-
-def _keep_failed_log(log: NetworkLog, url: str, folder: Path) -> None:
-    """Write a failed load's every request as a HAR (:func:`failed_load_har`)."""
-    har = failed_load_har(log, url)
-    if har is None:
-        return
-    with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / PAGE_HAR).write_text(json.dumps(har))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def _make(options: Mapping[str, str]) -> Chromium:

@@ -39,24 +39,20 @@ import contextlib
 import json
 import os
 import re
-import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from h2lab import procs
-from h2lab.artifacts import PAGE_HAR
 from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients import firefox_frames as frames
 from h2lab.clients.bidi import BidiConnection, BidiError, ConnectionClosed
-from h2lab.clients.browser_log import failed_load_har
 from h2lab.clients.browser_options import DEVICES
-from h2lab.clients.browser_result import write_artifacts
+from h2lab.clients.browser_pool import BrowserPool, stop_process
+from h2lab.clients.browser_result import keep_failed_log, write_artifacts
 from h2lab.clients.firefox_events import RawLoad, analyse
 from h2lab.clients.firefox_options import (
     ALT_SVC_MAPPING,
@@ -131,9 +127,7 @@ class Firefox:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self._browsers: dict[str, _Browser] = {}
-        self._last: dict[str, _Browser] = {}
-        self._dir: Path | None = None
+        self._pool: BrowserPool[_Browser] = BrowserPool(self.name, _stop)
         self._version: str | None = None
 
     def version(self) -> str:
@@ -145,44 +139,25 @@ class Firefox:
 
     # -- browsers
 
-    def _workdir(self) -> Path:
-        if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="h2lab-firefox-"))
-        return self._dir
-
     def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
         prefs = profile_prefs(protocol, ctx.hosts)
         key = json.dumps([prefs, str(ctx.tls_dir)], sort_keys=True)
-        current = self._browsers.get(key)
-        if current is not None:
-            if (
-                current.netns == ctx.netns
-                and current.generation == ctx.link_generation
-                and current.alive()
-            ):
-                return current
-            self._close_browser(key)
-        handle = self._launch(user_js(prefs), ctx, prime_alt_svc=ALT_SVC_MAPPING in prefs)
-        self._browsers[key] = handle
-        return handle
+        prime = ALT_SVC_MAPPING in prefs
+        return self._pool.get(key, ctx, lambda: self._launch(user_js(prefs), ctx, prime))
 
-    def _launch(self, prefs_js: str, ctx: LoadContext, *, prime_alt_svc: bool) -> _Browser:
-        work = self._workdir()
-        n = len(list(work.glob("browser-*.sh")))
-        pid_file, status_file = work / f"browser-{n}.pid", work / f"browser-{n}.status"
-        wrapper = work / f"browser-{n}.sh"
-        wrapper.write_text(_wrapper_script(ctx.netns, pid_file, status_file))
-        wrapper.chmod(0o755)
-        profile = work / f"profile-{n}"
-        _make_profile(profile, prefs_js, ctx.tls_dir)
-        log = work / f"browser-{n}.log"
-        args = ["--headless", "--no-remote", "--profile", str(profile)]
+    def _launch(self, prefs_js: str, ctx: LoadContext, prime_alt_svc: bool) -> _Browser:
+        # in a UTS namespace of its own named localhost (see the module's text)
+        inner = 'hostname localhost && exec "$@"'
+        command = f"ip netns exec {ctx.netns} unshare --uts sh -c '{inner}' sh {FIREFOX}"
+        files = self._pool.launch_files(command)
+        _make_profile(files.profile, prefs_js, ctx.tls_dir)
+        args = ["--headless", "--no-remote", "--profile", str(files.profile)]
         # system access: the composition recorder is a privileged API (firefox_frames)
         args += ["--remote-debugging-port=0", "--remote-allow-system-access", "about:blank"]
-        env = {**os.environ, **ENVIRONMENT, "HOME": str(work)}
-        with open(log, "wb") as out:
+        env = {**os.environ, **ENVIRONMENT, "HOME": str(self._pool.workdir())}
+        with open(files.log, "wb") as out:
             proc = subprocess.Popen(
-                [str(wrapper), *args],
+                [str(files.wrapper), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -191,7 +166,7 @@ class Firefox:
             )
         bidi: BidiConnection | None = None
         try:
-            bidi, port = _connect(ctx.netns, log, proc)
+            bidi, port = _connect(ctx.netns, files.log, proc)
             chrome = frames.chrome_context(bidi, TAB_TIMEOUT_S)
             size = DEVICES[self.options.device]
             frames.fit_window(bidi, chrome, size.width, size.height)
@@ -201,45 +176,21 @@ class Firefox:
             if bidi is not None:
                 bidi.close()
             procs.stop(proc, grace_s=2)
+            log = files.log
             said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
             raise TrialFailed(f"firefox did not start: {said or exc}") from None
-        handle = _Browser(proc, bidi, ctx.netns, ctx.link_generation, status_file, pid_file, chrome)
+        handle = _Browser(
+            proc, bidi, ctx.netns, ctx.link_generation, files.status_file, files.pid_file, chrome
+        )
         bidi.listen(lambda method, params: _route(handle, method, params))
         return handle
 
-    def _stop(self, handle: _Browser) -> None:
-        with contextlib.suppress(*BIDI_FAILED):
-            handle.bidi.call("browser.close", timeout_s=2)
-        handle.bidi.close()
-        try:
-            handle.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pid = procs.read_int_file(handle.pid_file)
-            if pid and procs.pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-            procs.stop(handle.proc, grace_s=2)
-
-    def _close_browser(self, key: str) -> None:
-        handle = self._browsers.pop(key, None)
-        if handle is not None:
-            self._stop(handle)
-
-    def _close_handle(self, handle: _Browser) -> None:
-        for key, h in list(self._browsers.items()):
-            if h is handle:
-                self._close_browser(key)
-
     def close(self) -> None:
-        for key in list(self._browsers):
-            self._close_browser(key)
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        self._pool.close()
 
     def browser_pid(self, protocol: str) -> int | None:
         """The Firefox main process that ran ``protocol`` last (tests kill it)."""
-        handle = self._last.get(protocol)
-        return None if handle is None else procs.read_int_file(handle.pid_file)
+        return self._pool.browser_pid(protocol)
 
     # -- one page load
 
@@ -253,7 +204,7 @@ class Firefox:
         if protocol not in PROTOCOLS:
             raise TrialFailed(f"firefox cannot run {protocol} ({self.protocol_note})")
         handle = self._browser(protocol, ctx)
-        self._last[protocol] = handle
+        self._pool.used(protocol, handle)
         _wait_quiet(handle.proc.pid)
         url = page_url(page, protocol)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
@@ -264,7 +215,7 @@ class Firefox:
             raw = self._measure(handle, tab, url, page, ctx)
         except TrialFailed:
             if tab is not None:
-                _keep_failed_log(tab, url, ctx.artifacts_dir)
+                keep_failed_log(tab.log, url, ctx.artifacts_dir)
                 if handle.alive():
                     with contextlib.suppress(TrialFailed, *BIDI_FAILED):
                         frames.discard(handle.bidi, handle.chrome)
@@ -272,7 +223,7 @@ class Firefox:
             raise
         except BIDI_FAILED as exc:
             if tab is not None:
-                _keep_failed_log(tab, url, ctx.artifacts_dir)
+                keep_failed_log(tab.log, url, ctx.artifacts_dir)
             raise self._failure(handle, protocol, exc) from None
         finally:
             handle.tabs = []
@@ -303,14 +254,15 @@ class Firefox:
         """Why a load failed: a crashed browser (with its exit signal) or BiDi's line."""
         # the connection closes when Firefox dies; the wrapper writes its status after
         died = isinstance(exc, ConnectionClosed) or not handle.alive()
-        status = procs.wrapper_exit_status(handle.status_file, wait_s=5 if died else 0)
-        self._close_handle(handle)
-        if status is not None:
-            return TrialFailed(f"firefox ({protocol}) crashed: {procs.describe_exit(status)}")
-        text = str(exc).strip().splitlines()
-        return TrialFailed(
-            f"firefox ({protocol}) failed: {text[0] if text else type(exc).__name__}"
-        )
+        return self._pool.failure(handle, protocol, exc, died)
+
+
+def _stop(handle: _Browser) -> None:
+    """Close a browser: ``browser.close``, then its exit (killed if it does not go)."""
+    with contextlib.suppress(*BIDI_FAILED):
+        handle.bidi.call("browser.close", timeout_s=2)
+    handle.bidi.close()
+    stop_process(handle)
 
 
 def session_cpu_s(session: int, stats: Mapping[int, str], ticks_per_s: float) -> float:
@@ -357,21 +309,6 @@ def _route(handle: _Browser, method: str, params: dict[str, object]) -> None:
     """One event of the browser's session, to the trial's tab (none between trials)."""
     for tab in handle.tabs:
         tab.on(method, params)
-
-
-def _wrapper_script(netns_name: str, pid_file: Path, status_file: Path) -> str:
-    """The shell script that runs Firefox in ``netns_name``, in a UTS namespace named
-    ``localhost``; it stays Firefox's parent to learn how it ended (a crash's signal)."""
-    inner = 'hostname localhost && exec "$@"'
-    return (
-        "#!/bin/sh\n"
-        f"ip netns exec {netns_name} unshare --uts sh -c '{inner}' sh {FIREFOX} \"$@\" &\n"
-        f"echo $! > {pid_file}\n"
-        "wait $!\n"
-        "status=$?\n"
-        f"echo $status > {status_file}\n"
-        "exit $status\n"
-    )
 
 
 def _make_profile(profile: Path, prefs_js: str, tls_dir: Path | None) -> None:
@@ -441,16 +378,6 @@ def _prime_alt_svc(bidi: BidiConnection, port: int) -> None:
             {"context": context, "url": url, "wait": "complete"},
             timeout_s=TAB_TIMEOUT_S,
         )
-
-
-def _keep_failed_log(tab: Tab, url: str, folder: Path) -> None:
-    """Write a failed load's every request as a HAR (:func:`failed_load_har`)."""
-    har = failed_load_har(tab.log, url)
-    if har is None:
-        return
-    with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / PAGE_HAR).write_text(json.dumps(har))
 
 
 def _make(options: Mapping[str, str]) -> Firefox:

@@ -190,12 +190,7 @@ def measure(
             incomplete()
 
     def incomplete() -> None:
-        failed = browser_log.failed_page_requests(tab.log, page)
-        if fail_on != "any":
-            failed = [r for r in failed if r.url == url]
-        if failed:
-            how = "loaded incomplete" if tab.loaded else "failed to load"
-            raise TrialFailed(f"{url} {how}: {browser_log.describe_failed(failed, tab.log)}")
+        browser_log.check_complete(tab.log, page, url, fail_on, tab.loaded)
 
     tab.signal.clear()
     tab.navigating = True
