@@ -1,0 +1,60 @@
+"""Seed 000 Fig. 2-3 in Chromium and Firefox, from a results folder's trials.csv (prints tables;
+REPRODUCTION.md row 2, the paper's "Firefox ... its h2 values are much lower").
+
+    .venv/bin/python scripts/fig2_browsers.py reproduction/000-fig2-3-cssjs
+
+Per metric (plt_ms, speed_index_ms) and page (kind css|js, files) that Firefox loaded: the
+median over repetitions of h1c, h1s and h2s in each browser; then, per browser, the paired
+h2s / h1s and h2s / h1c ratios (each pair from one block: same page and repetition, back to
+back), and Firefox / Chromium for h2s, pooled over the pages (pairs of one repetition number:
+the two browsers ran on different days, so these pairs share no block).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from figures import RATIO_HEADER, measured_rows, median_cell, paired, ratio_line
+
+METRICS = ("plt_ms", "speed_index_ms")
+BROWSERS = ("chromium", "firefox")
+PROTOCOLS = ("h1c", "h1s", "h2s")
+Arm = tuple[str, str]  # client, protocol
+
+
+def main(folder: Path) -> None:
+    # values[metric][page][arm][repetition]
+    values: dict[str, dict[str, dict[Arm, dict[int, float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(dict))
+    )
+    for row in measured_rows(folder):
+        page = row["page"].split(":", 2)[-1]  # kind=css,files=10
+        for metric in METRICS:
+            if row[metric]:
+                arm = (row["client"], row["protocol"])
+                values[metric][page][arm][int(row["repetition"])] = float(row[metric])
+    for metric in METRICS:
+        pages = {p: v for p, v in values[metric].items() if ("firefox", "h2s") in v}
+        order = sorted(pages, key=lambda p: (p.split(",")[0], int(p.rsplit("=", 1)[1])))
+        arms = [(b, p) for b in BROWSERS for p in PROTOCOLS]
+        print(f"== {metric}: median over repetitions (n)")
+        print("page | " + " | ".join(f"{b} {p}" for b, p in arms))
+        for page in order:
+            print(f"{page} | " + " | ".join(median_cell(pages[page][a]) for a in arms))
+        print(f"paired {metric} | {RATIO_HEADER}")
+        for page in order:
+            v = pages[page]
+            for browser in BROWSERS:
+                for den in ("h1s", "h1c"):
+                    ratios = paired(v[(browser, "h2s")], v[(browser, den)])
+                    print(ratio_line(f"{page} {browser} h2s / {den}", ratios))
+            ratios = paired(v[("firefox", "h2s")], v[("chromium", "h2s")])
+            print(ratio_line(f"{page} h2s firefox / chromium", ratios))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(Path(sys.argv[1]))
