@@ -228,3 +228,29 @@ def test_h3_every_request_over_quic_and_no_tcp_h2s_over_tcp(tmp_path: Path) -> N
     assert {p for _, p, _ in rows["h2s"]} == {"h2"}
     assert (by["h2s"].tcp_connections or 0) >= len(page.origins)
     assert elapsed_s < 40
+
+
+def test_without_network_events_the_resources_come_from_resource_timing(tmp_path: Path) -> None:
+    """firefox:network=0 (no BiDi network events, which slow Firefox's loads): every resource
+    of a one-origin page still has its row, with its bytes and protocol, from the page's own
+    Resource Timing."""
+    records = run_experiment(
+        tmp_path,
+        "firefox-rt",
+        {"protocol": ["h2s"], "network": ["rtt=20ms"], "page": [PAGE],
+         "client": ["firefox:network=0"]},
+        seed=1,
+        repetitions=1,
+    )  # fmt: skip
+    assert [r.status for r in records] == ["ok"], [r.error for r in records]
+    r = records[0]
+    page = resolve_page(PAGE)
+    db = sqlite3.connect(tmp_path / RESULTS_DB)
+    rows = _rows(db, r.id or 0)
+    db.close()
+    print(f"network=0: {len(rows)} rows, plt_ms={r.plt_ms}, speed_index_ms={r.speed_index_ms}")
+    assert {u: b for u, _, b in rows} == {
+        res.url("https"): res.size_bytes for res in page.resources
+    }
+    assert {p for _, p, _ in rows} == {"h2"}
+    assert r.plt_ms is not None and r.speed_index_ms is not None and r.tcp_connections == 1

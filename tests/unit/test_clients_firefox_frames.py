@@ -124,3 +124,39 @@ def test_cpu_throttling_is_refused_with_the_reason() -> None:
     assert parse_options({"device": "mobile"}).device == "mobile"
     with pytest.raises(ValueError, match="device must be one of desktop, mobile"):
         parse_options({"device": "tablet"})
+
+
+def test_resource_timing_gives_the_requests_without_network_events() -> None:
+    timing = {
+        "timeOrigin": T0_MS,
+        "loadEventEnd": 130,
+        "resources": [
+            ["https://a.h2lab.test/", 0, 20.5, 40, 500, "h2", 200],
+            ["https://a.h2lab.test/x.png", 45, 60, 120.25, 30_000, "h2", 200],
+            # cross-origin without Timing-Allow-Origin: times only
+            ["https://b.h2lab.test/y.js", 50, 0, 90, 0, "", 0],
+            ["data:image/png;base64,AAAA", 1, 1, 2, 4, "", 0],
+            ["https://a.h2lab.test/never", 55, 0, 0, 0, "", 0],  # not finished
+            "junk",
+        ],
+    }
+    analysis = analyse(RawLoad(timing, BidiNetwork().log), "https://a.h2lab.test/", network=False)
+    rows = {r.url: r for r in analysis.result.resources}
+    assert list(rows) == [
+        "https://a.h2lab.test/", "https://a.h2lab.test/x.png", "https://b.h2lab.test/y.js"
+    ]  # fmt: skip
+    x = rows["https://a.h2lab.test/x.png"]
+    assert (x.start_ms, x.ttfb_ms, x.end_ms, x.bytes, x.protocol, x.status) == (
+        45, 60, 120.25, 30_000, "h2", 200
+    )  # fmt: skip
+    y = rows["https://b.h2lab.test/y.js"]
+    assert (y.bytes, y.protocol, y.status, y.ttfb_ms) == (0, "", None, None)
+    assert analysis.result.body_bytes == 30_500
+    assert analysis.result.pdt_ms == pytest.approx(120.25)
+    assert analysis.result.failed_requests == 0
+
+
+def test_network_option_and_its_limits() -> None:
+    assert parse_options({}).network and not parse_options({"network": "0"}).network
+    with pytest.raises(ValueError, match="network=0 cannot see"):
+        parse_options({"network": "0", "idle": "2s"})

@@ -42,7 +42,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,7 +63,15 @@ from h2lab.clients.firefox_options import (
     profile_prefs,
     user_js,
 )
-from h2lab.clients.firefox_tab import EVENTS, TAB_TIMEOUT_S, Tab, dispose, measure, new_tab
+from h2lab.clients.firefox_tab import (
+    EVENTS,
+    NETWORK_EVENTS,
+    TAB_TIMEOUT_S,
+    Tab,
+    dispose,
+    measure,
+    new_tab,
+)
 from h2lab.clients.websocket import WebSocket, WebSocketClosed
 from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, telling_line
 from h2lab.net import netns
@@ -166,7 +174,8 @@ class Firefox:
             )
         bidi: BidiConnection | None = None
         try:
-            bidi, port = _connect(ctx.netns, files.log, proc)
+            events = (*EVENTS, *(NETWORK_EVENTS if self.options.network else ()))
+            bidi, port = _connect(ctx.netns, files.log, proc, events)
             chrome = frames.chrome_context(bidi, TAB_TIMEOUT_S)
             size = DEVICES[self.options.device]
             frames.fit_window(bidi, chrome, size.width, size.height)
@@ -228,7 +237,7 @@ class Firefox:
         finally:
             handle.tabs = []
         dispose(handle.bidi, tab)
-        analysis = analyse(raw, url)
+        analysis = analyse(raw, url, network=self.options.network)
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
         return analysis.result
 
@@ -329,10 +338,10 @@ def _make_profile(profile: Path, prefs_js: str, tls_dir: Path | None) -> None:
 
 
 def _connect(
-    netns_name: str, log: Path, proc: subprocess.Popen[bytes]
+    netns_name: str, log: Path, proc: subprocess.Popen[bytes], events: Sequence[str]
 ) -> tuple[BidiConnection, int]:
     """The browser's BiDi session, once it prints its address: connected from inside
-    ``netns_name`` (its loopback), a session made and every event of :data:`EVENTS` on."""
+    ``netns_name`` (its loopback), a session made and ``events`` on."""
     port: list[int] = []
 
     def listening() -> bool:
@@ -355,7 +364,7 @@ def _connect(
     bidi = BidiConnection(ws)
     try:
         bidi.call("session.new", {"capabilities": {}}, timeout_s=LAUNCH_TIMEOUT_S)
-        bidi.call("session.subscribe", {"events": list(EVENTS)}, timeout_s=TAB_TIMEOUT_S)
+        bidi.call("session.subscribe", {"events": list(events)}, timeout_s=TAB_TIMEOUT_S)
     except BIDI_FAILED:
         bidi.close()
         raise

@@ -174,12 +174,57 @@ def lcp_candidates(timing: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def analyse(raw: RawLoad, url: str) -> Analysis:
-    """Metrics, resources and HAR of a load of ``url`` (TrialFailed: it fetched nothing)."""
+def timing_log(timing: Mapping[str, Any]) -> NetworkLog:
+    """The load's requests from the page's own Resource Timing (option ``network=0``, no BiDi
+    network events): the document and every resource it fetched, each with its start, first
+    byte, end, body bytes, protocol and status. What the page may not see is 0 or empty, and
+    left out: cross-origin resources without ``Timing-Allow-Origin`` have no first byte, size,
+    protocol or status; no request is marked failed, none has headers."""
+    log = NetworkLog()
+    origin = timing.get("timeOrigin")
+    if not isinstance(origin, int | float):
+        return log
+
+    def at(ms: Any) -> float | None:
+        """Resource Timing's ms from the time origin (0: not seen) as seconds since the epoch."""
+        return (origin + ms) / 1000 if isinstance(ms, int | float) and ms > 0 else None
+
+    for n, entry in enumerate(timing.get("resources") or ()):
+        if not isinstance(entry, list) or len(entry) != 7 or not isinstance(entry[0], str):
+            continue
+        url, start, first, end, size, protocol, status = entry
+        if not url.startswith(NETWORK_SCHEMES) or not isinstance(end, int | float) or end <= 0:
+            continue
+        rid = f"rt-{n}"
+        start_s = at(start) or origin / 1000
+        for event in (
+            browser_log.RequestSent(rid, url, start_s, None, {}, None),
+            browser_log.ResponseStarted(
+                request_id=rid,
+                status=int(status) or None,
+                protocol=str(protocol) or None,
+                connection="",
+                remote=None,
+                from_cache=False,
+                headers={},
+                ttfb_s=at(first),
+            ),
+            browser_log.DataReceived(rid, int(size or 0)),
+            browser_log.RequestFinished(rid, at(end) or start_s, int(size or 0)),
+        ):
+            log.add(event)
+    return log
+
+
+def analyse(raw: RawLoad, url: str, *, network: bool = True) -> Analysis:
+    """Metrics, resources and HAR of a load of ``url`` (TrialFailed: it fetched nothing):
+    the requests from BiDi's network events, or (``network`` False) from the page's Resource
+    Timing (:func:`timing_log`)."""
     origin = raw.timing.get("timeOrigin")
     t0_s = float(origin) / 1000 if isinstance(origin, int | float) else None
     visual = visual_metrics(raw.frames)
     metrics = page_metrics(raw.timing, visual)
-    analysis = assemble("firefox", raw.log, url, t0_s, metrics, visual, raw.frames)
+    log = raw.log if network else timing_log(raw.timing)
+    analysis = assemble("firefox", log, url, t0_s, metrics, visual, raw.frames)
     analysis.har["log"]["pages"][0]["_lcp_candidates_ms"] = lcp_candidates(raw.timing)
     return analysis

@@ -6,8 +6,10 @@ Options: ``device`` (desktop, or mobile: see :func:`h2lab.clients.firefox_tab.ne
 what Firefox emulates of a phone), ``idle`` (a duration: after the load event, also wait for
 that much network silence), ``filmstrip`` (1: keep the frames as JPEG files in the trial
 folder), ``visual`` (0: record no frames, so no SpeedIndex; for long loads with animations,
-whose every distinct frame is held in the browser until the load ends). ``cpu`` is refused:
-Firefox has no CPU throttling.
+whose every distinct frame is held in the browser until the load ends), ``network`` (0: no
+BiDi network events, which slow Firefox's loads; the resources come from the page's Resource
+Timing: no headers, no failed requests, and cross-origin ones without ``Timing-Allow-Origin``
+have no size, protocol or first byte). ``cpu`` is refused: Firefox has no CPU throttling.
 
 Protocols. ``h1c``: http:// (HTTPS-First off); ``h1s``: https with HTTP/2 disabled
 (``network.http.http2.enabled``), so ALPN offers http/1.1 only; ``h2s``: https, ALPN h2;
@@ -205,9 +207,13 @@ class Options:
     long load with animations: every distinct frame is held until the load ends)"""
     filmstrip: bool = False
     """keep the frames as JPEG files in the trial folder"""
+    network: bool = True
+    """follow every request with BiDi's network events (resources, HAR with headers, failed
+    requests); 0: take the resources from the page's Resource Timing instead, which the
+    measured load does not pay for (:data:`~h2lab.clients.firefox_tab.NETWORK_EVENTS`)"""
 
 
-SWITCHES = ("visual", "filmstrip")
+SWITCHES = ("visual", "filmstrip", "network")
 """The options that are 0 or 1."""
 KNOWN_OPTIONS = frozenset({"device", "idle", *SWITCHES})
 
@@ -222,10 +228,13 @@ def parse_options(options: Mapping[str, str]) -> Options:
     if "cpu" in options:
         raise ValueError(NO_CPU_THROTTLING)
     check_known("firefox", options, KNOWN_OPTIONS)
-    flags = switches(options, SWITCHES, on=("visual",))
+    flags = switches(options, SWITCHES, on=("visual", "network"))
     if flags["filmstrip"] and not flags["visual"]:
         raise ValueError("filmstrip=1 needs the frames that visual=0 turns off")
-    return Options(device=device(options), idle_ms=idle_ms(options), **flags)
+    idle = idle_ms(options)
+    if idle and not flags["network"]:
+        raise ValueError("idle waits for network silence, which network=0 cannot see")
+    return Options(device=device(options), idle_ms=idle, **flags)
 
 
 def h3_mapping(hosts: Mapping[str, str]) -> str:
