@@ -26,8 +26,8 @@ the trace is read back as one stream. Then, off the page load: the context is cl
 waiting, the analysis (trace, SpeedIndex, HAR) runs on one thread while the next trial's
 context and page are made on another (mostly Chromium starting a renderer); ``load`` returns
 when the analysis is done, the old context is gone and Chromium is quiet again
-(:data:`~h2lab.clients.chromium_tab.QUIET_CPU_SHARE`: a renderer goes on starting for about a
-second after it answers, and a load begun meanwhile is slower). Only DevTools calls cross
+(:data:`~h2lab.clients.chromium_tab.QUIET_CPU_SHARE`: a new context's window goes on working
+after its tab answers, and a load begun meanwhile is slower). Only DevTools calls cross
 threads; the connection (:class:`~h2lab.clients.cdp.CdpPipe`) is safe for that.
 
 Clean state per trial. Each trial gets a new browser context (Chromium's off-the-record

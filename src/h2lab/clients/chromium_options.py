@@ -31,8 +31,26 @@ from h2lab.pages import Page
 from h2lab.servers import PORTS, url_for
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
 
-# The brief's flags for a browser that must not reach the internet, plus no HTTPS upgrade of
-# http:// navigations (h1c would silently become h2s) and no QUIC.
+DISABLED_FEATURES = (
+    # no HTTPS upgrade of http:// navigations (h1c would silently become h2s)
+    "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable",
+    "MediaRouter",
+    # Every new browser context (one per trial) opens a window, and its omnibox preloads its
+    # popup, a WebUI page (chrome://omnibox-popup.top-chrome/: some 50 JS modules, custom
+    # elements, CSS) in a renderer of its own. That, not the tab's renderer, was the "renderer
+    # start" of a new tab: measured per process (/proc, 6 tabs, medians) it cost 0.58 s of
+    # renderer and 0.17 s of browser CPU of the 0.93 s a context + about:blank tab took, and
+    # the browser was quiet again after 0.72 s; without it, 0.16 s of CPU and 0.41 s. The lab
+    # never shows an omnibox.
+    "WebUIOmniboxPopup",
+    "WebUIOmniboxAimPopup",
+    "WebUIOmniboxFullPopup",
+)
+"""Chromium features switched off (one ``--disable-features``: a second one would override
+it)."""
+# The brief's flags for a browser that must not reach the internet, plus no QUIC and
+# DISABLED_FEATURES.
 BASE_FLAGS = (
     "--no-sandbox",
     "--disable-background-networking",
@@ -40,7 +58,7 @@ BASE_FLAGS = (
     "--no-first-run",
     "--disable-sync",
     "--disable-quic",
-    "--disable-features=HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,MediaRouter",
+    f"--disable-features={','.join(DISABLED_FEATURES)}",
     "--no-default-browser-check",
 )
 # What Playwright 1.65 passed to Chromium (its ``chromiumSwitches`` and headless switches),
@@ -75,6 +93,12 @@ HEADLESS_FLAGS = (
     "--headless",
     "--hide-scrollbars",
     "--mute-audio",
+    # No animations of the browser's own (views) UI: a new context's window animated its tab
+    # strip for about 0.25 s (the browser compositing and the GPU process drawing 15 frames,
+    # ~13% of a core), which held off the quiet wait (chromium_tab.QUIET_CPU_SHARE): a new
+    # context + tab was quiet after 0.22 s instead of 0.41 s. Pages' CSS and Web animations
+    # run in the renderer and are not scaled (the switch scales gfx::LinearAnimation only).
+    "--animation-duration-scale=0",
     "--blink-settings=primaryHoverType=2,availableHoverTypes=2,primaryPointerType=4,"
     "availablePointerTypes=4",
 )

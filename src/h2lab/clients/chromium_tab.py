@@ -32,11 +32,13 @@ TAB_TIMEOUT_S = 10.0
 
 QUIET_CPU_SHARE = 0.1
 """Chromium is quiet when all its processes together used less than this share of one core
-over :data:`QUIET_POLL_S`, twice in a row. A new tab's renderer answers DevTools after
-~0.25 s but goes on starting for ~1 s more (0.8-1.0 s of CPU on this 2-core machine);
-a load begun meanwhile measured (20 trials of the demo page, h2s, cable, three runs each)
-plt 852-871 vs 796-803 ms, fcp 228-266 vs 200-206 ms and SpeedIndex 621-640 vs 558-564 ms
-against a load begun 1.5 s later."""
+over :data:`QUIET_POLL_S`, twice in a row. A new context's tab answered DevTools after
+~0.25 s while its window went on for ~1 s more (0.8-1.0 s of CPU on this 2-core machine, most
+of it the omnibox popup's WebUI, now off: chromium_options.DISABLED_FEATURES); a load begun
+meanwhile measured (20 trials of the demo page, h2s, cable, three runs each) plt 852-871 vs
+796-803 ms, fcp 228-266 vs 200-206 ms and SpeedIndex 621-640 vs 558-564 ms against a load
+begun 1.5 s later. What is left (the tab's own renderer, the window's first frames, the last
+context closing) is quiet about 0.2 s after the tab is made."""
 QUIET_POLL_S = 0.05
 QUIET_TIMEOUT_S = 5.0
 """Longest wait for quiet; a browser still busy then is used anyway (a slow machine must not
