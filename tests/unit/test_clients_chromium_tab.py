@@ -213,7 +213,7 @@ def test_wait_quiet_returns_after_two_quiet_polls_in_a_row() -> None:
 
 
 def test_wait_quiet_gives_up_at_its_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("h2lab.clients.chromium_tab.QUIET_TIMEOUT_S", 0.3)
+    monkeypatch.setattr("h2lab.clients.browser_pool.QUIET_TIMEOUT_S", 0.3)
     cdp = CpuTimes([0.04 * i for i in range(100)])
     wait_quiet(cdp)
     assert 4 <= len(cdp.sent) <= 8  # polls at 50 ms for 0.3 s, then the load goes on

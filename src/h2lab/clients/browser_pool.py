@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,33 @@ from h2lab.errors import TrialFailed
 
 STOP_WAIT_S = 5.0
 """How long a browser asked to close may take to exit before it is killed."""
+
+QUIET_CPU_SHARE = 0.1
+"""A browser is quiet when all its processes together used less than this share of one core
+over :data:`QUIET_POLL_S`, twice in a row: nothing of it still starting (a new context's
+window, a renderer) or going (the last trial's context) may share the CPU with the load
+(what each costs a load: ``chromium_tab.wait_quiet``, ``firefox._wait_quiet``)."""
+QUIET_POLL_S = 0.05
+QUIET_TIMEOUT_S = 5.0
+"""Longest wait for quiet; a browser still busy then is used anyway (a slow machine must not
+stop the run)."""
+
+
+def wait_quiet(cpu_seconds: Callable[[], float]) -> None:
+    """Until a browser is quiet (:data:`QUIET_CPU_SHARE`): ``cpu_seconds`` reads the CPU time
+    all its processes have used so far."""
+    last: float | None = None
+    quiet_polls = 0
+    deadline = time.monotonic() + QUIET_TIMEOUT_S
+    while time.monotonic() < deadline:
+        t = time.monotonic()
+        cpu_s = cpu_seconds()
+        if last is not None:
+            quiet_polls = quiet_polls + 1 if cpu_s - last < QUIET_CPU_SHARE * QUIET_POLL_S else 0
+            if quiet_polls >= 2:
+                return
+        last = cpu_s
+        time.sleep(max(0.0, QUIET_POLL_S - (time.monotonic() - t)))
 
 
 class Browser(Protocol):

@@ -26,7 +26,7 @@ the trace is read back as one stream. Then, off the page load: the context is cl
 waiting, the analysis (trace, SpeedIndex, HAR) runs on one thread while the next trial's
 context and page are made on another (mostly Chromium starting a renderer); ``load`` returns
 when the analysis is done, the old context is gone and Chromium is quiet again
-(:data:`~h2lab.clients.chromium_tab.QUIET_CPU_SHARE`: a new context's window goes on working
+(:func:`~h2lab.clients.chromium_tab.wait_quiet`: a new context's window goes on working
 after its tab answers, and a load begun meanwhile is slower). Only DevTools calls cross
 threads; the connection (:class:`~h2lab.clients.cdp.CdpPipe`) is safe for that.
 

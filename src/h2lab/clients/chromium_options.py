@@ -95,7 +95,7 @@ HEADLESS_FLAGS = (
     "--mute-audio",
     # No animations of the browser's own (views) UI: a new context's window animated its tab
     # strip for about 0.25 s (the browser compositing and the GPU process drawing 15 frames,
-    # ~13% of a core), which held off the quiet wait (chromium_tab.QUIET_CPU_SHARE): a new
+    # ~13% of a core), which held off the quiet wait (browser_pool.QUIET_CPU_SHARE): a new
     # context + tab was quiet after 0.22 s instead of 0.41 s. Pages' CSS and Web animations
     # run in the renderer and are not scaled (the switch scales gfx::LinearAnimation only).
     "--animation-duration-scale=0",

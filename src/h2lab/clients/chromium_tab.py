@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from h2lab.clients import browser_log
+from h2lab.clients import browser_log, browser_pool
 from h2lab.clients.browser_options import Device
 from h2lab.clients.cdp import PIPE_CLOSED, CdpError, DevTools, PipeClosed, Reply
 from h2lab.clients.chromium_analysis import RawLoad
@@ -29,20 +29,6 @@ from h2lab.pages import Page
 
 TAB_TIMEOUT_S = 10.0
 """Longest wait for one step of making or closing a tab (they take 0.01-0.3 s here)."""
-
-QUIET_CPU_SHARE = 0.1
-"""Chromium is quiet when all its processes together used less than this share of one core
-over :data:`QUIET_POLL_S`, twice in a row. A new context's tab answered DevTools after
-~0.25 s while its window went on for ~1 s more (0.8-1.0 s of CPU on this 2-core machine, most
-of it the omnibox popup's WebUI, now off: chromium_options.DISABLED_FEATURES); a load begun
-meanwhile measured (20 trials of the demo page, h2s, cable, three runs each) plt 852-871 vs
-796-803 ms, fcp 228-266 vs 200-206 ms and SpeedIndex 621-640 vs 558-564 ms against a load
-begun 1.5 s later. What is left (the tab's own renderer, the window's first frames, the last
-context closing) is quiet about 0.2 s after the tab is made."""
-QUIET_POLL_S = 0.05
-QUIET_TIMEOUT_S = 5.0
-"""Longest wait for quiet; a browser still busy then is used anyway (a slow machine must not
-stop the run)."""
 
 # Only what the metrics need: navigationStart (blink.user_timing) and the screenshots. More
 # categories (devtools.timeline) multiply the trace's size and its transfer time.
@@ -302,21 +288,20 @@ def dispose(cdp: DevTools, tab: Tab) -> Reply:
 
 
 def wait_quiet(cdp: DevTools) -> None:
-    """Until the browser's processes are quiet (:data:`QUIET_CPU_SHARE`): a renderer still
-    starting, or a closed context's going, must not share the CPU with the load."""
-    last: float | None = None
-    quiet_polls = 0
-    deadline = time.monotonic() + QUIET_TIMEOUT_S
-    while time.monotonic() < deadline:
-        t = time.monotonic()
+    """Until the browser's processes are quiet (:func:`browser_pool.wait_quiet`). A new
+    context's tab answered DevTools after ~0.25 s while its window went on for ~1 s more
+    (0.8-1.0 s of CPU on this 2-core machine, most of it the omnibox popup's WebUI, now off:
+    chromium_options.DISABLED_FEATURES); a load begun meanwhile measured (20 trials of the
+    demo page, h2s, cable, three runs each) plt 852-871 vs 796-803 ms, fcp 228-266 vs 200-206
+    ms and SpeedIndex 621-640 vs 558-564 ms against a load begun 1.5 s later. What is left
+    (the tab's own renderer, the window's first frames, the last context closing) is quiet
+    about 0.2 s after the tab is made."""
+
+    def cpu_seconds() -> float:
         info = cdp.call("SystemInfo.getProcessInfo", timeout_s=TAB_TIMEOUT_S)
-        cpu_s = sum(float(p.get("cpuTime", 0)) for p in info.get("processInfo", ()))
-        if last is not None:
-            quiet_polls = quiet_polls + 1 if cpu_s - last < QUIET_CPU_SHARE * QUIET_POLL_S else 0
-            if quiet_polls >= 2:
-                return
-        last = cpu_s
-        time.sleep(max(0.0, QUIET_POLL_S - (time.monotonic() - t)))
+        return sum(float(p.get("cpuTime", 0)) for p in info.get("processInfo", ()))
+
+    browser_pool.wait_quiet(cpu_seconds)
 
 
 # ---------------------------------------------------------------------- the measured load

@@ -41,13 +41,12 @@ import os
 import re
 import socket
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from h2lab import procs
-from h2lab.clients import LoadContext, LoadResult, register
+from h2lab.clients import LoadContext, LoadResult, browser_pool, register
 from h2lab.clients import firefox_frames as frames
 from h2lab.clients.bidi import BidiConnection, BidiError, ConnectionClosed
 from h2lab.clients.browser_options import DEVICES
@@ -97,16 +96,6 @@ ENVIRONMENT = {
 """Added to Firefox's environment (see the module's text)."""
 
 CA_NICKNAME = "h2lab local CA"
-
-QUIET_CPU_SHARE = 0.1
-"""Firefox is quiet when all its processes together used less than this share of one core
-over :data:`QUIET_POLL_S`, twice in a row (Chromium's rule, ``chromium_tab.QUIET_CPU_SHARE``).
-A trial begun right after the browser started (still busy on this 2-core machine) opened a
-second TCP connection for its one h2 origin (Firefox's backup connection, after 250 ms
-without an answer to the first SYN) and measured plt 605 vs 536 ms."""
-QUIET_POLL_S = 0.05
-QUIET_TIMEOUT_S = 5.0
-"""Longest wait for quiet; a browser still busy then is used anyway."""
 
 
 @dataclass
@@ -296,22 +285,13 @@ def _proc_stats() -> dict[int, str]:
 
 
 def _wait_quiet(session: int) -> None:
-    """Until Firefox's processes (its wrapper's session) are quiet (:data:`QUIET_CPU_SHARE`):
-    a browser still starting, or a closed context's tab going, must not share the CPU with
-    the load."""
+    """Until Firefox's processes (its wrapper's session) are quiet
+    (:func:`browser_pool.wait_quiet`). A trial begun right after the browser started (still
+    busy on this 2-core machine) opened a second TCP connection for its one h2 origin
+    (Firefox's backup connection, after 250 ms without an answer to the first SYN) and
+    measured plt 605 vs 536 ms."""
     ticks = float(os.sysconf("SC_CLK_TCK"))
-    last: float | None = None
-    quiet_polls = 0
-    deadline = time.monotonic() + QUIET_TIMEOUT_S
-    while time.monotonic() < deadline:
-        t = time.monotonic()
-        cpu_s = session_cpu_s(session, _proc_stats(), ticks)
-        if last is not None:
-            quiet_polls = quiet_polls + 1 if cpu_s - last < QUIET_CPU_SHARE * QUIET_POLL_S else 0
-            if quiet_polls >= 2:
-                return
-        last = cpu_s
-        time.sleep(max(0.0, QUIET_POLL_S - (time.monotonic() - t)))
+    browser_pool.wait_quiet(lambda: session_cpu_s(session, _proc_stats(), ticks))
 
 
 def _route(handle: _Browser, method: str, params: dict[str, object]) -> None:
