@@ -1,5 +1,6 @@
-"""Seed 000 Fig. 2-3 in Chromium and Firefox, from a results folder's trials.csv (prints tables;
-REPRODUCTION.md row 2, the paper's "Firefox ... its h2 values are much lower").
+"""Seed 000 Fig. 2-3 in Chromium and Firefox (its arm ``firefox:network=0``), from a results
+folder's trials.csv (prints tables; REPRODUCTION.md row 2, the paper's "Firefox ... its h2
+values are much lower").
 
     .venv/bin/python scripts/fig2_browsers.py reproduction/000-fig2-3-cssjs
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from figures import RATIO_HEADER, measured_rows, median_cell, paired, ratio_line
 
 METRICS = ("plt_ms", "speed_index_ms")
-BROWSERS = ("chromium", "firefox")
+BROWSERS = ("chromium", "firefox:network=0")
 PROTOCOLS = ("h1c", "h1s", "h2s")
 Arm = tuple[str, str]  # client, protocol
 
@@ -36,7 +37,7 @@ def main(folder: Path) -> None:
                 arm = (row["client"], row["protocol"])
                 values[metric][page][arm][int(row["repetition"])] = float(row[metric])
     for metric in METRICS:
-        pages = {p: v for p, v in values[metric].items() if ("firefox", "h2s") in v}
+        pages = {p: v for p, v in values[metric].items() if ("firefox:network=0", "h2s") in v}
         order = sorted(pages, key=lambda p: (p.split(",")[0], int(p.rsplit("=", 1)[1])))
         arms = [(b, p) for b in BROWSERS for p in PROTOCOLS]
         print(f"== {metric}: median over repetitions (n)")
@@ -50,7 +51,7 @@ def main(folder: Path) -> None:
                 for den in ("h1s", "h1c"):
                     ratios = paired(v[(browser, "h2s")], v[(browser, den)])
                     print(ratio_line(f"{page} {browser} h2s / {den}", ratios))
-            ratios = paired(v[("firefox", "h2s")], v[("chromium", "h2s")])
+            ratios = paired(v[("firefox:network=0", "h2s")], v[("chromium", "h2s")])
             print(ratio_line(f"{page} h2s firefox / chromium", ratios))
 
 

@@ -137,6 +137,7 @@ def test_resource_timing_gives_the_requests_without_network_events() -> None:
             ["https://b.h2lab.test/y.js", 50, 0, 90, 0, "", 0],
             ["data:image/png;base64,AAAA", 1, 1, 2, 4, "", 0],
             ["https://a.h2lab.test/never", 55, 0, 0, 0, "", 0],  # not finished
+            ["https://a.h2lab.test/x.png", 130, 0, 140, 30_000, "", 0],  # from the memory cache
             "junk",
         ],
     }

@@ -179,7 +179,9 @@ def timing_log(timing: Mapping[str, Any]) -> NetworkLog:
     network events): the document and every resource it fetched, each with its start, first
     byte, end, body bytes, protocol and status. What the page may not see is 0 or empty, and
     left out: cross-origin resources without ``Timing-Allow-Origin`` have no first byte, size,
-    protocol or status; no request is marked failed, none has headers."""
+    protocol or status; no request is marked failed, none has headers. A URL's first entry
+    is its fetch: a stylesheet the preload scanner fetched has a second entry when the parser
+    takes it from the memory cache (``transferSize`` 0, ending when it was applied)."""
     log = NetworkLog()
     origin = timing.get("timeOrigin")
     if not isinstance(origin, int | float):
@@ -189,12 +191,16 @@ def timing_log(timing: Mapping[str, Any]) -> NetworkLog:
         """Resource Timing's ms from the time origin (0: not seen) as seconds since the epoch."""
         return (origin + ms) / 1000 if isinstance(ms, int | float) and ms > 0 else None
 
+    seen: set[str] = set()
     for n, entry in enumerate(timing.get("resources") or ()):
         if not isinstance(entry, list) or len(entry) != 7 or not isinstance(entry[0], str):
             continue
         url, start, first, end, size, protocol, status = entry
         if not url.startswith(NETWORK_SCHEMES) or not isinstance(end, int | float) or end <= 0:
             continue
+        if url in seen:
+            continue
+        seen.add(url)
         rid = f"rt-{n}"
         start_s = at(start) or origin / 1000
         for event in (
