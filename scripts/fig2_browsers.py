@@ -14,28 +14,22 @@ the two browsers ran on different days, so these pairs share no block).
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-from figures import RATIO_HEADER, measured_rows, median_cell, paired, ratio_line
+from figures import RATIO_HEADER, median_cell, paired, ratio_line, values_by_page
 
 METRICS = ("plt_ms", "speed_index_ms")
 BROWSERS = ("chromium", "firefox:network=0")
 PROTOCOLS = ("h1c", "h1s", "h2s")
-Arm = tuple[str, str]  # client, protocol
 
 
 def main(folder: Path) -> None:
-    # values[metric][page][arm][repetition]
-    values: dict[str, dict[str, dict[Arm, dict[int, float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(dict))
+    values = values_by_page(
+        folder,
+        METRICS,
+        lambda row: row["page"].split(":", 2)[-1],  # kind=css,files=10
+        lambda row: (row["client"], row["protocol"]),
     )
-    for row in measured_rows(folder):
-        page = row["page"].split(":", 2)[-1]  # kind=css,files=10
-        for metric in METRICS:
-            if row[metric]:
-                arm = (row["client"], row["protocol"])
-                values[metric][page][arm][int(row["repetition"])] = float(row[metric])
     for metric in METRICS:
         pages = {p: v for p, v in values[metric].items() if ("firefox:network=0", "h2s") in v}
         order = sorted(pages, key=lambda p: (p.split(",")[0], int(p.rsplit("=", 1)[1])))

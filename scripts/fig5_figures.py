@@ -14,27 +14,21 @@ a paired ratio (median [95% CI], range, wins).
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-from figures import RATIO_HEADER, measured_rows, median_cell, paired, ratio_line
+from figures import RATIO_HEADER, median_cell, paired, ratio_line, values_by_page
 
 METRICS = ("plt_ms", "speed_index_ms")
 SCHEDULERS = ("client", "rr", "fcfs")
-Arm = tuple[str, str]  # protocol, scheduler
 
 
 def main(folder: Path) -> None:
-    # values[metric][page][arm][repetition]
-    values: dict[str, dict[str, dict[Arm, dict[int, float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(dict))
+    values = values_by_page(
+        folder,
+        METRICS,
+        lambda row: Path(row["page"].split(":", 1)[1]).name.split(".")[0],
+        lambda row: (row["protocol"], row["server"].rsplit("=", 1)[-1]),
     )
-    for row in measured_rows(folder):
-        page = Path(row["page"].split(":", 1)[1]).name.split(".")[0]
-        arm = (row["protocol"], row["server"].rsplit("=", 1)[-1])
-        for metric in METRICS:
-            if row[metric]:
-                values[metric][page][arm][int(row["repetition"])] = float(row[metric])
     arms = [("h1s", s) for s in SCHEDULERS] + [("h2s", s) for s in SCHEDULERS]
     for metric in METRICS:
         by_page = values[metric]

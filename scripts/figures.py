@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import csv
 import statistics
-from collections.abc import Iterator, Mapping
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,29 @@ def measured_rows(folder: Path, *, ok_only: bool = True) -> Iterator[dict[str, s
         for row in csv.DictReader(f):
             if row["warmup"] != "1" and (row["status"] == "ok" or not ok_only):
                 yield row
+
+
+Arm = tuple[str, str]
+ByPage = dict[str, dict[Arm, dict[int, float]]]
+"""page -> arm -> repetition -> value, of one metric"""
+
+
+def values_by_page(
+    folder: Path,
+    metrics: Sequence[str],
+    page_of: Callable[[Mapping[str, str]], str],
+    arm_of: Callable[[Mapping[str, str]], Arm],
+) -> dict[str, ByPage]:
+    """Each metric's measured values by page, arm and repetition (``page_of`` and ``arm_of``
+    name a trials.csv row's page and arm)."""
+    values: dict[str, ByPage] = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    for row in measured_rows(folder):
+        for metric in metrics:
+            if row[metric]:
+                values[metric][page_of(row)][arm_of(row)][int(row["repetition"])] = float(
+                    row[metric]
+                )
+    return values
 
 
 def paired(num: Mapping[int, float], den: Mapping[int, float]) -> list[float]:
