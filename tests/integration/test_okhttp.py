@@ -112,9 +112,11 @@ def test_h2s_keeps_at_most_5_streams_open_at_the_server(page: Page, tmp_path: Pa
     result, streams = seen["okhttp"]
     assert len(streams) == len(result.resources) == 41
     # the cap holds at the server; it is not always reached there: the 5 calls each race a
-    # connection of their own, and one stream's arrival can trail the others' (4 in one run)
-    assert 4 <= max_open(streams) <= 5
-    assert _client_open(result) <= 5
+    # connection of their own, and a call whose own connection is ready first sends its request
+    # there (at most 4 and 3 open at once on the busy connection in two full runs). The client
+    # does run 5 at once (its own times), and the control shows the witness sees more.
+    assert max_open(streams) <= 5
+    assert 4 <= _client_open(result) <= 5
     assert {r.protocol for r in result.resources} == {"h2"}
     assert _mostly_one_connection(result)
     assert result.body_bytes == page.total_body_bytes

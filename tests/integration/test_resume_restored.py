@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.integration.conftest import H2LAB, ROOT
 
-NAME = "001-push"  # 60 trials, all stored ok; its report is quick to write
+NAME = "001-push"  # 120 trials (nghttp and okhttp), all stored ok; its report is quick to write
 
 
 def _rows(db: Path) -> list[tuple[str, str]]:
@@ -29,7 +29,7 @@ def test_a_restored_reproduction_resumes_with_zero_trials_run(tmp_path: Path) ->
     )
     assert restored.returncode == 0, restored.stderr
     before = _rows(out / "results.sqlite")
-    assert len(before) == 60 and {tls for _, tls in before} == {"1.3"}
+    assert len(before) == 120 and {tls for _, tls in before} == {"1.3"}
     # as scripts/reproduce.sh runs it: from the project folder, the file named relative to it
     run = subprocess.run(
         [H2LAB, "run", f"experiments/seeds/{NAME}.toml", "--out", str(out)],
@@ -40,6 +40,6 @@ def test_a_restored_reproduction_resumes_with_zero_trials_run(tmp_path: Path) ->
     )
     assert run.returncode == 0, run.stderr
     assert _rows(out / "results.sqlite") == before  # not one trial run again
-    assert "60/60" in run.stderr and "trial failed" not in run.stderr
+    assert "120/120" in run.stderr and "trial failed" not in run.stderr
     assert not (out / "artifacts").exists()  # no trial started
     assert (out / "report.html").is_file()
