@@ -5,11 +5,12 @@ how its connection closing and its error answers are raised (:mod:`~h2lab.client
 
 from __future__ import annotations
 
+import abc
 import threading
 from typing import Any
 
 
-class Reply:
+class Reply(abc.ABC):
     """One command's answer: :meth:`set` by the reader, :meth:`result` by the caller."""
 
     def __init__(self, method: str) -> None:
@@ -37,10 +38,10 @@ class Reply:
         result: dict[str, Any] = self._message.get("result", {})
         return result
 
+    @abc.abstractmethod
     def closed(self) -> Exception:
         """What is raised when the connection closed before the answer."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def error(self, message: dict[str, Any]) -> Exception | None:
         """What is raised for an error answer (None: the answer is a result)."""
-        raise NotImplementedError
