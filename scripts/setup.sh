@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install whatever h2lab needs and is missing; quick and silent the second time.
 #   Debian packages (apt-get), Rattan (cargo install --locked, pinned, cached), uv (pinned,
-#   cached), the Python environment (.venv from uv.lock).
+#   cached), the Python environment (.venv from uv.lock), two npm packages the tests check
+#   against (pinned by their registry integrity, unpacked, never run by npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +11,14 @@ RATTAN_VERSION=0.1.1   # keep in sync with src/h2lab/net/rattan.py RATTAN_VERSIO
 UV_VERSION=0.13.8
 DEB_PACKAGES=(nginx h2o apache2 haproxy nghttp2-client curl iperf3 iproute2 iputils-ping
               util-linux procps chromium firefox-esr libnss3-tools apache2-doc
-              default-jdk-headless maven)  # the OkHttp client (okhttp/): Java 17+, Maven
+              default-jdk-headless maven   # the OkHttp client (okhttp/): Java 17+, Maven
+              tcpdump tshark)              # capture=pcap, and the tests that decode its pcaps
+# References the tests check h2lab against, from the npm registry as tarballs (no npm, no
+# install scripts, no driver downloads): the HAR 1.2 JSON schema and browsertime's visualmetrics.
+NPM_TARBALLS=(
+  "har-schema 2.0.0 sha512-Oqluz6zhGX8cyRaTQlFMPw80bSJVG2x/cFb8ZPhUILGgHka9SsokCCOQgpveePerqidZOrT14ipqfJb7ILcW5Q=="
+  "browsertime 28.3.0 sha512-Ko9Vd4qNt6ojP7UWrWAIVwYajFfKfwCGrIzmqFFML0RjegDaXINyHKXPBRjp+U2ux3URmxa7kj5jZSA2qQdmrw=="
+)
 
 mkdir -p "$CACHE"
 t0=$(date +%s%N)
@@ -40,6 +48,20 @@ if [ ! -x "$RATTAN" ]; then
   "$CARGO" install rattan --version "$RATTAN_VERSION" --locked --root "$CACHE/rattan-$RATTAN_VERSION" \
     >"$CACHE/rattan-build.log" 2>&1 || { tail -20 "$CACHE/rattan-build.log" >&2; exit 1; }
 fi
+
+# $CACHE/npm/<name>-<version>/ holds the package's files (the tarball's package/ folder).
+for entry in "${NPM_TARBALLS[@]}"; do
+  read -r name version integrity <<<"$entry"
+  dest="$CACHE/npm/$name-$version"
+  [ -d "$dest" ] && continue
+  say "fetching $name $version from the npm registry"
+  tmp="$(mktemp -d)"
+  curl -fsS -o "$tmp/p.tgz" "https://registry.npmjs.org/$name/-/$name-$version.tgz"
+  got="sha512-$(openssl dgst -sha512 -binary "$tmp/p.tgz" | base64 -w0)"
+  [ "$got" = "$integrity" ] || { say "$name $version: integrity $got, expected $integrity"; exit 1; }
+  tar xzf "$tmp/p.tgz" -C "$tmp" && mkdir -p "$CACHE/npm" && mv "$tmp/package" "$dest"
+  rm -rf "$tmp"
+done
 
 UV="$CACHE/uv-$UV_VERSION/bin/uv"
 if [ ! -x "$UV" ]; then
