@@ -17,6 +17,7 @@ from rich.table import Table
 
 from h2lab.cli_cluster import cluster_app, secrets_folder
 from h2lab.cli_common import console, err, progress, require_root
+from h2lab.cli_compare import compare as compare_command
 from h2lab.cli_net import net_app
 from h2lab.cli_pages import pages_app
 from h2lab.cli_record import record
@@ -503,6 +504,9 @@ def report(
     if not (out / "results.sqlite").exists():
         raise SpecError(str(out), "results.sqlite", "no results store in this folder")
     print(f"report: {write_report(out, compare=compared)}")
+
+
+app.command("compare")(compare_command)  # after `report` in --help
 
 
 def _parse_compare(texts: list[str] | None) -> tuple[str, tuple[str, ...]] | None:

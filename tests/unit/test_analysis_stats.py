@@ -1,8 +1,9 @@
-"""h2lab.analysis.stats: quantiles, bootstrap CI of the median, seed 002's outlier rule,
-lower-bound efficiency."""
+"""h2lab.analysis.stats: quantiles, bootstrap CI of the median, the Wilcoxon signed-rank test,
+seed 002's outlier rule, lower-bound efficiency."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -16,6 +17,7 @@ from h2lab.analysis.stats import (
     lower_bound_efficiency,
     quantile,
     split_outliers,
+    wilcoxon_p,
 )
 
 
@@ -134,3 +136,74 @@ def test_lower_bound_efficiency_is_bound_over_measured() -> None:
         lower_bound_efficiency(10.0, 0.0)
     with pytest.raises(ValueError, match="bound_ms"):
         lower_bound_efficiency(-1.0, 10.0)
+
+
+# ------------------------------------------------------------- Wilcoxon signed-rank test
+
+
+def _midranks(values: list[float]) -> list[float]:
+    order = sorted(values)
+    return [
+        (order.index(v) + 1 + len(order) - order[::-1].index(v)) / 2 for v in values
+    ]  # first and last position of v, averaged
+
+
+def _enumerated_p(a: list[float], b: list[float]) -> float:
+    """Two-sided p by listing all 2^n sign patterns of the nonzero differences' midranks:
+    the share whose |W+ − n(n+1)/4| is at least the observed one (independent of scipy)."""
+    d = [y - x for x, y in zip(a, b, strict=True) if y != x]
+    ranks = _midranks([abs(v) for v in d])
+    centre = sum(ranks) / 2
+    observed = abs(sum(r for r, v in zip(ranks, d, strict=True) if v > 0) - centre)
+    hits = total = 0
+    for signs in itertools.product((0, 1), repeat=len(d)):
+        total += 1
+        w = sum(r for r, s in zip(ranks, signs, strict=True) if s)
+        hits += abs(w - centre) >= observed - 1e-9
+    return hits / total
+
+
+def test_wilcoxon_p_of_a_textbook_example() -> None:
+    # Hollander & Wolfe, Nonparametric Statistical Methods (1973), Table 3.1: Hamilton
+    # depression scale before (x) and after (y) tranquilizer, 9 patients; T+ = 40 of 45,
+    # exact two-sided p = 2 · 0.0195 = 0.039
+    x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30]
+    y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
+    assert wilcoxon_p(x, y) == pytest.approx(0.0390625)  # 20/512
+    assert wilcoxon_p(y, x) == pytest.approx(0.0390625)  # two-sided: symmetric
+
+
+def test_wilcoxon_p_smallest_values_are_two_over_two_to_the_n() -> None:
+    for n, p in ((3, 0.25), (4, 0.125), (5, 0.0625), (6, 0.03125)):
+        a = [100.0 * (i + 1) for i in range(n)]
+        b = [v * 0.8 for v in a]  # every pair faster in B, distinct magnitudes
+        assert wilcoxon_p(a, b) == pytest.approx(p)
+
+
+def test_wilcoxon_p_with_ties_and_zeros_is_the_exact_enumeration() -> None:
+    a = [10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0]
+    b = [11.0, 12.0, 11.0, 12.0, 9.0, 11.0, 10.0, 13.0, 8.0, 11.0]  # tied |d|, one zero
+    assert wilcoxon_p(a, b) == pytest.approx(_enumerated_p(a, b))
+    assert wilcoxon_p(a, b) == pytest.approx(90 / 512)
+    # a zero difference is dropped (Wilcoxon's rule): the same p as without that pair
+    assert wilcoxon_p([*a, 5.0], [*b, 5.0]) == pytest.approx(wilcoxon_p(a, b))
+
+
+def test_wilcoxon_p_beyond_50_pairs_is_the_normal_approximation() -> None:
+    n = 60
+    a = [100.0] * n
+    b = [100.0 + (i + 1) * (1 if i % 3 else -1) for i in range(n)]  # |d| = 1..60, no ties
+    w_plus = sum(i + 1 for i in range(n) if i % 3)
+    mean, sd = n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+    z = (abs(w_plus - mean) - 0.5) / sd  # continuity correction
+    assert wilcoxon_p(a, b) == pytest.approx(math.erfc(z / math.sqrt(2)), rel=1e-9)
+
+
+def test_wilcoxon_p_edge_cases() -> None:
+    assert wilcoxon_p([], []) is None
+    assert wilcoxon_p([5.0, 6.0], [5.0, 6.0]) == 1.0  # every difference zero
+    assert wilcoxon_p([1.0], [2.0]) == 1.0
+    with pytest.raises(ValueError, match="unequal length"):
+        wilcoxon_p([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="non-finite"):
+        wilcoxon_p([1.0], [math.nan])

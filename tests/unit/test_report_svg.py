@@ -83,6 +83,24 @@ def test_heatmap_cells_coloured_by_ratio() -> None:
     assert {"0.50", "1.00", "2.00"} <= set(texts(root))
 
 
+def test_ci_chart_draws_a_bar_and_a_dot_per_row_and_the_threshold_lines() -> None:
+    rows = [
+        svg.RatioInterval("h1s", 0.8, 0.7, 0.9, "#1f5fa8"),
+        svg.RatioInterval("h2s", 1.2, 1.1, 1.4, "#e07a1f"),
+    ]
+    root = parse(svg.ci_chart(rows, x_label="B/A", title="ci", marks=(0.95, 1.05)))
+    lines = root.findall(f".//{NS}line")
+    bars = [ln for ln in lines if ln.get("stroke-width") == "4"]
+    assert [b.get("stroke") for b in bars] == ["#1f5fa8", "#e07a1f"]
+    x = {ln: float(ln.get("x1") or 0) for ln in bars}
+    assert all(float(b.get("x2") or 0) > x[b] for b in bars)  # low to high, left to right
+    assert x[bars[1]] > float(bars[0].get("x2") or 0)  # 1.1 right of 0.9
+    assert len([ln for ln in lines if ln.get("stroke-dasharray")]) == 2  # 0.95 and 1.05
+    assert count(root, "circle") == 2
+    assert {"h1s", "h2s", "B/A"} <= set(texts(root))
+    assert "no data" in svg.ci_chart([], x_label="B/A", title="ci")
+
+
 def test_tree_chart_draws_a_box_per_node_and_an_edge_per_child() -> None:
     def leaf(i: int, label: str, h2: int, tie: int) -> TreeNode:
         counts = {"h2": h2, "h1": 0, "tie": tie}

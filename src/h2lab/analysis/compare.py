@@ -92,7 +92,7 @@ def nearest_baselines(level: str, candidates: Sequence[str]) -> list[str]:
     return [b for b in candidates if similarity(b) == best]
 
 
-def _repetition(block: str) -> str:
+def repetition_of(block: str) -> str:
     """The block string ends in ``|r<repetition>`` (:attr:`TrialSpec.block`)."""
     return block.rsplit("|", 1)[-1]
 
@@ -140,8 +140,8 @@ def compare_levels(
         for protocol in sorted(data[cell]):
             if protocol not in data[base_cell]:
                 continue
-            ours = {_repetition(b): v for b, v in data[cell][protocol].by_block.items()}
-            base = {_repetition(b): v for b, v in data[base_cell][protocol].by_block.items()}
+            ours = {repetition_of(b): v for b, v in data[cell][protocol].by_block.items()}
+            base = {repetition_of(b): v for b, v in data[base_cell][protocol].by_block.items()}
             reps = sorted(set(ours) & set(base))
             reps = [r for r in reps if base[r] > 0]
             ratios = [ours[r] / base[r] for r in reps]

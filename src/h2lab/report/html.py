@@ -7,7 +7,7 @@ stops the browser from asking for one).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from h2lab.report.model import CompareRow, HeaderRow, VerdictRow
@@ -41,6 +41,7 @@ th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .h2-faster{background:#cfe3f7}.h1-faster{background:#fbe0c7}.tie{background:#eee}
 .too-few-blocks{color:#888}
 .level-faster{background:#cfe3f7}.baseline-faster{background:#fbe0c7}
+.b-faster{background:#cfe3f7}.a-faster{background:#fbe0c7}.too-few-pairs{color:#888}
 .note{color:#555;font-size:.9em}.empty{color:#777;font-style:italic}
 .warn{color:#8a4b00;background:#fff4e0;padding:2px 6px}
 .wide{overflow-x:auto}.side{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
@@ -56,8 +57,11 @@ def e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def page(title: str, subtitle: str, sections: Sequence[str]) -> str:
-    nav = " ".join(f'<a href="#{sid}">{e(t)}</a>' for sid, t in SECTIONS.items())
+def page(
+    title: str, subtitle: str, sections: Sequence[str], headings: Mapping[str, str] = SECTIONS
+) -> str:
+    """The whole page: ``sections`` under a title and a navigation bar to ``headings``."""
+    nav = " ".join(f'<a href="#{sid}">{e(t)}</a>' for sid, t in headings.items())
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -70,9 +74,9 @@ def page(title: str, subtitle: str, sections: Sequence[str]) -> str:
     )
 
 
-def section(sid: str, body: str) -> str:
+def section(sid: str, body: str, headings: Mapping[str, str] = SECTIONS) -> str:
     tag = "footer" if sid == "repro" else "section"
-    return f'<{tag} id="{sid}"><h2>{e(SECTIONS[sid])}</h2>{body}</{tag}>'
+    return f'<{tag} id="{sid}"><h2>{e(headings[sid])}</h2>{body}</{tag}>'
 
 
 def empty(message: str) -> str:

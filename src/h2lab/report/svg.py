@@ -451,6 +451,55 @@ def heatmap(
     return _svg(width, height, body, title)
 
 
+@dataclass(frozen=True)
+class RatioInterval:
+    """One row of a CI chart: a ratio's median and CI, and the colour of its outcome."""
+
+    label: str
+    median: float
+    low: float
+    high: float
+    colour: str
+
+
+def ci_chart(
+    rows: Sequence[RatioInterval], *, x_label: str, title: str, marks: Sequence[float] = ()
+) -> str:
+    """One horizontal CI bar with a dot at the median per row; a solid line at 1 and dashed
+    lines at ``marks`` (the verdicts' thresholds)."""
+    if not rows:
+        return empty_chart(f"{title}: no data")
+    label_w = min(360.0, 12 + 6.2 * max(len(r.label) for r in rows))
+    left, right, top = label_w + 8, WIDTH - 20.0, 8.0
+    bottom = top + 22.0 * len(rows)
+    lo = min(min(r.low for r in rows), *marks, 1.0)
+    hi = max(max(r.high for r in rows), *marks, 1.0)
+    x = Scale(*_padded(lo, hi), left, right)
+    body = [f'<rect x="{_f(left)}" y="{_f(top)}" width="{_f(right - left)}" '
+            f'height="{_f(bottom - top)}" fill="#fcfcfc" stroke="#ddd"/>']  # fmt: skip
+    for t in x.ticks():
+        body.append(f'<text x="{_f(x(t))}" y="{_f(bottom + 14)}" text-anchor="middle">'
+                    f"{_e(fmt_number(t))}</text>")  # fmt: skip
+    for v in (1.0, *marks):
+        dash = "" if v == 1.0 else ' stroke-dasharray="4 3"'
+        body.append(f'<line x1="{_f(x(v))}" y1="{_f(top)}" x2="{_f(x(v))}" y2="{_f(bottom)}" '
+                    f'stroke="#888"{dash}/>')  # fmt: skip
+    for i, r in enumerate(rows):
+        y = top + 22.0 * i + 11
+        tip = f"{r.label}: median {r.median:.3f}, CI [{r.low:.3f}, {r.high:.3f}]"
+        body.append(
+            f"<g><title>{_e(tip)}</title>"
+            f'<text x="{_f(left - 6)}" y="{_f(y + 4)}" text-anchor="end">'
+            f"{_e(_short(r.label, 56))}</text>"
+            f'<line x1="{_f(x(r.low))}" y1="{_f(y)}" x2="{_f(x(r.high))}" y2="{_f(y)}" '
+            f'stroke="{r.colour}" stroke-width="4"/>'
+            f'<circle cx="{_f(x(r.median))}" cy="{_f(y)}" r="4" fill="#222"/></g>'
+        )
+    body.append(f'<text x="{_f((left + right) / 2)}" y="{_f(bottom + 32)}" '
+                f'text-anchor="middle">{_e(x_label)}</text>')  # fmt: skip
+    return _svg(WIDTH, bottom + 42, body, title)
+
+
 def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 

@@ -27,7 +27,7 @@ from h2lab.errors import SpecError
 from h2lab.spec.factors import FACTORS
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS, Store
 
-_DEFAULTS: dict[str, Any] = {
+ADDED_DEFAULTS: dict[str, Any] = {
     "warmup": 0,
     "pushed": 0,
     **{f.column: f.stored(f.default) for f in FACTORS if not f.keyed_at_default},
@@ -71,7 +71,7 @@ def _rows(path: Path, columns: dict[str, str], required: set[str]) -> Iterator[t
             raise SpecError(path, missing[0], "required column missing from the header")
         kinds = [columns[c] for c in header]
         order = [header.index(c) if c in header else None for c in columns]
-        defaults = [_DEFAULTS.get(c) for c in columns]
+        defaults = [ADDED_DEFAULTS.get(c) for c in columns]
         for lineno, fields in enumerate(reader, start=2):
             if len(fields) != len(header):
                 raise SpecError(
@@ -113,8 +113,8 @@ def restore_store(out: Path) -> Restored:
         raise SpecError(
             db_path, "file", "a results store is already here (restore only fills a new one)"
         )
-    required = {c for c, kind in TRIAL_COLUMNS.items() if "NOT NULL" in kind} - set(_DEFAULTS)
-    required_res = {c for c, k in RESOURCE_COLUMNS.items() if "NOT NULL" in k} - set(_DEFAULTS)
+    required = {c for c, kind in TRIAL_COLUMNS.items() if "NOT NULL" in kind} - set(ADDED_DEFAULTS)
+    required_res = {c for c, k in RESOURCE_COLUMNS.items() if "NOT NULL" in k} - set(ADDED_DEFAULTS)
     Store(out).close()  # schema, indexes, user_version
     db = sqlite3.connect(db_path)
     try:

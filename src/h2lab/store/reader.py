@@ -1,0 +1,74 @@
+"""Read a results store without writing to it: for commands that only look (``h2lab compare``).
+
+:class:`~h2lab.store.sqlite.Store` creates its folder, tables and WAL files and upgrades an
+older schema in place; reading two folders to compare them must leave both as they were. The
+database is opened read-only, and *immutable* when no ``-wal`` file with content is beside
+it (every transaction is then in the main file): SQLite then neither creates ``-wal``/``-shm``
+files nor marks the ``-shm`` of a folder whose writer left one. A ``-wal`` with content (a run
+still writing, or killed) is read through, and then its ``-shm`` is written to, as by any
+reader. Columns an older h2lab did not write take their schema default; columns a newer one
+added are not read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from h2lab.artifacts import RESULTS_DB
+from h2lab.errors import SpecError
+from h2lab.spec.factors import BY_COLUMN
+from h2lab.store.restore import ADDED_DEFAULTS
+from h2lab.store.sqlite import TRIAL_COLUMNS, TrialRecord
+
+
+def _default(column: str, kind: str, db_path: Path) -> Any:
+    """The value of ``column`` in a store written before it existed."""
+    if column in ADDED_DEFAULTS:
+        return ADDED_DEFAULTS[column]
+    factor = BY_COLUMN.get(column)
+    if factor is not None and factor.default is not None:
+        return factor.stored(factor.default)
+    if "NOT NULL" in kind:
+        raise SpecError(db_path, column, "required column missing from the trials table")
+    return None
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    uri = db_path.resolve().as_uri() + "?mode=ro"
+    wal = Path(f"{db_path}-wal")
+    if not wal.exists() or wal.stat().st_size == 0:
+        uri += "&immutable=1"  # every transaction is in the main file
+    return sqlite3.connect(uri, uri=True)
+
+
+def read_trials(out_dir: Path) -> list[TrialRecord]:
+    """Every stored trial attempt of ``out_dir/results.sqlite`` (warm-ups left out), in id
+    order. A folder without a store, a file that is not an SQLite database, or one without a
+    ``trials`` table raises :class:`SpecError` naming the folder or the file."""
+    db_path = out_dir / RESULTS_DB
+    if not out_dir.is_dir():
+        raise SpecError(out_dir, RESULTS_DB, "no such folder")
+    if not db_path.is_file():
+        raise SpecError(out_dir, RESULTS_DB, "no results store in this folder")
+    try:
+        db = _connect(db_path)
+    except sqlite3.Error as exc:
+        raise SpecError(db_path, "file", f"cannot be opened: {exc}") from None
+    try:
+        have = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
+        if not have:
+            raise SpecError(db_path, "trials", "no trials table: not an h2lab results store")
+        read = [c for c in TRIAL_COLUMNS if c in have]
+        defaults = {c: _default(c, k, db_path) for c, k in TRIAL_COLUMNS.items() if c not in have}
+        where = " WHERE warmup = 0" if "warmup" in have else ""
+        rows = db.execute(f"SELECT {', '.join(read)} FROM trials{where} ORDER BY id").fetchall()
+    except sqlite3.Error as exc:
+        raise SpecError(db_path, "trials", f"not a readable results store ({exc})") from None
+    finally:
+        db.close()
+    try:
+        return [TrialRecord.from_row({**defaults, **dict(zip(read, r, strict=True))}) for r in rows]
+    except (TypeError, ValueError) as exc:
+        raise SpecError(db_path, "trials", f"a row does not fit the schema ({exc})") from None

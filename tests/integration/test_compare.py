@@ -1,0 +1,97 @@
+"""Issue #33: `h2lab compare` of two runs of one experiment that differ only in the origin's
+scheduler (fcfs in A, client in B), Chromium loading a corpus page over h2s on cell-poor: the
+verdict and the CI are printed and in the HTML page, and agree with the stores."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from h2lab.analysis.stats import wilcoxon_p
+from tests.integration.conftest import ROOT
+
+REPETITIONS = 4
+EXPERIMENT = """name = "scheduler-ab"
+seed = 33
+repetitions = {repetitions}
+timeout_s = 90
+
+[factors]
+protocol = ["h2s"]
+network = ["cell-poor"]
+page = ["warc:{page}"]
+server = ["{server}"]
+client = ["chromium"]
+"""
+RATIO = re.compile(r"(\d+\.\d{3}) \[(\d+\.\d{3}), (\d+\.\d{3})\]")
+
+
+def _h2lab(*args: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250"}
+    return subprocess.run(
+        [sys.executable, "-m", "h2lab", *args],
+        capture_output=True, text=True, timeout=timeout_s, env=env, cwd=ROOT,
+    )  # fmt: skip
+
+
+def _run(tmp_path: Path, side: str, server: str) -> Path:
+    exp = tmp_path / f"{side}.toml"
+    page = ROOT / "corpus" / "warc" / "wikipedia.warc.gz"
+    exp.write_text(EXPERIMENT.format(repetitions=REPETITIONS, page=page, server=server))
+    out = tmp_path / side
+    done = _h2lab("run", str(exp), "--out", str(out), timeout_s=600)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def _plt_by_repetition(out: Path) -> dict[int, float]:
+    db = sqlite3.connect(f"{(out / 'results.sqlite').resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT repetition, plt_ms FROM trials WHERE status = 'ok'").fetchall()
+    finally:
+        db.close()
+    return {int(r): float(v) for r, v in rows}
+
+
+def test_compare_two_scheduler_runs_prints_and_writes_verdict_and_ci(tmp_path: Path) -> None:
+    a = _run(tmp_path, "A", "origin:scheduler=fcfs")
+    b = _run(tmp_path, "B", "origin:scheduler=client")
+    plt_a, plt_b = _plt_by_repetition(a), _plt_by_repetition(b)
+    a_before = {p.name: p.stat().st_mtime_ns for p in a.iterdir()}
+
+    done = _h2lab("compare", str(a), str(b), timeout_s=120)
+    assert done.returncode == 0, done.stderr
+    print(done.stdout)
+    out = done.stdout
+    assert (
+        "differs: server: A origin:scheduler=fcfs; B origin:scheduler=client (set aside: cells "
+        "matched without it)"
+    ) in out
+    assert "cells: page warc:" in out and "network cell-poor" in out
+    reps = sorted(set(plt_a) & set(plt_b))
+    assert len(reps) >= 3, (plt_a, plt_b)  # at most one failed trial in either run
+    ratios = [plt_b[r] / plt_a[r] for r in reps]
+    row = next(ln for ln in out.splitlines() if "plt_ms" in ln and "h2s" in ln)
+    assert f"{len(reps)} pairs (A {len(plt_a)}, B {len(plt_b)})" in row
+    m = RATIO.search(row)
+    assert m, row
+    median, low, high = (float(x) for x in m.groups())
+    assert median == round(statistics.median(ratios), 3)
+    assert round(min(ratios), 3) <= low <= median <= high <= round(max(ratios), 3)
+    p = wilcoxon_p([plt_a[r] for r in reps], [plt_b[r] for r in reps])
+    assert p is not None and f"{p:.4f}" in row
+    verdict = "B faster" if high <= 0.95 else "A faster" if low >= 1.05 else "tie"
+    assert row.rstrip(" │").endswith(verdict), row
+    assert f"{statistics.median(plt_a[r] for r in reps):.0f}" in row
+
+    page = (b / "compare.html").read_text()
+    assert f"compare: {b / 'compare.html'}" in out
+    assert m.group(0) in page and f">{p:.4f}<" in page and f">{verdict}<" in page
+    assert "origin:scheduler=fcfs; B origin:scheduler=client" in page
+    assert page.count("<svg") == 1 and "B/A per cell with its 95% CI" in page
+    assert {p.name: p.stat().st_mtime_ns for p in a.iterdir()} == a_before  # A is only read
