@@ -16,10 +16,11 @@ RESULTS_DB = "results.sqlite"
 ARTIFACTS_DIR = "artifacts"
 """The folder of the trials' artifacts folders."""
 
-# -- a trial's artifacts folder: browser clients (Chromium)
+# -- a trial's artifacts folder: browser clients (Chromium, Firefox)
 
 PAGE_HAR = "page.har"
-"""A browser load's requests as HAR (a failed load's too: every request, with ``_error``)."""
+"""A load's requests as HAR 1.2 (docs/har.md): a browser's (a failed load's too: every request,
+with ``_error``), and h2load's (one client)."""
 VISUAL_PROGRESS = "visual-progress.json"
 """A browser load's visual progress: ``{"frames": n, "progress": [[t_ms, 0..1], ...]}``."""
 FILMSTRIP_DIR = "filmstrip"

@@ -7,7 +7,6 @@ which the next trial gets a new browser."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
 import threading
@@ -22,6 +21,7 @@ from h2lab.artifacts import PAGE_HAR
 from h2lab.errors import TrialFailed
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, Resource
+from tests.har_schema import assert_valid_har_file
 from tests.integration.test_chromium import (
     AT_ONCE,
     BROKEN,
@@ -57,7 +57,7 @@ def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(
         browser.load(never, "h1c", _ctx(lab, link, tmp_path / "never", timeout_s=3))
     assert time.monotonic() - t0 < 15
     # the failed load keeps its request log: the held image is there, marked unfinished
-    entries = json.loads((tmp_path / "never" / PAGE_HAR).read_text())["log"]["entries"]
+    entries = assert_valid_har_file(tmp_path / "never" / PAGE_HAR)["log"]["entries"]
     held = [e for e in entries if "hold=30000" in e["request"]["url"]]
     assert [e.get("_error") for e in held] == ["unfinished"]
     assert any("_error" not in e and e["response"]["status"] == 200 for e in entries)

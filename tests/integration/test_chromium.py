@@ -22,6 +22,7 @@ from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, Resource, resolve_page
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
+from tests.har_schema import assert_valid_har_file
 from tests.integration.conftest import run_experiment
 
 HERE = Path(__file__).parent
@@ -210,7 +211,7 @@ def test_a_failed_subresource_is_recorded_and_fails_the_trial_only_when_asked(
     failed = [(r.url, r.error) for r in ok.resources if r.error]
     assert len(failed) == 1 and failed[0][0].endswith("/y.png?drop=1"), failed
     assert str(failed[0][1]).startswith("net::ERR_")
-    entries = json.loads((tmp_path / "document" / PAGE_HAR).read_text())["log"]["entries"]
+    entries = assert_valid_har_file(tmp_path / "document" / PAGE_HAR)["log"]["entries"]
     assert [e["_error"] for e in entries if "_error" in e] == [failed[0][1]]
     strict = dataclasses.replace(_ctx(lab, link, tmp_path / "any"), fail_on="any")
     with pytest.raises(TrialFailed, match=r"y\.png\?drop=1 \(net::ERR_"):
@@ -236,7 +237,7 @@ def test_a_beacon_blocked_by_orb_leaves_the_trial_ok(
     assert [(r.url, r.error) for r in ok.resources if r.error] == [
         (f"http://{BEACON_HOST}/b.json", "net::ERR_BLOCKED_BY_ORB")
     ]
-    entries = json.loads((tmp_path / "document" / PAGE_HAR).read_text())["log"]["entries"]
+    entries = assert_valid_har_file(tmp_path / "document" / PAGE_HAR)["log"]["entries"]
     assert [e["_error"] for e in entries if "_error" in e] == ["net::ERR_BLOCKED_BY_ORB"]
     strict = dataclasses.replace(_ctx(lab, link, tmp_path / "any"), fail_on="any")
     with pytest.raises(TrialFailed, match=r"b\.json \(net::ERR_BLOCKED_BY_ORB\)"):

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from h2lab.pages import resolve_page
+from tests.har_schema import assert_valid_har_file
 from tests.integration.conftest import run_experiment
 
 DEMO_PAGE = "synthetic:n=32,size=10KB,origins=2"
@@ -55,6 +56,11 @@ def test_all_protocols_run_and_land_in_store(tmp_path: Path) -> None:
     assert n_trials == 5
     assert n_res == 5 * len(page.resources)
     assert conns == len(page.origins)
+    # every trial's h2load HAR is valid HAR 1.2, an entry per resource
+    hars = sorted((tmp_path / "artifacts").glob("*/page.har"))
+    assert len(hars) == 5
+    for path in hars:
+        assert len(assert_valid_har_file(path)["log"]["entries"]) == len(page.resources)
 
 
 def test_parallel_h2load_clients_each_load_the_whole_page(tmp_path: Path) -> None:

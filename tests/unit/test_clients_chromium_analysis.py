@@ -21,6 +21,7 @@ from h2lab.clients.browser_log import (
 from h2lab.clients.chromium_analysis import RawLoad, analyse, page_metrics, trace_frames
 from h2lab.errors import TrialFailed
 from h2lab.metrics.visual import VisualMetrics
+from tests.har_schema import assert_valid_har
 
 
 def jpeg(colour: tuple[int, int, int]) -> str:
@@ -102,8 +103,10 @@ def test_analyse_times_everything_from_navigation_start() -> None:
     assert analysis.visual.frames == 2 and [f.t_ms for f in analysis.frames] == [100.0, 300.0]
     page = analysis.har["log"]["pages"][0]
     assert page["_element_timing_ms"] == {"hero": 150.043}
-    assert page["pageTimings"]["onLoad"] == 210.0 and page["pageTimings"]["__frames"] == 2.0
+    assert page["pageTimings"]["onLoad"] == 210.0 and page["pageTimings"]["_frames"] == 2.0
+    assert page["pageTimings"]["onContentLoad"] == -1  # not reported
     assert len(analysis.har["log"]["entries"]) == 2
+    assert_valid_har(analysis.har)
 
 
 def test_analyse_without_navigation_times_from_the_first_request() -> None:

@@ -35,7 +35,7 @@ BAD_OPTIONS = [
     (
         {"gpu": "1"},
         "unknown chromium option 'gpu' "
-        "(known: cpu, device, filmstrip, idle, keylog, netlog, restart)",
+        "(known: cpu, device, filmstrip, har_bodies, idle, keylog, netlog, restart)",
     ),
 ]
 """Options and the whole line each one's error says."""

@@ -20,6 +20,7 @@ from h2lab.clients.chromium_tab import (
     measure,
     network_event,
     new_tab,
+    phases,
     wait_quiet,
 )
 from h2lab.errors import TrialFailed
@@ -75,9 +76,11 @@ def test_network_events_translate_to_browser_log_events() -> None:
     req = {"url": "https://a.test/new", "initialPriority": "High", "headers": {"a": "b"}}
     redirect = {"status": 301, "protocol": "h2", "connectionId": 7}
     sent = {"requestId": "1", "timestamp": 1.5, "request": req, "redirectResponse": redirect}
+    sent["wallTime"] = 1_795_000_000.5
     assert network_event("Network.requestWillBeSent", sent) == browser_log.RequestSent(
-        "1", "https://a.test/new", 1.5, "High", {"a": "b"}, browser_log.Redirect(301, "h2", "7")
-    )
+        "1", "https://a.test/new", 1.5, "High", {"a": "b"}, browser_log.Redirect(301, "h2", "7"),
+        wall_s=1_795_000_000.5,
+    )  # fmt: skip
     resp = {
         "status": 200,
         "protocol": "h2",
@@ -87,7 +90,9 @@ def test_network_events_translate_to_browser_log_events() -> None:
         "timing": {"requestTime": 10.0, "receiveHeadersEnd": 30.0},
     }
     got = network_event("Network.responseReceived", {"requestId": "1", "response": resp})
-    assert got == browser_log.ResponseStarted("1", 200, "h2", "42", "10.2.0.1", True, {}, 10.03)
+    assert got == browser_log.ResponseStarted(
+        "1", 200, "h2", "42", "10.2.0.1", True, {}, 10.03, phases=browser_log.Phases()
+    )
     no_timing = network_event("Network.responseReceived", {"requestId": "1", "response": {}})
     assert isinstance(no_timing, browser_log.ResponseStarted) and no_timing.ttfb_s is None
     extra = {"requestId": "1", "headersText": "HTTP/1.1 200 OK\r\n\r\n"}
@@ -105,6 +110,25 @@ def test_network_events_translate_to_browser_log_events() -> None:
         "1", 2.0, 700
     )
     assert network_event("Network.resourceChangedPriority", {"requestId": "1"}) is None
+
+
+def test_resource_timing_becomes_the_phases_of_a_request() -> None:
+    """DevTools' ``ResourceTiming`` (ms from ``requestTime``): a new TLS connection's DNS,
+    connect (TLS in it) and TLS spans; a reused connection's are -1 there."""
+    opened = {
+        "requestTime": 10.0, "dnsStart": 0.5, "dnsEnd": 1.5, "connectStart": 1.5,
+        "connectEnd": 61.5, "sslStart": 21.5, "sslEnd": 61.5, "sendStart": 62.0,
+        "sendEnd": 62.25, "receiveHeadersEnd": 100.0,
+    }  # fmt: skip
+    assert phases(opened) == browser_log.Phases(
+        dns_ms=1.0, connect_ms=60.0, ssl_ms=40.0, send_start_s=10.062, send_end_s=10.06225
+    )
+    reused = {
+        "requestTime": 10.0, "dnsStart": -1, "dnsEnd": -1, "connectStart": -1,
+        "connectEnd": -1, "sslStart": -1, "sslEnd": -1, "sendStart": 0.2, "sendEnd": 0.3,
+    }  # fmt: skip
+    assert phases(reused) == browser_log.Phases(send_start_s=10.0002, send_end_s=10.0003)
+    assert phases({}) is None
 
 
 def test_only_chromiums_aborted_is_a_cancel_by_the_page() -> None:
@@ -226,7 +250,8 @@ TRACE = b'{"traceEvents": []}'
 
 class Browser(FakeDevTools):
     """A page load as Chromium tells it: ``on_navigate`` plays the events a navigation brings
-    to the tab; the trace comes back in two chunks."""
+    to the tab; the trace comes back in two chunks; the bodies of ``unknown_bodies`` (request
+    ids) are no longer held."""
 
     def __init__(self, tab: Tab, on_navigate: Callable[[Tab], None]) -> None:
         super().__init__(
@@ -239,10 +264,23 @@ class Browser(FakeDevTools):
         )
         self.tab = tab
         self.on_navigate = on_navigate
+        self.unknown_bodies: set[str] = set()
         self.chunks = [
             {"data": base64.b64encode(TRACE[:5]).decode(), "base64Encoded": True},
             {"data": TRACE[5:].decode(), "eof": True},
         ]
+
+    def send(
+        self, method: str, params: Mapping[str, Any] | None = None, session: str = ""
+    ) -> Reply:
+        if method == "Network.getResponseBody" and (params or {}).get("requestId") in (
+            self.unknown_bodies
+        ):
+            self.sent.append((method, dict(params or {}), session))
+            reply = Reply(method)
+            reply.set({"error": {"message": "No resource with given identifier found"}})
+            return reply
+        return super().send(method, params, session)
 
     def _navigate(self, params: Mapping[str, Any], session: str) -> dict[str, Any]:
         self.on_navigate(self.tab)
@@ -354,3 +392,29 @@ def test_measure_names_a_renderer_crash() -> None:
     cdp = Browser(tab, lambda t: t.on("Inspector.targetCrashed", {}))
     with pytest.raises(TrialFailed, match="renderer crashed while loading"):
         measure(tab, cdp, url, page, timeout_s=5, idle_ms=0)
+
+
+def test_measure_reads_the_bodies_after_the_trace_with_har_bodies() -> None:
+    """Option ``har_bodies``: each finished response's body is asked for on the session that
+    saw it finish, after the trace; one the browser no longer holds is left out."""
+    page = synthetic_page("synthetic:n=2,size=1KB,origins=1")
+    urls = [r.url() for r in page.resources]
+
+    def navigate(tab: Tab) -> None:
+        request(tab, "1", urls[0])
+        request(tab, "2", urls[1])
+        tab.on("Page.loadEventFired", {})
+
+    tab = Tab("ctx", "s1")
+    cdp = Browser(tab, navigate)
+    cdp.answers["Network.getResponseBody"] = lambda p, s: {"body": "<html>"}
+    cdp.unknown_bodies = {"2"}
+    raw = measure(tab, cdp, urls[0], page, timeout_s=5, idle_ms=0, bodies=True)
+    assert cdp.methods()[-2:] == ["Network.getResponseBody", "Network.getResponseBody"]
+    assert cdp.methods().index("IO.close") < cdp.methods().index("Network.getResponseBody")
+    first, second = raw.log.finished()
+    assert first.body == browser_log.BodyRead("1", "<html>", base64=False)
+    assert second.body is None
+    plain = Browser(Tab("ctx", "s1"), navigate)
+    measure(plain.tab, plain, urls[0], page, timeout_s=5, idle_ms=0)
+    assert "Network.getResponseBody" not in plain.methods()

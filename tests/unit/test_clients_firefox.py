@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from h2lab.clients.browser_log import Phases
 from h2lab.clients.firefox import session_cpu_s
-from h2lab.clients.firefox_events import BidiNetwork, RawLoad, analyse
+from h2lab.clients.firefox_events import BidiNetwork, RawLoad, analyse, phases
 from h2lab.clients.firefox_options import (
     OFFLINE_PREFS,
     PROTOCOLS,
@@ -23,6 +24,7 @@ from h2lab.clients.firefox_options import (
 from h2lab.clients.websocket import GUID, accept_key, encode_frame
 from h2lab.errors import SpecError, TrialFailed
 from h2lab.spec.experiment import validate_factors
+from tests.har_schema import assert_valid_har
 
 HOSTS = {"b.h2lab.test": "10.1.2.2", "a.h2lab.test": "10.1.2.1"}
 T0_MS = 1_700_000_000_000.0
@@ -187,6 +189,27 @@ def test_analyse_takes_time_zero_from_the_page() -> None:
     page = analysis.har["log"]["pages"][0]
     assert page["pageTimings"]["onLoad"] == 130
     assert len(analysis.har["log"]["entries"]) == 2
+    assert_valid_har(analysis.har)
+    assert page["startedDateTime"] == "2023-11-14T22:13:20.000Z"
+    assert analysis.har["log"]["entries"][1]["startedDateTime"] == "2023-11-14T22:13:20.050Z"
+
+
+def test_bidi_timings_become_the_phases_of_a_request() -> None:
+    """A new TLS connection's DNS, connect (TLS in it) and TLS from BiDi's ``timings`` (ms
+    since the epoch); a reused connection's set-up (0: not reached) is -1."""
+    opened = {
+        "requestTime": T0_MS, "dnsStart": T0_MS + 1, "dnsEnd": T0_MS + 2,
+        "connectStart": T0_MS + 2, "connectEnd": T0_MS + 62, "tlsStart": T0_MS + 22,
+        "requestStart": T0_MS + 63, "responseStart": T0_MS + 100,
+    }  # fmt: skip
+    assert phases(opened) == Phases(
+        dns_ms=1.0, connect_ms=60.0, ssl_ms=40.0, send_start_s=1_700_000_000.063,
+        send_end_s=1_700_000_000.063,
+    )  # fmt: skip
+    reused = {"requestTime": T0_MS, "dnsStart": 0, "dnsEnd": 0, "connectStart": 0,
+              "connectEnd": 0, "tlsStart": 0, "requestStart": T0_MS + 1}  # fmt: skip
+    got = phases(reused)
+    assert (got.dns_ms, got.connect_ms, got.ssl_ms) == (-1, -1, -1)
 
 
 def test_analyse_fails_a_load_that_fetched_nothing() -> None:

@@ -16,6 +16,7 @@ from h2lab.clients.firefox_frames import Recording, decode
 from h2lab.clients.firefox_options import parse_options
 from h2lab.clients.firefox_tab import AFTER_LOAD_JS, mobile_user_agent, tab_commands
 from h2lab.errors import TrialFailed
+from tests.har_schema import assert_valid_har
 from tests.unit.test_clients_firefox import T0_MS, _load
 
 WINDOW = (160, 120)
@@ -73,7 +74,7 @@ def test_speed_index_from_the_frames() -> None:
     assert analysis.result.visual_complete_ms == 400
     page = analysis.har["log"]["pages"][0]
     assert page["_lcp_candidates_ms"] == {"https://a/x.png": 190.5}
-    assert page["pageTimings"]["__frames"] == 3
+    assert page["pageTimings"]["_frames"] == 3
 
 
 def test_a_frame_that_is_not_a_png_fails_the_trial() -> None:
@@ -155,6 +156,20 @@ def test_resource_timing_gives_the_requests_without_network_events() -> None:
     assert analysis.result.body_bytes == 30_500
     assert analysis.result.pdt_ms == pytest.approx(120.25)
     assert analysis.result.failed_requests == 0
+    # its HAR: the page's wall-clock dates, no phases (Resource Timing of another origin
+    # tells none): -1 there; no status: 0
+    har = analysis.har
+    assert_valid_har(har)
+    page, entries = har["log"]["pages"][0], har["log"]["entries"]
+    assert page["startedDateTime"] == "2023-11-14T22:13:20.000Z"
+    assert [e["startedDateTime"] for e in entries] == [
+        "2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.045Z", "2023-11-14T22:13:20.050Z"
+    ]  # fmt: skip
+    assert entries[1]["timings"] == {
+        "blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": 15.0,
+        "receive": 60.25,
+    }  # fmt: skip
+    assert entries[2]["response"]["status"] == 0 and entries[2]["timings"]["wait"] == 40.0
 
 
 def test_network_option_and_its_limits() -> None:

@@ -1,4 +1,4 @@
-"""h2lab.clients.h2load: the pure parts — connection plan, URLs and h2load argv."""
+"""h2lab.clients.h2load: the pure parts — connection plan, URLs, h2load argv and the HAR."""
 
 from __future__ import annotations
 
@@ -14,11 +14,14 @@ from h2lab.clients.h2load import (
     H2load,
     argv_for,
     entry_connection,
+    h2load_har,
     plan,
 )
+from h2lab.metrics.h2load import RequestLog
 from h2lab.pages import Page, Resource
 from h2lab.pages.synthetic import layout, parse
 from h2lab.servers import url_for
+from tests.har_schema import assert_valid_har
 
 
 def page(spec: str, entry_index: int = 0) -> Page:
@@ -184,3 +187,41 @@ def test_per_host_caps_h1_connections_and_h2_streams() -> None:
     adapter = clients.get("h2load:per_host=5,clients=2")
     assert isinstance(adapter, H2load) and (adapter.per_host, adapter.clients) == (5, 2)
     assert clients.get("h2load").per_host is None  # type: ignore[attr-defined]
+
+
+def test_har_of_a_load_holds_what_h2loads_log_knows() -> None:
+    """Two h1s connections, two requests each: every request an entry with its URL, status,
+    type and size; the whole duration is ``wait``; each connection's first request carries the
+    connection's set-up as ``connect`` and starts that much earlier."""
+    p = page("synthetic:n=3,size=1KB,origins=1")
+    conns = plan(p, "h1s", per_host=2)
+    t0_us = 1_795_000_000_000_000
+    logs = [
+        [RequestLog(t0_us + 30_000, 200, 20_000), RequestLog(t0_us + 50_000, 200, 10_000)],
+        [RequestLog(t0_us + 31_000, 200, 15_000), RequestLog(t0_us + 46_000, 200, 5_000)],
+    ]
+    fetched = [(conns[0], logs[0], 30.0), (conns[1], logs[1], 31.0)]
+    har = h2load_har(url_for(p.entry, "h1s"), "h1s", fetched)
+    assert_valid_har(har)
+    entries = har["log"]["entries"]
+    assert [e["request"]["url"] for e in entries] == [
+        url_for(r, "h1s") for r in (conns[0].resources[0], conns[1].resources[0],
+                                     conns[1].resources[1], conns[0].resources[1])
+    ]  # fmt: skip
+    first = entries[0]
+    assert first["startedDateTime"] == "2026-11-18T11:06:40.000Z"  # the connect() call
+    assert first["timings"] == {
+        "blocked": -1, "dns": -1, "connect": 30.0, "ssl": -1, "send": 0.0, "wait": 20.0,
+        "receive": 0.0,
+    }  # fmt: skip
+    assert first["time"] == 50.0 and first["connection"] == conns[0].id
+    reused = entries[3]
+    assert reused["startedDateTime"] == "2026-11-18T11:06:40.050Z"
+    assert (reused["timings"]["connect"], reused["time"]) == (-1, 10.0)
+    content = first["response"]["content"]
+    res = conns[0].resources[0]
+    assert content == {"size": res.size_bytes, "mimeType": res.content_type}
+    assert {e["response"]["httpVersion"] for e in entries} == {"HTTP/1.1"}
+    page_ = har["log"]["pages"][0]
+    assert page_["startedDateTime"] == first["startedDateTime"]
+    assert page_["pageTimings"] == {"onContentLoad": -1, "onLoad": -1, "_pdt_ms": 30.0}

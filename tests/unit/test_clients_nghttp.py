@@ -132,6 +132,11 @@ def test_collect_marks_pushes_and_times_from_first_request(tmp_path: Path) -> No
     assert result.pdt_ms == pytest.approx(9 + 10 - 3, abs=1e-3)
     assert result.body_bytes == 2300
     assert result.request_header_bytes == 2 * 32 and result.response_header_bytes == 2 * 85
+    # the HAR kept is the mended one: h2lab's connection id, the stream id aside
+    kept = json.loads((tmp_path / "nghttp-0.har").read_text())["log"]["entries"]
+    assert [(e["connection"], e["_stream_id"]) for e in kept] == [
+        ("o1.h2lab.test#0", 13), ("o1.h2lab.test#0", 2)
+    ]  # fmt: skip
 
 
 def test_collect_fails_on_missing_resource_bad_status_or_exit(tmp_path: Path) -> None:

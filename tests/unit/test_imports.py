@@ -26,6 +26,7 @@ PURE_PACKAGES = ("h2lab.spec", "h2lab.analysis", "h2lab.metrics", "h2lab.report"
 PURE_MODULES = (
     "h2lab.runner.matrix",
     "h2lab.results",
+    "h2lab.har",
     "h2lab.spec.tcp",
     "h2lab.spec.protocols",
     "h2lab.units",

@@ -11,11 +11,13 @@ import pytest
 
 from h2lab.metrics.nghttp import (
     NghttpParseError,
+    complete_har,
     linked_assets,
     parse_frame_log,
     parse_har,
     unlinked,
 )
+from tests.har_schema import assert_valid_har
 
 HAR = """{"log": {"version": "1.2", "creator": {"name": "nghttp", "version": "1.52.0"}, "pages":
 [{"startedDateTime": "2026-11-22T15:21:20.988Z", "id": "page_0", "title": "", "pageTimings": {}}],
@@ -171,3 +173,26 @@ def test_linked_assets_port_must_match() -> None:
 def test_unlinked_is_what_must_be_listed() -> None:
     wanted = ["https://o1.h2lab.test/obj/1.png", "https://o1.h2lab.test/obj/3.png"]
     assert unlinked(wanted, HTML, "https://o1.h2lab.test/") == ["https://o1.h2lab.test/obj/3.png"]
+
+
+def test_nghttps_own_har_validates_and_is_mended_as_har_1_2() -> None:
+    """nghttp 1.52's ``--har`` (with a pushed stream) validates as it is; mended, its
+    ``connection`` is the connection's, its reused set-up -1, its times its timings' sums."""
+    assert_valid_har(json.loads(HAR))
+    mended = complete_har(HAR, "o1.h2lab.test#0")
+    assert_valid_har(mended)
+    first, pushed, third = mended["log"]["entries"]
+    assert {e["connection"] for e in (first, pushed, third)} == {"o1.h2lab.test#0"}
+    assert [e["_stream_id"] for e in (first, pushed, third)] == [13, 2, 15]
+    assert (first["timings"]["dns"], first["timings"]["connect"]) == (0.223, 43.713)
+    assert first["timings"]["blocked"] == pytest.approx(65.277 - 0.223 - 43.713 - 21.007 - 0.208)
+    assert (pushed["timings"]["dns"], pushed["timings"]["connect"]) == (-1, -1)
+    assert pushed["request"]["method"] == "GET"
+    for e in (first, pushed, third):
+        t = e["timings"]
+        assert sum(v for k, v in t.items() if v >= 0) == pytest.approx(e["time"], abs=0.002)
+    assert mended["log"]["pages"][0]["title"] == "https://o1.h2lab.test/index.html"
+    # parsed again, the mended HAR tells the same streams
+    assert parse_har(json.dumps(mended)) == parse_har(HAR)
+    with pytest.raises(NghttpParseError, match="not an nghttp HAR"):
+        complete_har('{"log": {}}', "o1.h2lab.test#0")

@@ -3,8 +3,10 @@
 Pure: no I/O, no clock, no browser. A browser's adapter turns its own events (Chromium's
 DevTools ``Network.*``: :func:`h2lab.clients.chromium_tab.network_event`) into the events
 below (each a :class:`RequestEvent`) and adds them to a :class:`NetworkLog` in the order they
-came. Times are seconds on the browser's monotonic clock (for Chromium, the clock of its trace
-events too); an event for a request the log never saw sent is ignored.
+came. Times are seconds on the browser's own clock (for Chromium, the monotonic clock of its
+trace events; for Firefox, the wall clock); an event for a request the log never saw sent is
+ignored. A request sent with its wall-clock time (:attr:`RequestSent.wall_s`) anchors the log's
+clock to the wall clock, for the HAR's dates.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from h2lab import har as harlib
 from h2lab.errors import TrialFailed
 from h2lab.pages import Page
 from h2lab.results import ResourceTiming
@@ -53,6 +56,26 @@ class RequestSent(RequestEvent):
     """its headers as the browser reports them"""
     redirect: Redirect | None = None
     """the redirect that led here: the previous request of the id ends at ``time_s`` with it"""
+    method: str = "GET"
+    wall_s: float | None = None
+    """``time_s`` on the wall clock, seconds since the epoch (Chromium's ``wallTime``); None:
+    the browser's clock is the wall clock"""
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Where a request's time went before its response, as the browser reports it (ms; -1:
+    did not apply, such as the connection set-up of a request on a reused connection)."""
+
+    dns_ms: float = harlib.NOT_APPLICABLE
+    connect_ms: float = harlib.NOT_APPLICABLE
+    """the connection's set-up, TCP and TLS (HAR's ``connect`` holds ``ssl``)"""
+    ssl_ms: float = harlib.NOT_APPLICABLE
+    """the TLS handshake"""
+    send_start_s: float | None = None
+    """when the request began to go out (None: not told)"""
+    send_end_s: float | None = None
+    """when it was out (None: not told)"""
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,12 @@ class ResponseStarted(RequestEvent):
     """the response's headers as the browser reports them"""
     ttfb_s: float | None
     """when its headers had arrived (None: the browser did not say)"""
+    status_text: str = ""
+    """the reason phrase (HTTP/2 and HTTP/3 have none)"""
+    mime_type: str | None = None
+    """the content type the browser settled on (None: the ``Content-Type`` header's)"""
+    phases: Phases | None = None
+    """its DNS, connect, TLS and send times (None: the browser did not say)"""
 
 
 @dataclass(frozen=True)
@@ -92,6 +121,15 @@ class DataReceived(RequestEvent):
 
     size_bytes: int
     """body bytes, decoded"""
+
+
+@dataclass(frozen=True)
+class BodyRead(RequestEvent):
+    """A finished response's body, as the browser kept it (option ``har_bodies``)."""
+
+    text: str
+    base64: bool
+    """``text`` is the body in base64 (binary); else the body decoded as text"""
 
 
 @dataclass(frozen=True)
@@ -140,6 +178,13 @@ class Request:
     remote: str | None = None
     request_headers: dict[str, str] = field(default_factory=dict)
     response_headers: dict[str, str] = field(default_factory=dict)
+    method: str = "GET"
+    status_text: str = ""
+    mime_type: str | None = None
+    phases: Phases | None = None
+    redirect_url: str = ""
+    """where a redirect sent it (the next request under its id)"""
+    body: BodyRead | None = None
 
 
 class NetworkLog:
@@ -150,6 +195,10 @@ class NetworkLog:
     def __init__(self) -> None:
         self.requests: dict[str, Request] = {}
         """by request id; a redirect's earlier requests under ``<id>#<n>``"""
+        self.wall_offset_s = 0.0
+        """what turns the browser's clock into seconds since the epoch (added), from the first
+        request sent with its wall-clock time"""
+        self._anchored = False
 
     def add(self, event: RequestEvent) -> None:
         """Take one event into the log (one for a request never sent is ignored)."""
@@ -166,8 +215,13 @@ class NetworkLog:
             r.remote = event.remote
             r.from_cache = event.from_cache
             r.response_headers = dict(event.headers)
+            r.status_text = event.status_text
+            r.mime_type = event.mime_type
+            r.phases = event.phases or r.phases
             if event.ttfb_s is not None:
                 r.ttfb_s = event.ttfb_s
+        elif isinstance(event, BodyRead):
+            r.body = event
         elif isinstance(event, ResponseHeaderBytes):
             r.header_bytes = event.header_bytes
         elif isinstance(event, ServedFromCache):
@@ -184,6 +238,8 @@ class NetworkLog:
 
     def _sent(self, event: RequestSent) -> None:
         rid = event.request_id
+        if event.wall_s is not None and not self._anchored:
+            self.wall_offset_s, self._anchored = event.wall_s - event.time_s, True
         redirected = self.requests.get(rid)
         if redirected is not None and event.redirect is not None:
             # the same request id goes on to the Location: keep the 3xx as its own row
@@ -191,12 +247,14 @@ class NetworkLog:
             redirected.protocol = event.redirect.protocol
             redirected.connection = event.redirect.connection
             redirected.end_s = event.time_s
+            redirected.redirect_url = event.url
             self.requests[f"{rid}#{len(self.requests)}"] = redirected
         self.requests[rid] = Request(
             url=event.url,
             start_s=event.time_s,
             priority=event.priority,
             request_headers=dict(event.headers),
+            method=event.method,
         )
 
     def snapshot(self) -> list[Request]:
@@ -258,77 +316,113 @@ class NetworkLog:
         *,
         every: bool = False,
     ) -> dict[str, Any]:
-        """A HAR 1.2 log: one page, one entry per finished request, with the browser's
-        protocol, connection id, priority and header sizes, and the failed ones with
-        ``_error``, the browser's reason. With ``every``, the unfinished and cancelled requests
-        too (a failed load's log); ``_error`` is ``unfinished`` for one still waiting when the
-        load ended."""
+        """A HAR 1.2 log: one page started at ``t0_s`` (the browser's clock), its
+        ``onContentLoad``/``onLoad`` the metrics ``dcl_ms``/``plt_ms`` and every metric an
+        extra (``_plt_ms``); one entry per finished request, with the browser's protocol,
+        connection id, priority and header sizes, and the failed ones with ``_error``, the
+        browser's reason. With ``every``, the unfinished and cancelled requests too (a failed
+        load's log); ``_error`` is ``unfinished`` for one still waiting when the load ended."""
         chosen = (
             sorted(self.snapshot(), key=lambda r: r.start_s)
             if every
             else sorted((*self.finished(), *self.failed()), key=lambda r: r.start_s)
         )
-        return {
-            "log": {
-                "version": "1.2",
-                "creator": {"name": "h2lab", "version": "0"},
-                "pages": [
-                    {
-                        "id": "page_1",
-                        "title": page_url,
-                        "startedDateTime": "+0ms",
-                        "pageTimings": {
-                            "onContentLoad": metrics.get("dcl_ms"),
-                            "onLoad": metrics.get("plt_ms"),
-                            **{f"_{k}": v for k, v in metrics.items()},
-                        },
-                    }
-                ],
-                "entries": [_har_entry(r, t0_s, every) for r in chosen],
-            }
-        }
+        page = harlib.page(
+            page_url,
+            t0_s + self.wall_offset_s,
+            metrics.get("dcl_ms"),
+            metrics.get("plt_ms"),
+            metrics,
+        )
+        return harlib.log([_har_entry(r, self.wall_offset_s, every) for r in chosen], [page])
 
 
-def _har_entry(r: Request, t0_s: float, every: bool) -> dict[str, Any]:
-    start_ms = (r.start_s - t0_s) * 1000
-    wait = ((r.ttfb_s or r.start_s) - r.start_s) * 1000
-    receive = ((r.end_s or r.start_s) - (r.ttfb_s or r.start_s)) * 1000
+def har_timings(r: Request) -> dict[str, float]:
+    """A request's HAR ``timings`` (ms): ``blocked`` (queued and stalled: from its start to
+    its send, less DNS and connect), ``dns``, ``connect`` (``ssl`` in it), ``send``, ``wait``
+    (to the response's headers), ``receive`` (to its end), as the browser's :class:`Phases`
+    tell them; without them, ``blocked``, ``dns``, ``connect`` and ``ssl`` are -1 and
+    ``wait`` runs from the start. A failed request waited until it failed; an unfinished
+    one's times end at its last event."""
+    end = r.end_s if r.end_s is not None else (r.ttfb_s if r.ttfb_s is not None else r.start_s)
+    first = _within(r.ttfb_s, r.start_s, end) if r.ttfb_s is not None else end
+    p = r.phases
+    if p is None:
+        send_start = send_end = r.start_s
+        blocked, dns, connect, ssl = (harlib.NOT_APPLICABLE,) * 4
+    else:
+        send_start = _within(p.send_start_s, r.start_s, first)
+        send_end = _within(p.send_end_s, send_start, first)
+        dns, connect, ssl = p.dns_ms, p.connect_ms, p.ssl_ms
+        before_ms = (send_start - r.start_s) * 1000
+        blocked = max(0.0, before_ms - max(dns, 0.0) - max(connect, 0.0))
+    ms = {
+        "blocked": blocked,
+        "dns": dns,
+        "connect": connect,
+        "ssl": ssl,
+        "send": (send_end - send_start) * 1000,
+        "wait": (first - send_end) * 1000,
+        "receive": (end - first) * 1000,
+    }
+    return {k: round(v, 3) for k, v in ms.items()}
+
+
+def _within(t: float | None, low: float, high: float) -> float:
+    """``t`` held between ``low`` and ``high`` (``low`` when None)."""
+    return low if t is None else min(max(t, low), max(low, high))
+
+
+def _har_entry(r: Request, wall_offset_s: float, every: bool) -> dict[str, Any]:
     error = r.failed or ("unfinished" if r.end_s is None else None)
+    timings = har_timings(r)
+    address = harlib.ip_address(r.remote)
     return {
-        "pageref": "page_1",
-        "startedDateTime": f"+{start_ms:.3f}ms",
-        "time": round(wait + receive, 3),
+        "pageref": harlib.PAGE_ID,
+        "startedDateTime": harlib.iso_date(r.start_s + wall_offset_s),
+        "time": harlib.total_ms(timings),
         "request": {
-            "method": "GET",
+            "method": r.method,
             "url": r.url,
             "httpVersion": r.protocol or "",
-            "headers": [{"name": k, "value": v} for k, v in r.request_headers.items()],
+            "cookies": harlib.request_cookies(r.request_headers),
+            "headers": harlib.name_values(r.request_headers),
+            "queryString": harlib.query_string(r.url),
             "headersSize": -1,
-            "bodySize": 0,
+            "bodySize": 0 if r.method in ("GET", "HEAD") else -1,
         },
         "response": {
             "status": r.status or 0,
+            "statusText": r.status_text,
             "httpVersion": r.protocol or "",
-            "headers": [{"name": k, "value": v} for k, v in r.response_headers.items()],
+            "cookies": harlib.response_cookies(r.response_headers),
+            "headers": harlib.name_values(r.response_headers),
+            "content": _content(r),
+            "redirectURL": r.redirect_url or harlib.header(r.response_headers, "location") or "",
             "headersSize": r.header_bytes if r.header_bytes is not None else -1,
             "bodySize": r.body_bytes,
             "_transferSize": r.encoded_bytes,
-            "content": {"size": r.body_bytes},
         },
-        "timings": {
-            "blocked": -1,
-            "dns": -1,
-            "connect": -1,
-            "send": 0,
-            "wait": round(wait, 3),
-            "receive": round(receive, 3),
-        },
+        "cache": {},
+        "timings": timings,
         "connection": r.connection or "",
-        "serverIPAddress": r.remote or "",
+        **({"serverIPAddress": address} if address else {}),
         "_priority": r.priority,
         "_fromCache": r.from_cache,
         **({"_error": error} if (every or r.failed) and error else {}),
     }
+
+
+def _content(r: Request) -> dict[str, Any]:
+    """HAR's ``response.content``: the body's size and type, and with option ``har_bodies``
+    the body itself (``encoding`` base64 for a binary one)."""
+    mime = harlib.header(r.response_headers, "content-type") or r.mime_type or ""
+    content: dict[str, Any] = {"size": r.body_bytes, "mimeType": mime}
+    if r.body is not None:
+        content["text"] = r.body.text
+        if r.body.base64:
+            content["encoding"] = "base64"
+    return content
 
 
 def failed_load_har(log: NetworkLog, page_url: str) -> dict[str, Any] | None:

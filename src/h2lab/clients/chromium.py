@@ -214,6 +214,7 @@ class Chromium:
             raw = measure(
                 tab, handle.cdp, url, page, timeout_s=ctx.timeout_s,
                 idle_ms=self.options.idle_ms, fail_on=ctx.fail_on,
+                bodies=self.options.har_bodies,
             )  # fmt: skip
         except TrialFailed:
             if tab is not None:

@@ -13,7 +13,9 @@ NetLog / SSLKEYLOGFILE per browser, moved into the folder of the last trial that
 when it exits; it covers every trial since it started), ``idle`` (a duration: after the load
 event, also wait for that much network silence), ``filmstrip`` (1: keep the frames as JPEG
 files in the trial folder), ``restart`` (1: a new browser for every trial, as browsertime does;
-``bench/overhead.py`` compares the two).
+``bench/overhead.py`` compares the two), ``har_bodies`` (1: every response's body in the
+trial's HAR, ``content.text``, base64 for a binary one, read from the browser after the
+measured load; ``h2lab pages import`` of that HAR gives the page back).
 """
 
 from __future__ import annotations
@@ -124,12 +126,14 @@ class Options:
     filmstrip: bool = False
     restart: bool = False
     """start a new browser for every trial (browsertime's way; for bench/overhead)"""
+    har_bodies: bool = False
+    """keep every response's body in the HAR (``content.text``), read after the load"""
     idle_ms: float = 0.0
     """after the load event, also wait until the network has been idle this long (WebPageTest's
     "fully loaded": 2000 ms), so requests made by scripts after load are made and served"""
 
 
-SWITCHES = ("netlog", "keylog", "filmstrip", "restart")
+SWITCHES = ("netlog", "keylog", "filmstrip", "restart", "har_bodies")
 """The options that are 0 or 1."""
 KNOWN_OPTIONS = frozenset({"device", "cpu", "idle", *SWITCHES})
 

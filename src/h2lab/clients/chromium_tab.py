@@ -25,6 +25,7 @@ from h2lab.clients.browser_options import Device
 from h2lab.clients.cdp import PIPE_CLOSED, CdpError, DevTools, PipeClosed, Reply
 from h2lab.clients.chromium_analysis import RawLoad
 from h2lab.errors import TrialFailed
+from h2lab.har import NOT_APPLICABLE
 from h2lab.pages import Page
 
 TAB_TIMEOUT_S = 10.0
@@ -102,7 +103,16 @@ def network_event(method: str, p: Mapping[str, Any]) -> browser_log.RequestEvent
             redirect = browser_log.Redirect(resp.get("status"), resp.get("protocol"), connection)
         headers = dict(req.get("headers", {}))
         priority = req.get("initialPriority")
-        return browser_log.RequestSent(rid, req["url"], p["timestamp"], priority, headers, redirect)
+        return browser_log.RequestSent(
+            rid,
+            req["url"],
+            p["timestamp"],
+            priority,
+            headers,
+            redirect,
+            method=str(req.get("method", "GET")),
+            wall_s=p.get("wallTime"),
+        )
     if method == "Network.responseReceived":
         return _response(rid, p["response"])
     if method == "Network.responseReceivedExtraInfo":
@@ -122,6 +132,31 @@ def network_event(method: str, p: Mapping[str, Any]) -> browser_log.RequestEvent
     return None
 
 
+def phases(timing: Mapping[str, Any]) -> browser_log.Phases | None:
+    """A DevTools ``ResourceTiming`` (ms from ``requestTime``, -1: did not happen, as for
+    the set-up of a reused connection) as the request's :class:`~browser_log.Phases`;
+    ``connect`` spans TCP and TLS there, as HAR's does."""
+    if "requestTime" not in timing:
+        return None
+    base_s = float(timing["requestTime"])
+
+    def span(start: str, end: str) -> float:
+        a, b = timing.get(start, -1), timing.get(end, -1)
+        return round(b - a, 3) if a >= 0 and b >= 0 else NOT_APPLICABLE
+
+    def at(name: str) -> float | None:
+        v = timing.get(name, -1)
+        return base_s + v / 1000 if v >= 0 else None
+
+    return browser_log.Phases(
+        dns_ms=span("dnsStart", "dnsEnd"),
+        connect_ms=span("connectStart", "connectEnd"),
+        ssl_ms=span("sslStart", "sslEnd"),
+        send_start_s=at("sendStart"),
+        send_end_s=at("sendEnd"),
+    )
+
+
 def _response(rid: str, resp: Mapping[str, Any]) -> browser_log.ResponseStarted:
     timing = resp.get("timing") or {}
     ttfb_s = None
@@ -136,6 +171,9 @@ def _response(rid: str, resp: Mapping[str, Any]) -> browser_log.ResponseStarted:
         from_cache=bool(resp.get("fromDiskCache") or resp.get("fromPrefetchCache")),
         headers=dict(resp.get("headers", {})),
         ttfb_s=ttfb_s,
+        status_text=str(resp.get("statusText", "")),
+        mime_type=resp.get("mimeType"),
+        phases=phases(timing),
     )
 
 
@@ -165,11 +203,14 @@ class Tab:
         self.crashed = False
         self.closed = False
         self.trace_stream: str | None = None
+        self.finished_on: dict[str, str] = {}
+        """request id -> the session whose events said it finished (where its body is asked
+        for, option ``har_bodies``)"""
         self._navigating = False
 
     def on(self, method: str, params: dict[str, Any]) -> None:
         if method.startswith("Network."):
-            self._network(method, params)
+            self._network(self.session, method, params)
         elif method == "Target.attachedToTarget":
             self._attach(params["sessionId"])
         elif method == "Page.loadEventFired":
@@ -186,11 +227,13 @@ class Tab:
             self.closed = True
             self.signal.set()
 
-    def _network(self, method: str, params: dict[str, Any]) -> None:
+    def _network(self, session: str, method: str, params: dict[str, Any]) -> None:
         self.last_network_s = time.monotonic()
         event = network_event(method, params)
         if event is not None:
             self.log.add(event)
+        if method == "Network.loadingFinished":
+            self.finished_on[str(params.get("requestId", ""))] = session
         if method == "Network.loadingFailed":
             self.request_failed = True
             self.signal.set()
@@ -207,7 +250,7 @@ class Tab:
 
         def on_child(method: str, params: dict[str, Any]) -> None:
             if method.startswith("Network."):
-                self._network(method, params)
+                self._network(child, method, params)
             elif method == "Target.attachedToTarget":
                 self._attach(params["sessionId"])
 
@@ -316,13 +359,16 @@ def measure(
     timeout_s: float,
     idle_ms: float,
     fail_on: str = "document",
+    bodies: bool = False,
 ) -> RawLoad:
     """The page load itself: tracing on, navigate, wait for load, tracing off. A load whose
     document fails (``fail_on="document"``), or in which any request for the page's own
     resources fails (``"any"``, :func:`~h2lab.clients.browser_log.failed_page_requests`),
     fails then, or after the load if it failed later; waiting for the load is no use, as it
     may never come (yahoo's document failing with ``net::ERR_HTTP2_PING_FAILED`` left
-    requests waiting until the 900 s timeout)."""
+    requests waiting until the 900 s timeout). With ``bodies`` (option ``har_bodies``),
+    the finished responses' bodies are read into the log once the trace is in
+    (:func:`read_bodies`)."""
     deadline = time.monotonic() + timeout_s
     s = tab.session
 
@@ -372,6 +418,8 @@ def measure(
         timing = _after_load(cdp, s)
         tracing = False
         trace = _stop_tracing(tab, cdp)
+        if bodies:
+            read_bodies(tab, cdp)
     finally:
         if tracing and not tab.closed:
             with contextlib.suppress(Exception):
@@ -406,6 +454,29 @@ def _evaluate(cdp: DevTools, session: str, expression: str) -> Any:
         text = answer["exceptionDetails"].get("text", "exception")
         raise TrialFailed(f"chromium: reading the page's timing failed: {text}")
     return answer.get("result", {}).get("value")
+
+
+def read_bodies(tab: Tab, cdp: DevTools) -> None:
+    """Every finished response's body (``Network.getResponseBody`` on the session that saw it
+    finish: the page's or a frame's) into the tab's log, as :class:`browser_log.BodyRead`.
+    Asked after the measured load, so that the asking costs the load nothing, and before the
+    tab closes, which drops them. All are asked at once, then awaited; one the browser no
+    longer holds (a response larger than its per-resource buffer, or evicted from it: the
+    error answer "No resource with given identifier found") is left out, its HAR entry
+    without ``content.text``."""
+    asked = [
+        (rid, cdp.send("Network.getResponseBody", {"requestId": rid}, session))
+        for rid, session in list(tab.finished_on.items())
+    ]
+    for rid, reply in asked:
+        try:
+            answer = reply.result(TAB_TIMEOUT_S)
+        except CdpError:
+            continue
+        body = browser_log.BodyRead(
+            rid, str(answer.get("body", "")), bool(answer.get("base64Encoded"))
+        )
+        tab.log.add(body)
 
 
 def _stop_tracing(tab: Tab, cdp: DevTools) -> bytes:

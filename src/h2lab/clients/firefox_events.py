@@ -5,8 +5,11 @@ Network events (W3C WebDriver BiDi, "The network Module"): ``network.beforeReque
 ``network.responseStarted``, ``network.responseCompleted`` and ``network.fetchError`` become
 :mod:`h2lab.clients.browser_log` events (:class:`BidiNetwork`). Firefox fills each request's
 ``timings`` with wall-clock times in ms since the epoch (``timeOrigin`` 0): ``requestTime``
-(the request made), ``responseStart`` (first byte), ``responseEnd`` (last byte). The log
-keeps them in seconds; the page's ``performance.timeOrigin`` (same clock) is its time zero.
+(the request made), ``dnsStart``/``dnsEnd``, ``connectStart``/``connectEnd`` (TCP and TLS),
+``tlsStart``, ``requestStart`` (sent), ``responseStart`` (first byte), ``responseEnd`` (last
+byte); a phase that did not happen (the set-up of a reused connection) is 0. The log keeps them
+in seconds, on the wall clock the HAR's dates need; the page's ``performance.timeOrigin``
+(same clock) is its time zero.
 Requests for ``data:``, ``blob:`` and ``about:`` URLs never reach the network and are left
 out. BiDi names no connection: the resources' ``connection`` is empty (the lab counts
 connections on the link, ``tcp_connections``).
@@ -49,6 +52,24 @@ def _s(ms: Any) -> float | None:
     return float(ms) / 1000 if isinstance(ms, int | float) and ms > 0 else None
 
 
+def phases(timings: Mapping[str, Any]) -> browser_log.Phases:
+    """A request's BiDi ``timings`` as its :class:`~browser_log.Phases` (a span whose ends
+    are not both reached did not happen: -1)."""
+
+    def span(start: str, end: str) -> float:
+        a, b = _s(timings.get(start)), _s(timings.get(end))
+        return round((b - a) * 1000, 3) if a is not None and b is not None and b >= a else -1.0
+
+    sent = _s(timings.get("requestStart"))
+    return browser_log.Phases(
+        dns_ms=span("dnsStart", "dnsEnd"),
+        connect_ms=span("connectStart", "connectEnd"),
+        ssl_ms=span("tlsStart", "connectEnd"),
+        send_start_s=sent,
+        send_end_s=sent,
+    )
+
+
 class BidiNetwork:
     """Turns one load's BiDi network events into :class:`~h2lab.clients.browser_log.NetworkLog`
     events, remembering what a redirect needs (the status and protocol of the response that
@@ -85,7 +106,8 @@ class BidiNetwork:
                 redirect = browser_log.Redirect(status, protocol, "")
             start = _s(timings.get("requestTime")) or time_s
             headers = _headers(request_headers(p))
-            return [browser_log.RequestSent(rid, url, start, None, headers, redirect)]
+            verb = str((p.get("request") or {}).get("method") or "GET")
+            return [browser_log.RequestSent(rid, url, start, None, headers, redirect, method=verb)]
         if method == "network.responseStarted":
             return [self._started(rid, p, timings)]
         if method == "network.responseCompleted":
@@ -124,6 +146,9 @@ class BidiNetwork:
             from_cache=bool(resp.get("fromCache")),
             headers=_headers(resp.get("headers")),
             ttfb_s=_s(timings.get("responseStart")),
+            status_text=str(resp.get("statusText") or ""),
+            mime_type=resp.get("mimeType"),
+            phases=phases(timings),
         )
 
 

@@ -37,17 +37,26 @@ most 5 calls per host, over HTTP/2 too; seed 001's client was OkHttp). ``h1c``/`
 open up to that many connections instead of 6; ``h2s``/``h2c`` keep that many streams open on
 their one connection (h2load ``-m``), starting the next request when one ends; ``h1p`` keeps
 that many requests pipelined. Without it, the browser-like plan above.
+
+A trial of one client leaves its requests as HAR 1.2 (:data:`~h2lab.artifacts.PAGE_HAR`,
+:func:`h2load_har`), with what h2load's request log knows: each request's URL (from the plan),
+status, start and duration. The whole duration is ``wait`` (the log has no first byte);
+a connection's first request carries the connection's ``time for connect`` as ``connect``
+(TLS in it; ``ssl`` is -1, not told apart) and starts that much earlier; headers, cookies and
+the phases it cannot tell are empty or -1, as HAR allows.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from h2lab import procs
-from h2lab.artifacts import H2LOAD_LOG, H2LOAD_OUT
+from h2lab import har, procs
+from h2lab.artifacts import H2LOAD_LOG, H2LOAD_OUT, PAGE_HAR
 from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
 from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import h2load as parse
@@ -149,19 +158,19 @@ class H2load:
             finished = procs.run_together(jobs, ctx.timeout_s)
         except WaitTimeout as exc:
             raise TrialFailed(f"h2load did not finish within {ctx.timeout_s:g} s") from exc
-        entry = entry_connection(conns, page)
-        return self._collect(list(zip(conns, finished, strict=True)), entry, protocol, ctx)
+        return self._collect(list(zip(conns, finished, strict=True)), page, protocol, ctx)
 
     def _collect(
         self,
         running: Sequence[tuple[Connection, subprocess.Popen[bytes]]],
-        entry: int,
+        page: Page,
         protocol: str,
         ctx: LoadContext,
     ) -> LoadResult:
-        """The result of a load's finished processes; ``entry`` indexes the one whose
-        connection fetched the entry document (its h2load times are ``connect_ms``,
-        ``ttfb_ms``)."""
+        """The result of a load's finished processes (the h2load times of the one whose
+        connection fetched the entry document are ``connect_ms``, ``ttfb_ms``), its HAR
+        written for one client."""
+        entry = entry_connection([conn for conn, _ in running], page)
         per_conn: list[tuple[Connection, list[parse.RequestLog]]] = []
         summaries: list[parse.H2loadSummary] = []
         header_bytes = body_bytes = 0
@@ -210,6 +219,13 @@ class H2load:
                 for res, row in zip(conn.resources, rows, strict=True)
             )
         )
+        if self.clients == 1:
+            fetched = [
+                (conn, rows, summary.connect.mean_ms if summary.connect else None)
+                for (conn, rows), summary in zip(per_conn, summaries, strict=True)
+            ]
+            page_har = h2load_har(url_for(page.entry, protocol), protocol, fetched)
+            (ctx.artifacts_dir / PAGE_HAR).write_text(json.dumps(page_har))
         first = summaries[entry]
         return LoadResult(
             pdt_ms=(t_end - t0) / 1000,
@@ -220,6 +236,66 @@ class H2load:
             response_header_bytes=header_bytes,
             resources=tuple(sorted(resources, key=lambda r: r.start_ms)),
         )
+
+
+def h2load_har(
+    page_url: str,
+    protocol: str,
+    fetched: Sequence[tuple[Connection, Sequence[parse.RequestLog], float | None]],
+) -> dict[str, Any]:
+    """A one-client load as HAR 1.2: each connection with its request-log rows (in request
+    order, one per resource) and its ``time for connect`` (ms; None: not told). The page
+    starts with the first entry; it has no load events (-1) and has its ``_pdt_ms``."""
+    version = "HTTP/1.1" if protocol in (H1C, H1P, H1S) else "HTTP/2.0"
+    timed: list[tuple[float, dict[str, Any]]] = []
+    for conn, rows, connect_ms in fetched:
+        for i, (res, row) in enumerate(zip(conn.resources, rows, strict=True)):
+            setup_ms = connect_ms if i == 0 and connect_ms is not None else har.NOT_APPLICABLE
+            start_s = row.start_us / 1e6 - max(setup_ms, 0.0) / 1000
+            entry = _h2load_entry(url_for(res, protocol), version, res, row, setup_ms, conn.id)
+            entry["startedDateTime"] = har.iso_date(start_s)
+            timed.append((start_s, entry))
+    timed.sort(key=lambda t: t[0])
+    rows_all = [row for _, rows, _ in fetched for row in rows]
+    pdt_ms = (max(r.end_us for r in rows_all) - min(r.start_us for r in rows_all)) / 1000
+    page = har.page(page_url, timed[0][0], None, None, {"pdt_ms": pdt_ms})
+    return har.log([e for _, e in timed], [page])
+
+
+def _h2load_entry(
+    url: str,
+    version: str,
+    res: Resource,
+    row: parse.RequestLog,
+    connect_ms: float,
+    connection: str,
+) -> dict[str, Any]:
+    """One request of h2load's log as a HAR entry (its date is the caller's)."""
+    timings = {
+        "blocked": har.NOT_APPLICABLE,
+        "dns": har.NOT_APPLICABLE,
+        "connect": connect_ms,
+        "ssl": har.NOT_APPLICABLE,
+        "send": 0.0,
+        "wait": row.duration_us / 1000,
+        "receive": 0.0,
+    }
+    return {
+        "pageref": har.PAGE_ID,
+        "time": har.total_ms(timings),
+        "request": {
+            "method": "GET", "url": url, "httpVersion": version, "cookies": [], "headers": [],
+            "queryString": har.query_string(url), "headersSize": -1, "bodySize": 0,
+        },
+        "response": {
+            "status": row.status, "statusText": "", "httpVersion": version, "cookies": [],
+            "headers": [], "content": {"size": res.size_bytes, "mimeType": res.content_type},
+            "redirectURL": "", "headersSize": -1, "bodySize": -1,
+        },
+        "cache": {},
+        "timings": timings,
+        "connection": connection,
+    }  # fmt: skip
 
 
 def _int_option(options: Mapping[str, str], name: str, top: int) -> int | None:

@@ -21,10 +21,12 @@ Windows: ``-w30 -W30`` (stream and connection windows 2^30-1), h2load's defaults
 control never limits the transfer (nghttp's own default, 64 KiB per connection, caps it at
 64 KiB per round trip). Timings come from each process's HAR (1 ms resolution across
 processes, see :mod:`h2lab.metrics.nghttp`), header bytes and priorities from its ``-v`` log.
+Each HAR is kept mended as HAR 1.2 (:func:`h2lab.metrics.nghttp.complete_har`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -138,7 +140,9 @@ class Nghttp:
                 tail = [ln for ln in out.splitlines() if ln.strip()][-1:] or [""]
                 raise TrialFailed(f"{inv.id}: nghttp exited {proc.returncode}: {tail[0]}")
             try:
-                entries = parse.parse_har(har.read_text())
+                text = har.read_text()
+                entries = parse.parse_har(text)
+                har.write_text(json.dumps(parse.complete_har(text, inv.id)))
             except parse.NghttpParseError as exc:
                 raise TrialFailed(f"{inv.id}: {exc}") from exc
             frames = parse.parse_frame_log(out)

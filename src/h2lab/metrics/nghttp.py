@@ -7,6 +7,14 @@ asset links its ``-a`` follows in an HTML document.
   :func:`parse_har`). A stream with an even id was opened by the server: a push (RFC 9113 5.1.1).
 * The frame log gives what the HAR leaves out (``headersSize`` is -1 there): the header block
   bytes sent and received, and the priority each request was sent with.
+
+nghttp's HAR validates against the HAR 1.2 schema as it is, but is not HAR 1.2 in four ways
+that :func:`complete_har` mends (the file h2lab keeps is the mended one): ``connection`` holds
+the HTTP/2 stream id (h2lab's connection id goes there, the stream id to ``_stream_id``); the
+set-up of the connection a request found open is 0, not -1; the connection's first request
+has a ``time`` 0.1-0.2 ms longer than its timings' sum (connect end to request sent is in no
+phase: it goes to ``blocked``); and a pushed request's ``method`` is empty (its ``:method``
+pseudo-header's value goes there).
 """
 
 from __future__ import annotations
@@ -56,6 +64,40 @@ def _epoch_ms(stamp: str) -> float:
         raise NghttpParseError(f"bad startedDateTime {stamp!r}") from exc
 
 
+def complete_har(text: str, connection: str) -> dict[str, Any]:
+    """nghttp's HAR of one ``connection`` (h2lab's id, ``origin#0``) mended as HAR 1.2 (see
+    the module's docstring); its page titled with its first URL."""
+    try:
+        har: dict[str, Any] = json.loads(text)
+        log = har["log"]
+        entries = log["entries"]
+        for e in entries:
+            t = e["timings"]
+            if "_stream_id" not in e:
+                e["_stream_id"] = int(e["connection"])
+            e["connection"] = connection
+            request = e["request"]
+            if not request.get("method"):
+                pseudo = {h["name"]: h["value"] for h in request.get("headers") or ()}
+                request["method"] = pseudo.get(":method", "GET")
+            if t.get("connect") == 0 and t.get("dns") == 0:
+                t["dns"] = t["connect"] = -1.0
+            gap = float(e["time"]) - sum(v for k, v in t.items() if k != "ssl" and v >= 0)
+            if gap > 0:
+                t["blocked"] = round(max(t.get("blocked", 0.0), 0.0) + gap, 3)
+        for page in log.get("pages") or ():
+            if not page.get("title") and entries:
+                page["title"] = entries[0]["request"]["url"]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise NghttpParseError(f"not an nghttp HAR: {exc}") from exc
+    log["comment"] = (
+        "nghttp's --har, mended by h2lab: connection is h2lab's connection id (the stream id "
+        "is _stream_id), -1 for the set-up of a connection found open, the time no phase held "
+        "in blocked, a pushed request's method from its :method"
+    )
+    return har
+
+
 def _entry(e: Mapping[str, Any]) -> HarEntry:
     t = e["timings"]
     # nghttp's ``time`` runs from the entry's start (for the first request of a connection
@@ -67,7 +109,7 @@ def _entry(e: Mapping[str, Any]) -> HarEntry:
     start = ttfb - float(t["wait"]) - float(t["send"])
     return HarEntry(
         url=e["request"]["url"],
-        stream_id=int(e["connection"]),
+        stream_id=int(e.get("_stream_id", e["connection"])),
         status=int(e["response"]["status"]),
         body_bytes=int(e["response"]["content"]["size"]),
         http_version=e["response"]["httpVersion"],
