@@ -49,6 +49,18 @@ OKHTTP_RESULT = "okhttp-result.json"
 OKHTTP_OUT = "okhttp.out"
 """The OkHttp client's output: the JVM's errors, if any."""
 
+# -- a trial's artifacts folder: the packet capture (``capture = ["pcap"]``, any client)
+
+CAPTURE_PCAP = "capture.pcap"
+"""The packets of the trial on the client's side of the link (tcpdump in the client namespace,
+from before the client starts until it ends), up to a size cap (:mod:`h2lab.net.capture`)."""
+CAPTURE_LOG = "capture.log"
+"""tcpdump's output for :data:`CAPTURE_PCAP` (its packet counts, drops by the kernel) and
+h2lab's line on what the file holds (packets, whether the size cap cut it)."""
+CAPTURE_KEYLOG = "keylog.txt"
+"""The TLS keys of the trial's connections (SSLKEYLOGFILE format), beside
+:data:`CAPTURE_PCAP`, for the clients that can write them (Chromium, Firefox, h2load)."""
+
 # -- a failed trial's artifacts folder: what the runner and the lab keep
 
 TRACEBACK = "traceback.txt"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -44,6 +45,11 @@ app.add_typer(net_app, name="net")
 app.add_typer(pages_app, name="pages")
 app.add_typer(cluster_app, name="cluster")
 DEMO_EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "demo.toml"
+CAPTURE_HELP = (
+    "record this of every trial besides its measurements: pcap = a packet capture of the "
+    "client's side (capture.pcap, at most 64 MiB) with the TLS keys beside it (keylog.txt), "
+    "any client (docs/capture.md)"
+)
 
 
 def _note_strangers(out: Path, name: str, strangers: list[str]) -> None:
@@ -163,6 +169,7 @@ def _run_experiment(
                 on_give_up=on_give_up,
                 executor=executor,
                 fail_on=exp.fail_on,
+                capture=exp.capture,
             )
     finally:
         store.close()
@@ -277,6 +284,12 @@ def run(
             "$H2LAB_CLUSTER_SECRETS",
         ),
     ] = None,
+    capture: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--capture", metavar="pcap", help=CAPTURE_HELP + " (added to the file's capture list)"
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment and write OUT/report.html.
 
@@ -284,9 +297,12 @@ def run(
     trials already stored ok, attempts failed ones again, and gives up a trial that failed
     every attempt of two earlier runs (unless --retry-failed)."""
     from h2lab.report import write_report
-    from h2lab.spec.experiment import load_experiment, parse_only
+    from h2lab.spec.experiment import load_experiment, parse_capture, parse_only
 
     exp = load_experiment(experiment, quick=quick)
+    if capture:
+        added = tuple(v for c in capture for v in parse_capture(c, "command line", "--capture"))
+        exp = dataclasses.replace(exp, capture=tuple(dict.fromkeys(exp.capture + added)))
     selected = parse_only(exp, only or [])
     on = None
     if cluster is not None:
@@ -376,9 +392,12 @@ def load(
     ] = DEFAULT_TIMEOUT_S,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("h2lab-out/load"),
     as_json: Annotated[bool, typer.Option("--json", help="print trial records as JSON")] = False,
+    capture: Annotated[
+        list[str] | None, typer.Option("--capture", metavar="pcap", help=CAPTURE_HELP)
+    ] = None,
 ) -> None:
     """Run K trials of one cell without an experiment file and print the metrics."""
-    from h2lab.spec.experiment import Experiment, validate_factors
+    from h2lab.spec.experiment import Experiment, parse_capture, validate_factors
     from h2lab.store import Store
 
     raw = {
@@ -400,7 +419,14 @@ def load(
     # each `load` is a fresh question: its own experiment name keeps earlier rows apart
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%f")
     exp = Experiment(
-        name=f"load-{stamp}", factors=factors, seed=seed, repetitions=repeat, timeout_s=timeout
+        name=f"load-{stamp}",
+        factors=factors,
+        seed=seed,
+        repetitions=repeat,
+        timeout_s=timeout,
+        capture=tuple(
+            v for c in capture or [] for v in parse_capture(c, "command line", "--capture")
+        ),
     )
     _run_experiment(None, exp, out)
     store = Store(out)

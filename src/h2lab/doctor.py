@@ -78,6 +78,14 @@ def checks() -> list[Check]:
         ("ip (iproute2)", ["ip", "-V"], r"iproute2-(\S+)", "apt-get install iproute2"),
         ("nsenter", ["nsenter", "--version"], r"util-linux (\S+)", "apt-get install util-linux"),
         ("ping", ["ping", "-V"], r"iputils-(\S+)", "apt-get install iputils-ping"),
+        # capture = ["pcap"]: tcpdump records a trial's packets; tshark decodes them (tests)
+        ("tcpdump", ["tcpdump", "--version"], r"tcpdump version (\S+)", "apt-get install tcpdump"),
+        (
+            "tshark",
+            ["tshark", "--version"],
+            r"TShark \(Wireshark\) (\S+)",
+            "apt-get install tshark",
+        ),
         (
             "chromium",
             ["/usr/lib/chromium/chromium", "--version"],

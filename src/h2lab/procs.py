@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -23,8 +24,12 @@ _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _child_setup(death_signal: int = signal.SIGTERM) -> None:
+def _child_setup(death_signal: int = signal.SIGTERM, file_cap_bytes: int | None = None) -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
+    if file_cap_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_cap_bytes, file_cap_bytes))
+        # an ignored signal stays ignored across exec: a write past the cap fails (EFBIG)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
 def spawn(
@@ -32,11 +37,13 @@ def spawn(
     *,
     log: Path | None = None,
     death_signal: signal.Signals = signal.SIGTERM,
+    file_cap_bytes: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a child in its own session (Ctrl-C reaches only h2lab, which tears down in order).
 
     stdout and stderr go to ``log`` (or nowhere). ``death_signal`` reaches the child if h2lab
-    dies without cleaning up.
+    dies without cleaning up. ``file_cap_bytes``: no file the child writes may grow past it
+    (``RLIMIT_FSIZE``); a write that would fails instead of killing the child.
     """
     with open(log or os.devnull, "wb") as out:
         return subprocess.Popen(
@@ -45,7 +52,7 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=lambda: _child_setup(death_signal),
+            preexec_fn=lambda: _child_setup(death_signal, file_cap_bytes),
         )
 
 

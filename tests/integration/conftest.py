@@ -36,9 +36,9 @@ def _needs_root_and_leaves_nothing() -> Iterator[None]:
 
 
 def lab_processes() -> list[str]:
-    """Processes of the kinds h2lab starts (servers, load clients, rattan), as 'pid cmd'
-    lines."""
-    kinds = "nginx|h2o|apache2|haproxy|h2lab-origin|h2load|nghttp|rattan"
+    """Processes of the kinds h2lab starts (servers, load clients, rattan, tcpdump), as 'pid
+    cmd' lines."""
+    kinds = "nginx|h2o|apache2|haproxy|h2lab-origin|h2load|nghttp|rattan|tcpdump"
     out = subprocess.run(
         ["pgrep", "-a", "-f", rf"(^|/)({kinds})( |$)"], capture_output=True, text=True
     ).stdout

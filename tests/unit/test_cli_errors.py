@@ -73,6 +73,16 @@ BAD_FILES = {
         "compare.baseline",
         "'3g' is not a level of network (levels: cable)",
     ),
+    "capture-unknown": (
+        _experiment().replace("seed = 1\n", 'seed = 1\ncapture = ["pcap", "video"]\n'),
+        "capture[1]",
+        "unknown capture 'video' (known: pcap)",
+    ),
+    "client-pcap-option": (
+        _experiment(client='["chromium:pcap=1"]'),
+        "factors.client[0]",
+        'pcap is not a client option: capture = ["pcap"]',
+    ),
 }
 
 # run as the installed executable; everything else runs in the zygote
@@ -259,6 +269,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         jobs[f"validate:{case}"] = (["validate", str(path)], root)
         jobs[f"run:{case}"] = (["run", str(path), "--out", str(outs[case])], root)
     jobs["bogus-flag"] = (["load", "x", "--bogus"], root)
+    capture = ["--capture", "pcap", "--capture", "video", "--out", str(root / "out-capture")]
+    jobs["bad-capture-flag"] = (
+        ["load", "synthetic:n=2", "--protocol", "h2s", "--network", "cable", *capture],
+        root,
+    )
     jobs["bad-compare-flag"] = (["report", str(root), "--compare", "sever=nginx"], root)
     only = ["run", "experiments/demo.toml", "--out", str(root / "out-only"), "--jobs", "2"]
     jobs["bad-only-flag"] = ([*only, "--only", "network=cell-poor"], PROJECT)
@@ -342,6 +357,16 @@ def test_bad_compare_flag(runs: Runs) -> None:
     assert result.returncode == 2
     line = _one_line(result.stderr)
     assert line.startswith("h2lab: --compare: sever=nginx: must be FACTOR=BASELINE"), line
+    assert result.stdout == ""
+
+
+def test_bad_capture_flag(runs: Runs) -> None:
+    """`h2lab load --capture` with a name it does not know: one line, nothing run or made
+    (no out-capture folder: test_nothing_made_on_disk_or_in_the_kernel)."""
+    result = runs.results["bad-capture-flag"]
+    assert result.returncode == 2, result
+    line = _one_line(result.stderr)
+    assert line == "h2lab: command line: --capture: unknown capture 'video' (known: pcap)", line
     assert result.stdout == ""
 
 

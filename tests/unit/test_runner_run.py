@@ -14,7 +14,7 @@ from h2lab.errors import H2LabError
 from h2lab.runner import run
 from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
 from h2lab.runner.matrix import TrialSpec, expand
-from h2lab.runner.run import RUNS_BEFORE_GIVING_UP, run_trials, trial_record
+from h2lab.runner.run import RUNS_BEFORE_GIVING_UP, run_trials, trial_keylog, trial_record
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.network import parse_network
 from h2lab.store import Store, TrialRecord
@@ -251,3 +251,20 @@ def test_the_record_of_an_attempt_says_what_ran() -> None:
     assert ok.page_digest == FakePage().digest
     assert json.loads(ok.config_json) == t.config()
     assert (ok.cpu_busy_pct, ok.cpu_saturated, ok.warmup) == (5.0, 0, 0)
+
+
+def test_the_capture_reaches_every_block_and_keys_are_asked_for_tls_only(tmp_path: Path) -> None:
+    executor = FakeExecutor()
+    store = Store(tmp_path)
+    try:
+        run_trials(trials(), store, timeout_s=30, executor=executor, capture=("pcap",))
+    finally:
+        store.close()
+    assert {job.capture for job in executor.jobs} == {("pcap",)}
+    folder = tmp_path / "a"
+    assert {p: trial_keylog(folder, p, ("pcap",)) for p in ("h1c", "h1p", "h2c")} == dict.fromkeys(
+        ("h1c", "h1p", "h2c")
+    )
+    for protocol in ("h1s", "h2s", "h3"):
+        assert trial_keylog(folder, protocol, ("pcap",)) == folder / "keylog.txt"
+        assert trial_keylog(folder, protocol, ()) is None

@@ -179,6 +179,7 @@ def test_messages_round_trip_with_their_type() -> None:
         timeout_s=60.0,
         results_dir=Path("/tmp/out"),
         origins=("o1.h2lab.test", "o2.h2lab.test"),
+        capture=("pcap",),
     )
     done = TrialDone(record=record(), resources=(resource(), resource()), last=True)
     for message in (job, done, BlockDone(4)):

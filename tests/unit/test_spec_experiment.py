@@ -178,6 +178,9 @@ def test_unknown_network_preset(tmp_path: Path) -> None:
         ("timeout_s = 0\n", "timeout_s", "must be seconds in (0, 3600], got 0"),
         ('timeout_s = "1m"\n', "timeout_s", "must be seconds in (0, 3600], got '1m'"),
         ("timeout_s = 3601\n", "timeout_s", "must be seconds in (0, 3600], got 3601"),
+        ('capture = "tcpdump"\n', "capture", "unknown capture 'tcpdump' (known: pcap)"),
+        ('capture = ["pcap", 1]\n', "capture[1]", "unknown capture 1 (known: pcap)"),
+        ('capture = ["pcap", "pcap"]\n', "capture", "lists a value twice"),
     ],
 )
 def test_bad_top_level_values(tmp_path: Path, extra: str, field: str, reason: str) -> None:
@@ -246,6 +249,19 @@ def test_validate_factors_errors(raw: dict[str, object], field: str, reason: str
     with pytest.raises(SpecError) as exc:
         validate_factors("src.toml", raw)
     assert (exc.value.source, exc.value.field, exc.value.reason) == ("src.toml", field, reason)
+
+
+@pytest.mark.parametrize(
+    ("raw", "capture"), [(None, ()), ("pcap", ("pcap",)), (["pcap"], ("pcap",))]
+)
+def test_capture_is_a_name_or_a_list_of_them_and_not_a_factor(
+    raw: object, capture: tuple[str, ...]
+) -> None:
+    given = {} if raw is None else {"capture": raw}
+    exp = parse_experiment({"name": "d", "factors": _factors(), **given}, "dict")
+    assert exp.capture == capture
+    plain = parse_experiment({"name": "d", "factors": _factors()}, "dict")
+    assert exp.factors == plain.factors  # the same cells and trial keys, captured or not
 
 
 def test_parse_experiment_from_dict() -> None:

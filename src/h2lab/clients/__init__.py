@@ -32,6 +32,10 @@ class LoadContext:
     link_generation: int = 0
     """changes whenever the client namespace is a new one (a client keeping processes in the
     namespace, like a browser, must start them again)"""
+    keylog: Path | None = None
+    """where to leave the TLS keys of this trial's connections (SSLKEYLOGFILE format: the
+    trial has a packet capture and speaks TLS); None: no keys wanted. A client that cannot
+    log its keys leaves no file (nghttp, OkHttp)"""
 
 
 __all__ = [
@@ -76,6 +80,9 @@ def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapt
     name, options = parse_named(spec, source, field, "client")
     if name not in _REGISTRY:
         raise SpecError(source, field, f"unknown client {name!r} (known: {', '.join(names())})")
+    if "pcap" in options:  # the issue's first spelling: the lab captures, for every client
+        why = 'pcap is not a client option: capture = ["pcap"] (h2lab run/load --capture pcap)'
+        raise SpecError(source, field, f"{why} records the packets of any client")
     try:
         return _REGISTRY[name](options)
     except ValueError as exc:

@@ -39,7 +39,9 @@ ignoring certificate errors.
 
 Artifacts of a trial: its requests as HAR (:data:`~h2lab.artifacts.PAGE_HAR`, a failed load's
 too), its visual progress, with option ``filmstrip`` its screenshots, and with ``netlog`` or
-``keylog`` the browser's logs in the last trial it loaded (:mod:`h2lab.artifacts`).
+``keylog`` the browser's logs in the last trial it loaded (:mod:`h2lab.artifacts`). A trial
+with a packet capture gets the keys of its own connections
+(:class:`~h2lab.clients.keylog.KeylogSlices`): its browser logs them whatever ``keylog`` says.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ from h2lab.clients.chromium_options import (
     parse_options,
 )
 from h2lab.clients.chromium_tab import TAB_TIMEOUT_S, Tab, dispose, measure, new_tab, wait_quiet
+from h2lab.clients.keylog import KeylogSlices
 from h2lab.errors import H2LabError, TrialFailed, telling_line
 from h2lab.pages import Page
 
@@ -104,6 +107,8 @@ class _Browser:
     """the browser's NetLog / SSLKEYLOGFILE (options netlog, keylog), complete when it exits"""
     last_artifacts: Path | None = None
     """the artifacts folder of the last trial it loaded: its logs are moved there at exit"""
+    keys: KeylogSlices | None = None
+    """its SSLKEYLOGFILE, when it logs keys, in the slices of its trials"""
 
     def alive(self) -> bool:
         return not self.cdp.closed.is_set()
@@ -144,9 +149,10 @@ class Chromium:
                 self._spki[ctx.tls_dir] = LocalCA(ctx.tls_dir).spki_sha256()
             spki = self._spki[ctx.tls_dir]
         flags = launch_flags(protocol, ctx.hosts, spki)
-        return self._browsers.get(flags, ctx, lambda: self._launch(flags, ctx))
+        keys = self.options.keylog or ctx.keylog is not None
+        return self._browsers.get((flags, keys), ctx, lambda: self._launch(flags, keys, ctx))
 
-    def _launch(self, flags: tuple[str, ...], ctx: LoadContext) -> _Browser:
+    def _launch(self, flags: tuple[str, ...], keys: bool, ctx: LoadContext) -> _Browser:
         # the wrapper closes its own copy of the DevTools pipe, so that the pipe ends when
         # Chromium does
         files = self._browsers.launch_files(
@@ -167,13 +173,14 @@ class Chromium:
         if self.options.netlog:
             args.append(f"--log-net-log={netlog}")
         env = dict(os.environ)
-        if self.options.keylog:
+        if keys:
             env["SSLKEYLOGFILE"] = str(keylog)
         log = files.log
         proc, cdp = spawn_browser([str(files.wrapper), *args], env, log)
         handle = _Browser(
             proc, cdp, ctx.netns, ctx.link_generation, files.status_file, files.pid_file
         )
+        handle.keys = KeylogSlices(keylog) if keys else None
         handle.logs = tuple(
             path
             for path, on in ((netlog, self.options.netlog), (keylog, self.options.keylog))
@@ -226,7 +233,10 @@ class Chromium:
         except DEVTOOLS_FAILED as exc:
             if tab is not None:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
+            _take_keys(handle, ctx)  # before the browser is closed
             raise self._failure(handle, protocol, exc) from None
+        finally:
+            _take_keys(handle, ctx)
         # Off the critical path from here: the context goes (Chromium does that while we go
         # on), the analysis runs on one thread while the next trial's tab is made on another
         # (Chromium's work, mostly a renderer starting). The tab may still be in the making
@@ -278,6 +288,14 @@ class Chromium:
         # the pipe closes when Chromium dies; the wrapper writes its status right after
         died = isinstance(exc, PipeClosed) or not handle.alive()
         return self._browsers.failure(handle, protocol, exc, died)
+
+
+def _take_keys(handle: _Browser, ctx: LoadContext) -> None:
+    """The keys the browser logged during the trial, into the trial's keylog (if it wants
+    them). By the load's end the browser has written them: it logs a connection's secrets
+    during its handshake."""
+    if ctx.keylog is not None and handle.keys is not None:
+        handle.keys.take(ctx.keylog)
 
 
 def _stop(handle: _Browser) -> None:

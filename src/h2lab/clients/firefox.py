@@ -31,6 +31,10 @@ crashing, any connection to an address that is not loopback or private (RFC 1918
 lab's origins are), and lets the remote-settings server be the dummy one (release builds
 ignore that preference otherwise). Checked: a browser loading a page for 35 s in a namespace
 whose default route and DNS server were visible sent no packet off loopback.
+
+A trial with a packet capture gets the TLS keys of its own connections: its browser logs
+them (NSS honours ``SSLKEYLOGFILE``) and each trial takes its slice
+(:class:`~h2lab.clients.keylog.KeylogSlices`).
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ from h2lab.clients.firefox_tab import (
     measure,
     new_tab,
 )
+from h2lab.clients.keylog import KeylogSlices
 from h2lab.clients.websocket import WebSocket, WebSocketClosed
 from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, telling_line
 from h2lab.net import netns
@@ -110,6 +115,8 @@ class _Browser:
     """the browser window's chrome context (where the frames are recorded)"""
     tabs: list[Tab] = field(default_factory=list)
     """the trial's tab (the events' listener routes to the last one)"""
+    keys: KeylogSlices | None = None
+    """its SSLKEYLOGFILE (when a trial wants keys), in the slices of its trials"""
 
     def alive(self) -> bool:
         return not self.bidi.closed.is_set()
@@ -138,11 +145,12 @@ class Firefox:
 
     def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
         prefs = profile_prefs(protocol, ctx.hosts)
-        key = json.dumps([prefs, str(ctx.tls_dir)], sort_keys=True)
+        keys = ctx.keylog is not None
+        key = json.dumps([prefs, str(ctx.tls_dir), keys], sort_keys=True)
         prime = ALT_SVC_MAPPING in prefs
-        return self._pool.get(key, ctx, lambda: self._launch(user_js(prefs), ctx, prime))
+        return self._pool.get(key, ctx, lambda: self._launch(user_js(prefs), ctx, prime, keys))
 
-    def _launch(self, prefs_js: str, ctx: LoadContext, prime_alt_svc: bool) -> _Browser:
+    def _launch(self, prefs_js: str, ctx: LoadContext, prime_alt_svc: bool, keys: bool) -> _Browser:
         # in a UTS namespace of its own named localhost (see the module's text)
         inner = 'hostname localhost && exec "$@"'
         command = f"ip netns exec {ctx.netns} unshare --uts sh -c '{inner}' sh {FIREFOX}"
@@ -152,6 +160,9 @@ class Firefox:
         # system access: the composition recorder is a privileged API (firefox_frames)
         args += ["--remote-debugging-port=0", "--remote-allow-system-access", "about:blank"]
         env = {**os.environ, **ENVIRONMENT, "HOME": str(self._pool.workdir())}
+        keylog = self._pool.workdir() / f"keylog-{files.n}.txt"
+        if keys:
+            env["SSLKEYLOGFILE"] = str(keylog)
         with open(files.log, "wb") as out:
             proc = subprocess.Popen(
                 [str(files.wrapper), *args],
@@ -180,6 +191,7 @@ class Firefox:
         handle = _Browser(
             proc, bidi, ctx.netns, ctx.link_generation, files.status_file, files.pid_file, chrome
         )
+        handle.keys = KeylogSlices(keylog) if keys else None
         bidi.listen(lambda method, params: _route(handle, method, params))
         return handle
 
@@ -225,6 +237,8 @@ class Firefox:
             raise self._failure(handle, protocol, exc) from None
         finally:
             handle.tabs = []
+            if ctx.keylog is not None and handle.keys is not None:
+                handle.keys.take(ctx.keylog)
         dispose(handle.bidi, tab)
         analysis = analyse(raw, url, network=self.options.network)
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)

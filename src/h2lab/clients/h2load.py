@@ -11,7 +11,9 @@ h2load hands every connection (``-c``) the same URI list from the start, so each
 here is its own h2load process (``-c 1``) with its own share of the URIs. All processes of a
 trial start together; ``pdt_ms`` is from the earliest request start to the latest response end
 over all their request logs. h2load does not report request header bytes (nginx counts them,
-see ``servers.REQUEST_LOG``); it does report response header bytes as received.
+see ``servers.REQUEST_LOG``); it does report response header bytes as received. With a
+packet capture, every process logs its TLS keys to the trial's keylog (h2load honours
+``SSLKEYLOGFILE``).
 
 ``connect_ms`` and ``ttfb_ms`` are h2load's own ``time for connect`` and ``time to 1st byte``
 (defined in :mod:`h2lab.metrics.h2load`: from h2load's ``connect()`` call to the TCP, and for
@@ -152,7 +154,10 @@ class H2load:
         jobs = []
         for i, conn in enumerate(conns):
             log = ctx.artifacts_dir / H2LOAD_LOG.format(i=i)
-            argv = netns.exec_argv(ctx.netns, argv_for(conn, protocol, str(log), self.clients))
+            argv = argv_for(conn, protocol, str(log), self.clients)
+            if ctx.keylog is not None:  # h2load appends a line per secret and flushes it
+                argv = ["env", f"SSLKEYLOGFILE={ctx.keylog}", *argv]
+            argv = netns.exec_argv(ctx.netns, argv)
             jobs.append((argv, ctx.artifacts_dir / H2LOAD_OUT.format(i=i)))
         try:
             finished = procs.run_together(jobs, ctx.timeout_s)

@@ -44,6 +44,9 @@ class BlockJob:
     origin has the same address in every lab of the run"""
     fail_on: str = "document"
     """when a browser's trial fails (:attr:`h2lab.spec.experiment.Experiment.fail_on`)"""
+    capture: tuple[str, ...] = ()
+    """what every trial records besides its measurements
+    (:attr:`h2lab.spec.experiment.Experiment.capture`)"""
     pages: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """the page id of each page spec of the trials: a lab on another machine loads the page
     by its id (fetched from the driver once), never by resolving the spec there"""
@@ -107,6 +110,7 @@ def block_jobs(
     origins: tuple[str, ...],
     pages: Mapping[str, str] | None = None,
     fail_on: str = "document",
+    capture: tuple[str, ...] = (),
 ) -> list[BlockJob]:
     """``trials`` (in run order) as one job per block: each run of consecutive trials with
     one seed (:func:`h2lab.runner.matrix.block_seed`; the warm-up trials share the first
@@ -128,6 +132,7 @@ def block_jobs(
             origins=origins,
             pages={t.page: pages[t.page] for t in group} if pages else {},
             fail_on=fail_on,
+            capture=capture,
         )
         for i, group in enumerate(groups)
     ]

@@ -21,18 +21,19 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
 from h2lab import clients, servers
-from h2lab.artifacts import SERVER_LOG, TRACEBACK
+from h2lab.artifacts import CAPTURE_KEYLOG, CAPTURE_LOG, CAPTURE_PCAP, SERVER_LOG, TRACEBACK
 from h2lab.clients import LoadContext, LoadResult
 from h2lab.errors import H2LabError, TrialFailed
 from h2lab.machine import machine_info
 from h2lab.metrics.counters import busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
+from h2lab.net.capture import PacketCapture
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.results import Metrics, ResourceTiming
@@ -40,6 +41,7 @@ from h2lab.runner.executor import BlockDone, BlockJob, Event, Executor, TrialDon
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
 from h2lab.spec.network import NetworkProfile
+from h2lab.spec.protocols import QUIC, TLS_OVER_TCP
 from h2lab.spec.tcp import TcpSettings
 from h2lab.store import Store, TrialRecord
 from h2lab.store.sqlite import CPU_SATURATED_PCT, artifacts_dir
@@ -315,7 +317,7 @@ class LabSession:
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,
                     artifacts_dir(job.results_dir, t.key, attempt), job.timeout_s,
-                    self._versions[(t.server, t.client)], stretch, job.fail_on,
+                    self._versions[(t.server, t.client)], stretch, job.fail_on, job.capture,
                 )  # fmt: skip
                 last = record.status == "ok" or bool(stretch.error) or retry == job.retries
                 yield TrialDone(record, resources, last)
@@ -373,6 +375,7 @@ def run_trials(
     on_give_up: GiveUpFn | None = None,
     executor: Executor | None = None,
     fail_on: str = "document",
+    capture: tuple[str, ...] = (),
 ) -> list[TrialRecord]:
     """Run ``trials`` not yet stored ok on ``executor`` (default: in this process, one lab);
     return the records written now, each committed as it arrives. A failed trial is attempted
@@ -380,9 +383,10 @@ def run_trials(
     ``RUNS_BEFORE_GIVING_UP * (1 + retries)`` failed attempts stored is given up (reported to
     ``on_give_up`` with that count) unless ``retry_failed``. ``on_progress`` hears of every
     trial once: stored before (record None) or ended now (its last attempt). ``fail_on``: when
-    a browser's trial fails (the experiment's). Ctrl-C/SIGTERM
-    stops the executor the orderly way and raises KeyboardInterrupt; the executor is closed
-    when this returns."""
+    a browser's trial fails (the experiment's); ``capture``: what every trial records besides
+    its measurements (the experiment's, see :func:`run_one`). Ctrl-C/SIGTERM stops the
+    executor the orderly way and raises KeyboardInterrupt; the executor is closed when this
+    returns."""
     if executor is None:
         executor = SerialExecutor()
     with signals_as_interrupt() as interrupted:
@@ -400,6 +404,7 @@ def run_trials(
                 origins=tuple(dict.fromkeys(o for p in pages.values() for o in p.origins)),
                 pages={spec: page.digest for spec, page in pages.items()},
                 fail_on=fail_on,
+                capture=capture,
             ):
                 executor.submit(job)
             return _drive(executor, store, todo, on_progress, interrupted)
@@ -490,6 +495,25 @@ def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str
     }
 
 
+def trial_keylog(artifacts: Path, protocol: str, capture: tuple[str, ...]) -> Path | None:
+    """Where a trial's client leaves its TLS keys: beside its capture, when it has one and
+    speaks TLS (over TCP or QUIC); None otherwise."""
+    if "pcap" in capture and protocol in TLS_OVER_TCP | QUIC:
+        return artifacts / CAPTURE_KEYLOG
+    return None
+
+
+def packet_capture(
+    link: Link, artifacts: Path, capture: tuple[str, ...]
+) -> AbstractContextManager[object]:
+    """tcpdump on the client's end of ``link`` into the trial's artifacts for the span of a
+    ``with`` block (``"pcap"`` in ``capture``; :mod:`h2lab.net.capture`), else nothing."""
+    if "pcap" not in capture:
+        return nullcontext()
+    iface = _client_iface(parse_dev(netns.read_proc_net(link.client_ns, "dev")))
+    return PacketCapture(link.client_ns, iface, artifacts / CAPTURE_PCAP, artifacts / CAPTURE_LOG)
+
+
 def run_one(
     lab: Lab,
     links: Links,
@@ -502,10 +526,14 @@ def run_one(
     versions: dict[str, str],
     stretch: ServerStretch,
     fail_on: str = "document",
+    capture: tuple[str, ...] = (),
 ) -> tuple[TrialRecord, tuple[ResourceTiming, ...]]:
     """Attempt ``attempt`` of trial ``t``, its artifacts in ``artifacts``; its record (``id``
     None: the driver stores it) and resources. A failed trial never leaves its link to the
-    next one, keeps the end of the server's logs, and says so when the server died under it."""
+    next one, keeps the end of the server's logs, and says so when the server died under it.
+    With ``"pcap"`` in ``capture``, the packets on the client's end of the link from just
+    before the client starts until it returns (:func:`packet_capture`), and for TLS the
+    client's keys beside them (:attr:`h2lab.clients.LoadContext.keylog`)."""
     # A run killed during this attempt left its files here (the attempt was never stored):
     # start clean, so no log of the lost attempt is read as this one's.
     shutil.rmtree(artifacts, ignore_errors=True)
@@ -527,6 +555,7 @@ def run_one(
             tls_dir=lab.state_dir / "tls",
             link_generation=links.generation,
             fail_on=fail_on,
+            keylog=trial_keylog(artifacts, t.protocol, capture),
         )
         # A client that talks to its browser over a socket in the client namespace (Firefox's
         # WebDriver BiDi) starts it here, so its control connection is not counted as the
@@ -535,11 +564,12 @@ def run_one(
         if prepare is not None:
             prepare(t.protocol, ctx)
         lab.reset_client_connections()
-        before = read_counters(link, lab.servers_ns)
-        request_log = servers.RequestLog(lab.state_dir / "server")
-        logged = request_log.mark()
-        result = client.load(page, t.protocol, ctx)
-        after = read_counters(link, lab.servers_ns)
+        with packet_capture(link, artifacts, capture):
+            before = read_counters(link, lab.servers_ns)
+            request_log = servers.RequestLog(lab.state_dir / "server")
+            logged = request_log.mark()
+            result = client.load(page, t.protocol, ctx)
+            after = read_counters(link, lab.servers_ns)
         metrics = _measured(result, before, after)
         if metrics["request_header_bytes"] is None:
             # the client cannot tell (h2load, Chromium): the server's count, where it keeps one

@@ -40,6 +40,7 @@ def write_meta(out: Path, exp: Experiment, exp_path: Path | None, n_trials: int)
                 "warmup": exp.warmup,
                 "outlier_rule": exp.outlier_rule,
                 "fail_on": exp.fail_on,
+                "capture": list(exp.capture),
                 "compare": dataclasses.asdict(exp.compare) if exp.compare else None,
                 "trials": n_trials,
                 "text": exp_path.read_text() if exp_path else None,

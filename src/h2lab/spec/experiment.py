@@ -32,7 +32,11 @@ TOP_KEYS = {
     "compare",
     "factors",
     "quick",
+    "capture",
 }
+CAPTURES = ("pcap",)
+"""What a run may record of every trial besides its measurements: ``pcap``, the packets on
+the client's side of the link (:mod:`h2lab.net.capture`), with the TLS keys beside them."""
 OUTLIER_RULES = ("none", "2sd")
 FAIL_ON = ("document", "any")
 """When a browser's trial fails: its document failed (a failed subresource is recorded, not
@@ -114,6 +118,9 @@ class Experiment:
     compare: Compare | None = None
     """a factor besides the protocol whose levels run back to back with one loss seed and
     are compared with its baseline in the report"""
+    capture: tuple[str, ...] = ()
+    """what is recorded of every trial besides its measurements (:data:`CAPTURES`): not a
+    factor, so a trial's key, cell and results are the same with it or without"""
     also: tuple[Factors, ...] = ()
     """further factor tables (``[[factors]]``), each crossed on its own; their trials are
     added to those of ``factors`` (explicit combinations)"""
@@ -243,6 +250,7 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
         for i, t in enumerate(tables)
     )
     compare = _compare(source, raw.get("compare"), matrices)
+    capture = parse_capture(raw.get("capture", []), source, "capture")
     return Experiment(
         name=name,
         factors=matrices[0],
@@ -256,8 +264,21 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
         outlier_rule=None if outlier_rule == "none" else outlier_rule,
         fail_on=fail_on,
         compare=compare,
+        capture=capture,
         also=matrices[1:],
     )
+
+
+def parse_capture(raw: object, source: str, key: str) -> tuple[str, ...]:
+    """``capture``: a name of :data:`CAPTURES` or a list of them (``"pcap"``, ``["pcap"]``)."""
+    values = raw if isinstance(raw, list) else [raw]
+    for i, v in enumerate(values):
+        if v not in CAPTURES:
+            where = f"{key}[{i}]" if isinstance(raw, list) else key
+            raise SpecError(source, where, f"unknown capture {v!r} (known: {', '.join(CAPTURES)})")
+    if len(set(values)) != len(values):
+        raise SpecError(source, key, "lists a value twice")
+    return tuple(values)
 
 
 def _compare(source: str, raw: object, matrices: tuple[Factors, ...]) -> Compare | None:
