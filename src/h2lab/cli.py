@@ -374,7 +374,11 @@ def load(
     protocol: Annotated[str, typer.Option(help="h1c, h1p, h1s, h2c, h2s or h3 (comma list ok)")],
     network: Annotated[str, typer.Option(help="profile name or rtt=..,down=..,up=..,loss=..")],
     server: Annotated[
-        str, typer.Option(help="nginx, h2o, apache, origin:scheduler=fcfs, haproxy:backend=nginx")
+        str,
+        typer.Option(
+            help="nginx, h2o, apache, origin:scheduler=fcfs, haproxy:backend=nginx,buffer=1MB; "
+            "nginx:conf=FILE adds your config fragment (h2o:, apache: too)"
+        ),
     ] = "nginx",
     client: Annotated[
         str, typer.Option(help="h2load, nghttp, or chromium:device=mobile,cpu=4,filmstrip=1")
@@ -413,6 +417,8 @@ def load(
     try:
         factors = validate_factors("command line", raw)
     except SpecError as exc:
+        if exc.source != "command line":  # a file's own error (a server's conf= fragment)
+            raise
         # name the flag, not the factor: "factors.network[0].rate" -> "--network"
         factor = ".".join(re.sub(r"\[\d+\]", "", exc.field).split(".")[:2])
         raise SpecError("command line", _FLAG_FOR.get(factor, exc.field), exc.reason) from exc

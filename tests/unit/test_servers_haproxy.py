@@ -43,7 +43,7 @@ def test_spec_parses_backend_and_buffer() -> None:
         ("haproxy:backend=nginx,buffer=1MB,mode=http", "not mode"),
         ("haproxy:backend=nosuch,buffer=1MB", "unknown server 'nosuch'"),
         ("haproxy:backend=haproxy,buffer=1MB", "its own backend"),
-        ("haproxy:backend=nginx:x=1;y=2,buffer=1MB", "nginx takes no options, got x, y"),
+        ("haproxy:backend=nginx:x=1;y=2,buffer=1MB", "nginx takes only conf=FILE, got x, y"),
     ],
 )
 def test_bad_specs(spec: str, message: str) -> None:

@@ -229,7 +229,7 @@ def _factors(**overrides: object) -> dict[str, object]:
         (
             _factors(server=["nginx:workers=2"]),
             "factors.server[0]",
-            "nginx takes no options, got workers",
+            "nginx takes only conf=FILE, got workers",
         ),
         (
             _factors(client=["curl"]),

@@ -192,6 +192,12 @@ class ServerAdapter(Protocol):
 
     def version(self) -> str: ...
 
+    def check(self) -> None:
+        """Test the configuration the user gave (``conf=``, :mod:`h2lab.servers.fragment`) with
+        the server's own configuration test, serving nothing; :class:`SpecError` naming the
+        file and carrying the server's message when it fails. Nothing to do without one."""
+        ...
+
     def serve(self, page: Page, ctx: ServeContext) -> AbstractContextManager[Serving]:
         """Start serving ``page`` on every origin address; ready when entered; stopped on exit."""
         ...

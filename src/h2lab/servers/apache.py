@@ -20,6 +20,11 @@ Link "</path>; rel=preload; as=..."`` per resource there and ``H2EarlyHints on``
 only) for a 103 before the HTML (HTTP/2 only); with push on too, the 103 also names the pushed
 resources (mod_http2 adds them).
 
+Option ``apache:conf=FILE`` (:mod:`h2lab.servers.fragment`): the user's directives, an
+``Include`` at server level after h2lab's server-level directives (so a directive given once per
+server, ``H2WindowSize``, ``EnableSendfile``, ``Timeout``, replaces h2lab's; the virtual hosts
+inherit them). Checked with ``apache2 -t`` before any trial.
+
 Every page is served from its manifest, the way a replay proxy does (docs/pages.md, "Replay"):
 mod_rewrite looks the request up in two ``txt:`` RewriteMaps, the exact method + host + request
 target first (the raw target, from ``THE_REQUEST``), then the closest recorded query for that
@@ -61,6 +66,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
+from h2lab.servers.fragment import OPTION, Fragment, check_setup
 from h2lab.servers.rules import RULES, preload_link, select
 from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
@@ -224,11 +230,18 @@ def _virtual_hosts(
 
 
 def render_config(
-    page: Page, ctx: ServeContext, ca: LocalCA, token: str, push: str = "none", hints: str = "none"
+    page: Page,
+    ctx: ServeContext,
+    ca: LocalCA,
+    token: str,
+    push: str = "none",
+    hints: str = "none",
+    fragment: Fragment | None = None,
 ) -> str:
     """Pure except for certificate creation: the apache2.conf text. ``token`` names the folder
     of the internal per-resource locations; the bodies are in ``<state>/apache-bodies``;
-    ``push`` and ``hints`` are rules of :mod:`h2lab.servers.rules` (or ``none``)."""
+    ``push`` and ``hints`` are rules of :mod:`h2lab.servers.rules` (or ``none``); ``fragment``
+    is included after h2lab's server-level directives."""
     d = ctx.state_dir
     if any(r.delay_ms for r in page.resources):
         raise SpecError(page.name, "server", "apache cannot delay responses (use server origin)")
@@ -269,7 +282,8 @@ KeepAlive On
 MaxKeepAliveRequests 0
 KeepAliveTimeout {IDLE_TIMEOUT_S}
 Timeout {WRITE_TIMEOUT_S}
-EnableSendfile On
+# Apache's default and Debian's (h2 over TLS never uses sendfile; docs/servers.md)
+EnableSendfile Off
 FileETag None
 TypesConfig /dev/null
 H2MaxSessionStreams {MAX_CONCURRENT_STREAMS}
@@ -279,13 +293,19 @@ SSLProtocol -all +{ctx.tls_protocol}
 SSLSessionCache none
 SSLSessionTickets off
 SSLOpenSSLConfCmd NumTickets 0
-<Location "/">
+{_include(fragment)}<Location "/">
     Require all granted
 </Location>
 {chr(10).join(listen)}
 {chr(10).join(vhosts)}
 {locations}
 """
+
+
+def _include(fragment: Fragment | None) -> str:
+    if fragment is None:
+        return ""
+    return f"# the user's (conf=)\nInclude {quote(str(fragment.path))}\n"
 
 
 def copy_bodies(page: Page, bodies: Path) -> None:
@@ -311,16 +331,30 @@ class Apache:
     name = "apache"
     protocols = TCP_PROTOCOLS
 
-    def __init__(self, push: str = "none", early_hints: str = "none") -> None:
+    def __init__(
+        self, push: str = "none", early_hints: str = "none", fragment: Fragment | None = None
+    ) -> None:
         self.push = push
         self.early_hints = early_hints
+        self.fragment = fragment
 
     def version(self) -> str:
         m = re.search(r"Apache/(\S+)", procs.version_text(["apache2", "-v"]))
-        return m.group(1) if m else "unknown"
+        found = m.group(1) if m else "unknown"
+        return f"{found} {self.fragment.describe()}" if self.fragment else found
 
-    @contextmanager
-    def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
+    def check(self) -> None:
+        if self.fragment is None:
+            return
+        with check_setup() as s:
+            conf = self._write(s.page, s.ctx)
+            try:
+                procs.run(["apache2", "-t", "-f", str(conf)])
+            except ProcessFailed as exc:
+                raise self.fragment.failed("apache2 -t", exc) from None
+
+    def _write(self, page: Page, ctx: ServeContext) -> Path:
+        """Bodies, maps and apache2.conf into the state folder; the config's path."""
         d = ctx.state_dir
         d.mkdir(parents=True, exist_ok=True)
         d.chmod(0o755)
@@ -330,16 +364,16 @@ class Apache:
         (d / PATH_MAP).write_text(by_path)
         (d / UNSERVED_LOG).touch()
         conf = d / "apache2.conf"
-        conf.write_text(
-            render_config(
-                page,
-                ctx,
-                LocalCA(ctx.tls_dir),
-                secrets.token_hex(8),
-                self.push,
-                self.early_hints,
-            )
-        )
+        token = secrets.token_hex(8)
+        ca = LocalCA(ctx.tls_dir)
+        hints = self.early_hints
+        conf.write_text(render_config(page, ctx, ca, token, self.push, hints, self.fragment))
+        return conf
+
+    @contextmanager
+    def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
+        d = ctx.state_dir
+        conf = self._write(page, ctx)
         procs.run(netns.exec_argv(ctx.netns, ["apache2", "-t", "-f", str(conf)]))
         argv = netns.exec_argv(ctx.netns, ["apache2", "-f", str(conf), "-DFOREGROUND"])
         out = d / "apache.out"
@@ -367,15 +401,17 @@ class Apache:
 
 
 def _make(options: Mapping[str, str]) -> Apache:
-    unknown = sorted(set(options) - {"push", "early_hints"})
+    unknown = sorted(set(options) - {"push", "early_hints", OPTION})
     if unknown:
         raise ValueError(
-            f"apache takes only push=... and early_hints=..., got {', '.join(unknown)}"
+            f"apache takes only push=..., early_hints=... and conf=FILE, got {', '.join(unknown)}"
         )
-    for key, value in options.items():
+    rules = {k: v for k, v in options.items() if k != OPTION}
+    for key, value in rules.items():
         if value not in ("none", *RULES):
             raise ValueError(f"apache {key}={value!r}: expected one of none, {', '.join(RULES)}")
-    return Apache(**options)
+    conf = options.get(OPTION)
+    return Apache(**rules, fragment=Fragment.of(conf, "apache") if conf else None)
 
 
 register("apache", _make)

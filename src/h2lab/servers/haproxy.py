@@ -153,6 +153,10 @@ class Haproxy:
             return f"haproxy {mine} not used (buffer=none); backend {backend}"
         return f"haproxy {mine} ({self.tuning.describe()}); backend {backend}"
 
+    def check(self) -> None:
+        """The backend's (HAProxy's own configuration is h2lab's alone)."""
+        self.backend.check()
+
     @contextmanager
     def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
         if self.tuning is None:

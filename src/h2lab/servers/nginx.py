@@ -16,6 +16,12 @@ path. A request that matches nothing gets 404 and a line in
 ``unserved.log`` in the server's state folder. Every request also writes its header bytes as
 received (``$request_length``) to ``requests.log`` (:data:`h2lab.servers.REQUEST_LOG`): the
 runner's ``request_header_bytes`` for clients that cannot count them (h2load, Chromium).
+
+Option ``nginx:conf=FILE`` (:mod:`h2lab.servers.fragment`): the user's directives, included in
+every ``server`` block after h2lab's (so they override h2lab's http-level choices such as
+``sendfile``, ``http2_chunk_size``, ``ssl_*``, buffers and timeouts, which an http-level include
+could not: nginx refuses a directive twice in one block). Checked with ``nginx -t`` before any
+trial.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
+from h2lab.servers.fragment import OPTION, Fragment, check_setup
 from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -138,8 +145,11 @@ def render_maps(page: Page) -> str:
     log_format h2lab_request '$request_length $server_protocol';"""
 
 
-def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> str:
-    """Pure except for certificate creation: the nginx.conf text."""
+def render_config(
+    page: Page, ctx: ServeContext, ca: LocalCA, fragment: Fragment | None = None
+) -> str:
+    """Pure except for certificate creation: the nginx.conf text; ``fragment`` is included
+    in every server block."""
     d = ctx.state_dir
     if any(r.delay_ms for r in page.resources):
         raise SpecError(page.name, "server", "nginx cannot delay responses (use server origin)")
@@ -159,7 +169,7 @@ def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> str:
         server_name {host};
         ssl_certificate {pair.cert};
         ssl_certificate_key {pair.key};
-        location / {{ rewrite ^ {_INTERNAL}$h2lab_rid? last; }}
+{_include(fragment)}        location / {{ rewrite ^ {_INTERNAL}$h2lab_rid? last; }}
         location {_INTERNAL} {{
             internal;
             access_log {d / UNSERVED_LOG} h2lab_unserved;
@@ -204,13 +214,34 @@ http {{
 """
 
 
+def _include(fragment: Fragment | None) -> str:
+    if fragment is None:
+        return ""
+    return f"        include {quote_key(str(fragment.path))};  # the user's (conf=)\n"
+
+
 class Nginx:
     name = "nginx"
     protocols = TCP_PROTOCOLS
 
+    def __init__(self, fragment: Fragment | None = None) -> None:
+        self.fragment = fragment
+
     def version(self) -> str:
         m = re.search(r"nginx/(\S+)", procs.version_text(["nginx", "-v"]))
-        return m.group(1) if m else "unknown"
+        found = m.group(1) if m else "unknown"
+        return f"{found} {self.fragment.describe()}" if self.fragment else found
+
+    def check(self) -> None:
+        if self.fragment is None:
+            return
+        with check_setup() as s:
+            conf = s.ctx.state_dir / "nginx.conf"
+            conf.write_text(render_config(s.page, s.ctx, LocalCA(s.ctx.tls_dir), self.fragment))
+            try:
+                procs.run(["nginx", "-t", "-q", "-c", str(conf)])
+            except ProcessFailed as exc:
+                raise self.fragment.failed("nginx -t", exc) from None
 
     @contextmanager
     def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
@@ -220,7 +251,7 @@ class Nginx:
         request_log = ctx.state_dir / REQUEST_LOG
         request_log.unlink(missing_ok=True)
         conf = ctx.state_dir / "nginx.conf"
-        conf.write_text(render_config(page, ctx, LocalCA(ctx.tls_dir)))
+        conf.write_text(render_config(page, ctx, LocalCA(ctx.tls_dir), self.fragment))
         procs.run(netns.exec_argv(ctx.netns, ["nginx", "-t", "-q", "-c", str(conf)]))
         argv = netns.exec_argv(ctx.netns, ["nginx", "-c", str(conf)])
         proc = procs.spawn(argv, log=ctx.state_dir / "nginx.out")
@@ -247,9 +278,11 @@ class Nginx:
 
 
 def _make(options: Mapping[str, str]) -> Nginx:
-    if options:
-        raise ValueError(f"nginx takes no options, got {', '.join(options)}")
-    return Nginx()
+    unknown = sorted(set(options) - {OPTION})
+    if unknown:
+        raise ValueError(f"nginx takes only conf=FILE, got {', '.join(unknown)}")
+    conf = options.get(OPTION)
+    return Nginx(Fragment.of(conf, "nginx") if conf else None)
 
 
 register("nginx", _make)

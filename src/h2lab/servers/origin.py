@@ -262,6 +262,9 @@ class Origin:
         """``h2lab-origin <source hash> go1.26.8 x/net v0.62.0 quic-go v0.65.0``."""
         return procs.run([str(ensure_built()), "-version"]).strip()
 
+    def check(self) -> None:
+        """Nothing: the origin takes no configuration file of the user's."""
+
     @contextmanager
     def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
         binary = ensure_built()

@@ -99,6 +99,14 @@ def _as_written(value: str, source: str, key: str) -> str:
     return value
 
 
+def _server(value: str, source: str, key: str) -> str:
+    """A server spec as written, but a relative ``conf=FILE`` made absolute (relative to the
+    experiment file), so that the trial records the file it ran with."""
+    from h2lab.servers.fragment import base_dir, resolve_paths
+
+    return resolve_paths(value, base_dir(source), source, key)
+
+
 def _check_server(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
     from h2lab import servers
 
@@ -106,6 +114,7 @@ def _check_server(level: str, protocols: tuple[str, ...], source: str, key: str)
     unsupported = [p for p in protocols if p not in served.protocols]
     if unsupported:
         raise SpecError(source, key, f"{level} cannot serve protocol {unsupported[0]}")
+    served.check()  # the user's configuration fragment, with the server's own test
 
 
 def _check_client(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
@@ -165,7 +174,7 @@ class TrialFactors:
     )  # fmt: skip
     server: str = field(
         metadata=_is(Factor(
-            "server", "server", str, "server adapter spec", _as_written, default="nginx",
+            "server", "server", str, "server adapter spec", _server, default="nginx",
             check=_check_server,
         ))
     )  # fmt: skip

@@ -1,0 +1,90 @@
+"""The reprioritization test (h2lab.reprio, docs/servers.md "Reprioritization"): on 10 Mbit/s
+and 100 ms RTT, ten 500 KB images at weight 16, then, once 1 MB of them has arrived, a 20 KB
+stylesheet exclusive on the root at weight 256. Each server behaves as docs/servers.md says.
+
+Bounds from the measured runs (docs/servers.md's table, 5 runs each): a server that sends the
+stylesheet as soon as it reads its request ends it within what its socket buffers hold
+(0.37-1.0 s; 0.27-0.58 s with the origin's notsent_lowat=16KB); the origin's round robin
+gives it one frame per turn (0.8-2.3 s); first come, first served and Apache (its connection
+thread reads no request while it has data to write) end it after every image (3.3 s, every
+remaining image byte ahead of it); HAProxy's 1 MB buffer adds its 1 MB (0.8 s at 10 Mbit/s) to
+H2O's 0.4-0.8 s (2.1-2.6 s).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from h2lab import reprio
+
+FIRST_WITHIN_MS = {
+    "h2o": 1500.0,
+    "nginx": 1500.0,
+    "origin:scheduler=client": 1500.0,
+    "origin:scheduler=client,notsent_lowat=16KB": 800.0,
+    "origin:scheduler=rr": 3500.0,
+    "haproxy:backend=h2o,buffer=1MB": 3500.0,
+}
+"""Servers that end the stylesheet before every image, and within how long."""
+LAST = ("apache", "origin:scheduler=fcfs")
+"""Servers that end it after every image."""
+IMAGE_BYTES_LEFT = reprio.IMAGES * reprio.IMAGE_BYTES - reprio.LATE_AFTER_BYTES
+
+
+def _one(server: str, tmp_path: Path) -> reprio.Outcome:
+    (outcome,) = reprio.run(server, tmp_path / "pages")
+    print(f"{server}: late.css {outcome.high_ms:.0f} ms, images {outcome.low_median_ms:.0f} ms, "
+          f"{outcome.low_after_high} after it, {outcome.bytes_ahead} B ahead")  # fmt: skip
+    return outcome
+
+
+@pytest.mark.parametrize("server", sorted(FIRST_WITHIN_MS))
+def test_late_stylesheet_ends_before_every_image(server: str, tmp_path: Path) -> None:
+    o = _one(server, tmp_path)
+    assert o.low_after_high == reprio.IMAGES
+    assert o.high_ms < FIRST_WITHIN_MS[server]
+    assert o.low_median_ms > 4000  # 5 MB at 10 Mbit/s: the images share the link to the end
+
+
+@pytest.mark.parametrize("server", LAST)
+def test_late_stylesheet_ends_after_every_image(server: str, tmp_path: Path) -> None:
+    o = _one(server, tmp_path)
+    assert o.low_after_high == 0
+    # every image byte not yet received when it was asked for arrived before it (a frame or
+    # two may have been in flight before the request was sent)
+    assert o.bytes_ahead > IMAGE_BYTES_LEFT - 2 * 16_384
+    assert o.high_ms > 3000
+
+
+def test_haproxy_buffer_adds_its_megabyte_to_h2o(tmp_path: Path) -> None:
+    alone = _one("h2o", tmp_path / "alone")
+    behind = _one("haproxy:backend=h2o,buffer=1MB", tmp_path / "behind")
+    assert behind.bytes_ahead > alone.bytes_ahead + 1_000_000
+    assert behind.high_ms > alone.high_ms + 800  # 1 MB at 10 Mbit/s
+
+
+def test_h2o_latency_optimization_from_a_conf_fragment_sends_it_sooner(tmp_path: Path) -> None:
+    """``h2o:conf=`` (docs/servers.md): H2O's own TCP_NOTSENT_LOWAT-like setting, off by
+    default, keeps less in the send buffer (default: 367-774 ms, 0.41-0.90 MB ahead)."""
+    frag = tmp_path / "latency.yaml"
+    frag.write_text(
+        "http2-latency-optimization-min-rtt: 50\nhttp2-latency-optimization-max-cwnd: 100000000\n"
+    )
+    o = _one(f"h2o:conf={frag}", tmp_path)
+    assert o.low_after_high == reprio.IMAGES
+    assert o.high_ms < 300
+    assert o.bytes_ahead < 300_000
+
+
+def test_apache_reads_the_late_request_when_flow_control_stops_its_writes(
+    tmp_path: Path,
+) -> None:
+    """With 64 KiB stream windows (RFC 7540's default) nghttp2 runs out of window every 64 KiB
+    per stream, mod_http2's connection loop goes back to reading, and Apache then sends the
+    stylesheet first (399-528 ms measured; with Chromium's 6 MiB windows 3.3 s, above)."""
+    (o,) = reprio.run("apache", tmp_path / "pages", stream_window_bytes=65_535)
+    print(f"apache, 64 KiB windows: late.css {o.high_ms:.0f} ms, {o.bytes_ahead} B ahead")
+    assert o.low_after_high == reprio.IMAGES
+    assert o.high_ms < 1000
