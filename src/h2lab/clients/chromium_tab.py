@@ -30,12 +30,19 @@ from h2lab.pages import Page
 TAB_TIMEOUT_S = 10.0
 """Longest wait for one step of making or closing a tab (they take 0.01-0.3 s here)."""
 
-# Only what the metrics need: navigationStart (blink.user_timing) and the screenshots. More
-# categories (devtools.timeline) multiply the trace's size and its transfer time.
+# Only what the metrics need: navigationStart (blink.user_timing), the screenshots and, with
+# TASKS_CATEGORY, the tasks for TBT (RunTask, with a few other timeline events). Other
+# categories multiply the trace's size and its transfer time (devtools.timeline; toplevel, with
+# ThreadControllerImpl::RunTask and mojo events): on a 2 s load of a small page the trace was
+# 83 kB with these two, 287 kB with TASKS_CATEGORY too (1176 RunTask events), 808 kB with
+# toplevel and loading instead.
 TRACE_CATEGORIES = (
     "blink.user_timing",
     "disabled-by-default-devtools.screenshot",
 )
+TASKS_CATEGORY = "disabled-by-default-devtools.timeline"
+"""The tasks for TBT (option ``tbt``, on by default): on the demo page it cost plt +0.5-1% and
+SpeedIndex +0.3-1.8% in medians (docs/design-notes.md, issue #33)."""
 
 SCREENSHOT_SETTLE_MS = 100
 """After the load event and two animation frames, the time given to the compositor's last
@@ -57,6 +64,13 @@ _AFTER_LOAD_JS = """
     if (entries.length) lcp = entries[entries.length - 1].startTime;
     po.disconnect();
   } catch (e) {}
+  let shifts = null;
+  if ((PerformanceObserver.supportedEntryTypes || []).includes('layout-shift')) {
+    const po = new PerformanceObserver(() => {});
+    po.observe({type: 'layout-shift', buffered: true});
+    shifts = po.takeRecords().map(e => [e.startTime, e.value, e.hadRecentInput]);
+    po.disconnect();
+  }
   const elements = {};
   try {
     const po = new PerformanceObserver(() => {});
@@ -69,7 +83,7 @@ _AFTER_LOAD_JS = """
     connectEnd: nav.connectEnd, responseStart: nav.responseStart,
     dcl: nav.domContentLoadedEventStart,
     loadEventEnd: nav.loadEventEnd, fp: paints['first-paint'],
-    fcp: paints['first-contentful-paint'], lcp: lcp,
+    fcp: paints['first-contentful-paint'], lcp: lcp, layoutShifts: shifts,
   });
 }, settleMs))))
 """
@@ -316,13 +330,15 @@ def measure(
     timeout_s: float,
     idle_ms: float,
     fail_on: str = "document",
+    tasks: bool = True,
 ) -> RawLoad:
     """The page load itself: tracing on, navigate, wait for load, tracing off. A load whose
     document fails (``fail_on="document"``), or in which any request for the page's own
     resources fails (``"any"``, :func:`~h2lab.clients.browser_log.failed_page_requests`),
     fails then, or after the load if it failed later; waiting for the load is no use, as it
     may never come (yahoo's document failing with ``net::ERR_HTTP2_PING_FAILED`` left
-    requests waiting until the 900 s timeout)."""
+    requests waiting until the 900 s timeout). ``tasks``: trace the threads' tasks too
+    (:data:`TASKS_CATEGORY`, for TBT)."""
     deadline = time.monotonic() + timeout_s
     s = tab.session
 
@@ -347,9 +363,10 @@ def measure(
     def incomplete() -> None:
         browser_log.check_complete(tab.log, page, url, fail_on, tab.loaded)
 
+    categories = (*TRACE_CATEGORIES, TASKS_CATEGORY) if tasks else TRACE_CATEGORIES
     cdp.call(
         "Tracing.start",
-        {"transferMode": "ReturnAsStream", "categories": ",".join(TRACE_CATEGORIES)},
+        {"transferMode": "ReturnAsStream", "categories": ",".join(categories)},
         s,
     )
     tracing = True

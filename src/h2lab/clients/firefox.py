@@ -226,7 +226,8 @@ class Firefox:
         finally:
             handle.tabs = []
         dispose(handle.bidi, tab)
-        analysis = analyse(raw, url, network=self.options.network)
+        o = self.options
+        analysis = analyse(raw, url, network=o.network, mode=o.speed_index, idle=o.idle_ms > 0)
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
         return analysis.result
 
