@@ -345,8 +345,11 @@ def demo(
         console.print(table)
     console.print(
         "pdt_ms: first request -> last byte of the page (seed 002); plt_ms: navigation start -> "
-        "loadEventEnd; speed_index_ms: WebPageTest's SpeedIndex (browsers only). Paired ratio: "
-        "median over blocks of metric(h2)/metric(h1); below 1 means h2 was faster."
+        "loadEventEnd; speed_index_ms: SpeedIndex by WebPageTest's histogram method (browsers "
+        "only; chromium:speed_index=wpt for its exact rules). Paired ratio: median over blocks "
+        "of metric(h2)/metric(h1); below 1 means h2 was faster. The report also lists every "
+        "browser metric under browsertime's names (first/last visual change, visual complete "
+        "85/95/99, cls, tbt_ms, fully_loaded_ms)."
     )
     from h2lab.report import write_report
 
@@ -477,16 +480,35 @@ def _load_table(title: str, rows: list[TrialRecord]) -> Table:
     return table
 
 
+EXPORT_FORMATS = ("csv", "browsertime")
+
+
 @app.command()
 def export(
     out: Annotated[Path, typer.Argument(help="results folder")],
     csv: Annotated[bool, typer.Option("--csv", help="write trials.csv and resources.csv")] = True,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="csv: trials.csv and resources.csv; browsertime: OUT/browsertime/<cell>/"
+            "browsertime.json per browser cell and protocol, browsertime's field names",
+        ),
+    ] = "csv",
 ) -> None:
-    """Export the store of OUT as CSV files beside it."""
+    """Export the store of OUT as CSV files beside it, or as browsertime JSON."""
     from h2lab.store import Store
 
+    if fmt not in EXPORT_FORMATS:
+        raise SpecError("command line", "--format", f"must be csv or browsertime, got {fmt!r}")
     if not (out / "results.sqlite").exists():
         raise SpecError(str(out), "results.sqlite", "no results store in this folder")
+    if fmt == "browsertime":
+        from h2lab.report.browsertime import export_browsertime
+
+        for path in export_browsertime(out):
+            console.print(str(path))
+        return
     store = Store(out)
     try:
         for path in store.export_csv(out):

@@ -38,7 +38,8 @@ class Metric:
     name: str
     """its field on :class:`Metrics`, its store column (unit in the name)"""
     unit: str
-    """``ms``, ``bytes``, ``connections``, ``segments``"""
+    """``ms``, ``bytes``, ``requests``, ``connections``, ``segments``, ``score`` (a unitless
+    figure, named as the field names it: ``cls``)"""
     title: str
     """what the report calls it"""
     reported_by: str
@@ -85,6 +86,28 @@ class Metrics:
     fcp_ms: float | None = _metric("ms", "first contentful paint (ms)", BROWSER)
     lcp_ms: float | None = _metric("ms", "largest contentful paint (ms)", BROWSER)
     visual_complete_ms: float | None = _metric("ms", "visually complete (ms)", BROWSER)
+    """first frame from which visual progress stays at 100%"""
+    first_visual_change_ms: float | None = _metric("ms", "first visual change (ms)", BROWSER)
+    """browsertime's FirstVisualChange: the first frame with visual progress (WebPageTest mode:
+    the first frame that differs from the first frame)"""
+    last_visual_change_ms: float | None = _metric("ms", "last visual change (ms)", BROWSER)
+    """browsertime's LastVisualChange: the last frame that differs from the one before"""
+    visual_complete_85_ms: float | None = _metric("ms", "visually 85% complete (ms)", BROWSER)
+    """browsertime's VisualComplete85: the first frame from which progress stays >= 85%"""
+    visual_complete_95_ms: float | None = _metric("ms", "visually 95% complete (ms)", BROWSER)
+    visual_complete_99_ms: float | None = _metric("ms", "visually 99% complete (ms)", BROWSER)
+    cls: float | None = _metric("score", "cumulative layout shift", BROWSER)
+    """CumulativeLayoutShift (unitless): the largest session window's sum of layout-shift
+    scores without recent input, as web-vitals defines it (shifts less than 1 s apart, a
+    window at most 5 s long); None: the browser reports no layout shifts (Firefox)"""
+    tbt_ms: float | None = _metric("ms", "total blocking time (ms)", BROWSER)
+    """TotalBlockingTime: over the renderer main thread's top-level tasks, each clipped to
+    [FCP, end of the trace], the sum of each one's part beyond 50 ms (Lighthouse's rule;
+    Lighthouse ends at TTI, h2lab at the end of the trial's trace); Chromium only"""
+    fully_loaded_ms: float | None = _metric("ms", "fully loaded (ms)", BROWSER)
+    """WebPageTest's fullyLoaded: the end of the load's last request, or the load event's end
+    if later, from navigation start, measured with the browser's ``idle=`` option (None
+    without it)"""
     body_bytes: int | None = _metric("bytes", "body bytes", CLIENT)
     request_header_bytes: int | None = _metric("bytes", "request header bytes", CLIENT)
     """header bytes sent (HPACK vs HTTP/1.1); the server's count where the client has none"""

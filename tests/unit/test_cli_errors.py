@@ -288,6 +288,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     (root / "kept").mkdir()
     (root / "kept" / "trials.csv").write_text("id,trial_key,pdt_ms\n1,b|h2s,12x\n")
     jobs["restore-bad"] = (["restore", str(root / "kept")], root)
+    jobs["export-format"] = (["export", str(root / "kept"), "--format", "har"], root)
+    _store_without_browser_trials(root / "loads")
+    jobs["export-no-browser"] = (["export", str(root / "loads"), "--format", "browsertime"], root)
 
     before = _ip_netns() or set()
     forked = {k: v for k, v in jobs.items() if k not in EXECUTABLE_JOBS}
@@ -391,6 +394,32 @@ def test_bad_restore(runs: Runs) -> None:
     assert line == f"h2lab: {kept / 'trials.csv'}: attempt: required column missing from the header"
     assert result.stdout == ""
     assert sorted(p.name for p in kept.iterdir()) == ["trials.csv"]
+
+
+def _store_without_browser_trials(folder: Path) -> None:
+    from h2lab.store import Store
+    from tests.unit.test_report_model import trial
+
+    store = Store(folder)
+    store.add_trial(trial("h2s", 0, 100.0))  # h2load: nothing for browsertime
+    store.close()
+
+
+def test_bad_export_format(runs: Runs) -> None:
+    result = runs.results["export-format"]
+    assert result.returncode == 2, result
+    line = _one_line(result.stderr)
+    assert line == "h2lab: command line: --format: must be csv or browsertime, got 'har'"
+    assert sorted(p.name for p in (runs.root / "kept").iterdir()) == ["trials.csv"]
+
+
+def test_browsertime_export_of_a_folder_without_browser_trials(runs: Runs) -> None:
+    result = runs.results["export-no-browser"]
+    assert result.returncode == 2, result
+    line = _one_line(result.stderr)
+    loads = runs.root / "loads"
+    assert line == f"h2lab: {loads}: trials: no successful browser trial to export"
+    assert not (loads / "browsertime").exists()
 
 
 def test_validate_demo(runs: Runs) -> None:

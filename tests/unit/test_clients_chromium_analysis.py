@@ -18,7 +18,14 @@ from h2lab.clients.browser_log import (
     RequestSent,
     ResponseHeaderBytes,
 )
-from h2lab.clients.chromium_analysis import RawLoad, analyse, page_metrics, trace_frames
+from h2lab.clients.chromium_analysis import (
+    RawLoad,
+    analyse,
+    main_thread_tasks,
+    page_metrics,
+    tbt_ms,
+    trace_frames,
+)
 from h2lab.errors import TrialFailed
 from h2lab.metrics.visual import VisualMetrics
 from tests.har_schema import assert_valid_har
@@ -30,9 +37,13 @@ def jpeg(colour: tuple[int, int, int]) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def navigation(ts_us: int, url: str) -> dict[str, Any]:
+def navigation(ts_us: int, url: str, pid: int = 7, tid: int = 7) -> dict[str, Any]:
     data = {"isLoadingMainFrame": True, "documentLoaderURL": url}
-    return {"name": "navigationStart", "ts": ts_us, "args": {"data": data}}
+    return {"name": "navigationStart", "ts": ts_us, "pid": pid, "tid": tid, "args": {"data": data}}
+
+
+def task(ts_us: int, dur_us: int, tid: int = 7, name: str = "RunTask") -> dict[str, Any]:
+    return {"name": name, "ph": "X", "ts": ts_us, "dur": dur_us, "pid": 7, "tid": tid}
 
 
 def screenshot(ts_us: int, colour: tuple[int, int, int]) -> dict[str, Any]:
@@ -59,7 +70,7 @@ def test_a_trace_without_navigation_has_no_frames() -> None:
 
 
 def test_page_metrics_keep_only_positive_times() -> None:
-    visual = VisualMetrics(123.4567, 300.0, 100.0, 3, ())
+    visual = VisualMetrics(123.4567, 300.0, 100.0, 3, (), 310.0, 200.0, 250.0, 300.0)
     timing = {"connectEnd": 8.0, "responseStart": 12.34567, "dcl": 0, "loadEventEnd": 250.0}
     assert page_metrics(timing, visual) == {
         "connect_ms": 8.0,
@@ -69,8 +80,14 @@ def test_page_metrics_keep_only_positive_times() -> None:
         "fp_ms": None,
         "fcp_ms": None,
         "lcp_ms": None,
+        "cls": None,
         "speed_index_ms": 123.457,
         "visual_complete_ms": 300.0,
+        "first_visual_change_ms": 100.0,
+        "last_visual_change_ms": 310.0,
+        "visual_complete_85_ms": 200.0,
+        "visual_complete_95_ms": 250.0,
+        "visual_complete_99_ms": 300.0,
     }
 
 
@@ -121,3 +138,73 @@ def test_a_load_that_fetched_nothing_fails() -> None:
     raw = RawLoad(b'{"traceEvents": []}', {}, NetworkLog())
     with pytest.raises(TrialFailed, match=r"^chromium fetched nothing from https://a\.test/$"):
         analyse(raw, "https://a.test/")
+
+
+def test_main_thread_tasks_are_the_navigations_threads_top_level_tasks() -> None:
+    trace = {
+        "traceEvents": [
+            navigation(500_000, "https://a.test/", pid=5, tid=5),  # an earlier renderer
+            navigation(1_000_000, "https://a.test/"),
+            task(1_100_000, 300_000),
+            task(1_150_000, 100_000),  # nested in the one before: not top level
+            task(1_500_000, 80_000, name="ThreadControllerImpl::RunTask"),
+            task(1_600_000, 400_000, tid=9),  # another thread (a worker, the compositor)
+            {"name": "Screenshot", "ph": "O", "ts": 2_100_000, "pid": 7, "tid": 3},
+        ]
+    }
+    found = main_thread_tasks(trace)
+    assert found is not None
+    tasks, end_ms = found
+    assert [(t.start_ms, t.duration_ms) for t in tasks] == [(100.0, 300.0), (500.0, 80.0)]
+    assert end_ms == 1100.0
+    # FCP at 200 ms: 200 of the first task's 300 are after it (150 blocking) + 30
+    assert tbt_ms(trace, fcp_ms=200.0) == 180.0
+    assert tbt_ms(trace, fcp_ms=None) is None
+    assert tbt_ms({"traceEvents": []}, fcp_ms=200.0) is None
+
+
+def test_analyse_reports_cls_tbt_and_fully_loaded_with_idle() -> None:
+    log = NetworkLog()
+    finished(log, "1", "https://a.test/", 1.01, 1.05)
+    finished(log, "2", "https://a.test/beacon", 1.5, 1.9)  # after the load event
+    trace = {
+        "traceEvents": [
+            navigation(1_000_000, "https://a.test/"),
+            screenshot(1_100_000, (200, 0, 0)),
+            task(1_200_000, 300_000),
+        ]
+    }
+    timing = {"loadEventEnd": 210.0, "fcp": 100.0, "layoutShifts": [[120.0, 0.05, False]]}
+    raw = RawLoad(json.dumps(trace).encode(), timing, log)
+    plain = analyse(raw, "https://a.test/").result
+    assert (plain.cls, plain.tbt_ms, plain.fully_loaded_ms) == (0.05, 250.0, None)
+    assert analyse(raw, "https://a.test/", tbt=False).result.tbt_ms is None  # option tbt=0
+    idle = analyse(raw, "https://a.test/", idle=True)
+    assert idle.result.fully_loaded_ms == pytest.approx(900.0)
+    assert idle.har["log"]["pages"][0]["pageTimings"]["_fully_loaded_ms"] == pytest.approx(900.0)
+    # a load whose last request ended before its load event: fully loaded at the load event
+    early = NetworkLog()
+    finished(early, "1", "https://a.test/", 1.01, 1.05)
+    raw = RawLoad(json.dumps(trace).encode(), timing, early)
+    assert analyse(raw, "https://a.test/", idle=True).result.fully_loaded_ms == 210.0
+
+
+def test_analyse_in_wpt_mode() -> None:
+    log = NetworkLog()
+    finished(log, "1", "https://a.test/", 1.01, 1.05)
+    trace = {
+        "traceEvents": [
+            navigation(1_000_000, "https://a.test/"),
+            screenshot(1_100_000, (255, 255, 255)),
+            screenshot(1_300_000, (200, 0, 0)),
+        ]
+    }
+    raw = RawLoad(json.dumps(trace).encode(), {"loadEventEnd": 210.0}, log)
+    analysis = analyse(raw, "https://a.test/", mode="wpt")
+    assert analysis.visual.mode == "wpt"
+    r = analysis.result
+    assert (r.first_visual_change_ms, r.last_visual_change_ms, r.speed_index_ms) == (
+        300.0,
+        300.0,
+        300.0,
+    )

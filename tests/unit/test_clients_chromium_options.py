@@ -35,8 +35,10 @@ BAD_OPTIONS = [
     (
         {"gpu": "1"},
         "unknown chromium option 'gpu' "
-        "(known: cpu, device, filmstrip, har_bodies, idle, keylog, netlog, restart)",
+        "(known: cpu, device, filmstrip, har_bodies, idle, keylog, netlog, restart, "
+        "speed_index, tbt)",
     ),
+    ({"speed_index": "lighthouse"}, "speed_index must be one of h2lab, wpt, got 'lighthouse'"),
 ]
 """Options and the whole line each one's error says."""
 
@@ -45,6 +47,15 @@ BAD_OPTIONS = [
 def test_bad_options_name_the_option(options: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
         parse_options(options)
+
+
+def test_speed_index_mode_defaults_to_h2labs() -> None:
+    assert parse_options({}).speed_index == "h2lab"
+    assert parse_options({"speed_index": "wpt"}).speed_index == "wpt"
+
+
+def test_tbt_is_on_unless_turned_off() -> None:
+    assert parse_options({}).tbt and not parse_options({"tbt": "0"}).tbt
 
 
 def test_idle_option_parses_a_duration() -> None:

@@ -78,6 +78,10 @@ def test_options() -> None:
         parse_options({"netlog": "1"})
     with pytest.raises(ValueError, match="idle must be"):
         parse_options({"idle": "soon"})
+    assert parse_options({}).speed_index == "h2lab"
+    assert parse_options({"speed_index": "wpt"}).speed_index == "wpt"
+    with pytest.raises(ValueError, match=r"^speed_index must be one of h2lab, wpt, got 'x'$"):
+        parse_options({"speed_index": "x"})
 
 
 # ------------------------------------------------------------------------- BiDi -> the log
@@ -210,6 +214,20 @@ def test_bidi_timings_become_the_phases_of_a_request() -> None:
               "connectEnd": 0, "tlsStart": 0, "requestStart": T0_MS + 1}  # fmt: skip
     got = phases(reused)
     assert (got.dns_ms, got.connect_ms, got.ssl_ms) == (-1, -1, -1)
+
+
+def test_fully_loaded_with_idle_cls_when_reported_and_no_tbt() -> None:
+    net = BidiNetwork()
+    _load(net, "1", "https://a.h2lab.test/", 500, 2, 40)
+    _load(net, "2", "https://a.h2lab.test/late.json", 100, 900, 1250)  # after the load event
+    timing = {"timeOrigin": T0_MS, "loadEventEnd": 130, "fcp": 60, "layoutShifts": None}
+    plain = analyse(RawLoad(timing, net.log), "https://a.h2lab.test/").result
+    assert plain.fully_loaded_ms is None  # without idle= nobody waited for the network
+    assert plain.cls is None and plain.tbt_ms is None  # Firefox reports neither
+    idle = analyse(RawLoad(timing, net.log), "https://a.h2lab.test/", idle=True).result
+    assert idle.fully_loaded_ms == pytest.approx(1250)
+    shifted = {**timing, "layoutShifts": [[100.0, 0.25, False], [300.0, 0.5, True]]}
+    assert analyse(RawLoad(shifted, net.log), "https://a.h2lab.test/").result.cls == 0.25
 
 
 def test_analyse_fails_a_load_that_fetched_nothing() -> None:

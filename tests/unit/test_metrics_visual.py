@@ -206,3 +206,104 @@ def test_channel_match_equals_the_reference_loop_on_random_histograms() -> None:
                 for _ in range(3)
             )
             assert _channel_match(h, s, f) == _reference_match(h, s, f)
+
+
+# ------------------------------------------------------------ milestones and the WPT mode
+
+
+def test_milestones_follow_progress() -> None:
+    """Quarters of the page appear one by one: 85% is reached with the fourth, as are 95 and
+    99; the last visual change is the last frame that differs from the one before."""
+    frames = [
+        Frame(100.0, _blank()),
+        Frame(200.0, _page(RED, WHITE)),
+        Frame(600.0, _page(RED, BLUE)),
+        Frame(700.0, _page(RED, BLUE)),  # no change: not the last visual change
+    ]
+    vm = visual_metrics(frames)
+    assert vm.first_visual_change_ms == 200.0
+    assert vm.last_visual_change_ms == 600.0
+    assert vm.visual_complete_85_ms == vm.visual_complete_95_ms == 600.0
+    assert vm.visual_complete_99_ms == vm.visual_complete_ms == 600.0
+    assert vm.speed_index_ms is not None
+    assert vm.first_visual_change_ms <= vm.speed_index_ms <= vm.last_visual_change_ms
+
+
+def test_a_milestone_lost_is_found_again_where_progress_climbs_back() -> None:
+    frames = [Frame(100.0, _full()), Frame(200.0, _page(GREY, WHITE)), Frame(500.0, _full())]
+    vm = visual_metrics(frames)
+    assert [p for _, p in vm.progress] == pytest.approx([1.0, 0.5, 1.0], abs=0.01)
+    assert vm.visual_complete_85_ms == vm.visual_complete_99_ms == 500.0
+    assert vm.first_visual_change_ms == 100.0 and vm.last_visual_change_ms == 500.0
+
+
+def test_unknown_mode_is_an_error() -> None:
+    with pytest.raises(ValueError, match="SpeedIndex mode must be one of h2lab, wpt"):
+        visual_metrics([Frame(1.0, _full())], "lighthouse")
+
+
+def test_wpt_mode_takes_the_first_frame_as_the_start_state() -> None:
+    """A grey header present from the first frame is the start in WPT mode (h2lab's mode
+    counts it as progress: its start is a white page)."""
+    header = _page(GREY, WHITE, "PNG")
+    frames = [Frame(100.0, header), Frame(300.0, _page(GREY, BLUE)), Frame(500.0, _full())]
+    wpt = visual_metrics(frames, "wpt")
+    h2lab = visual_metrics(frames)
+    assert [p for _, p in wpt.progress] == [0.0, 0.0, 1.0]  # the blue half is no grey half
+    assert wpt.first_visual_change_ms == 300.0  # the first frame that differs from the first
+    assert wpt.speed_index_ms == 500.0
+    assert h2lab.first_visual_change_ms == 100.0
+    assert h2lab.speed_index_ms is not None and h2lab.speed_index_ms < 500.0
+
+
+def test_wpt_progress_pools_channels_and_rounds_down() -> None:
+    from h2lab.metrics.visual import wpt_progress
+
+    def bins(level: int, count: int) -> list[int]:
+        channel = [0] * 256
+        channel[level] = count
+        return channel
+
+    empty = ([0] * 256, [0] * 256, [0] * 256)
+    final = (bins(0, 1000), bins(0, 1000), bins(0, 1000))
+    # red complete, green and blue at 2/3 less one pixel: (1000 + 666 + 666) / 3000 = 77.7%
+    frame = (bins(0, 1000), bins(0, 666), bins(0, 666))
+    assert wpt_progress(frame, empty, final) == 0.77
+    # no slop: a level away matches nothing
+    assert wpt_progress((bins(1, 1000),) * 3, empty, final) == 0.0
+
+
+def _painted_page(step: int, steps: int) -> bytes:
+    """A 'page' painting in rows of coloured text-like stripes, ``step`` of ``steps`` done."""
+    img = Image.new("RGB", (WIDTH, HEIGHT), WHITE)
+    rows = 12
+    for row in range(rows * step // steps):
+        colour = (30 + 17 * row % 200, 80 + 29 * row % 150, 200 - 13 * row % 180)
+        top = row * HEIGHT // rows
+        for x in range(20, WIDTH - 20, 40):
+            img.paste(colour, (x, top + 8, x + 28, top + HEIGHT // rows - 8))
+    return _encode(img, "JPEG")
+
+
+@pytest.mark.parametrize("regress", [False, True])
+def test_wpt_mode_agrees_with_visualmetrics(tmp_path: Any, regress: bool) -> None:
+    """The same JPEG frames to h2lab's WPT mode and to browsertime's visualmetrics-portable:
+    SpeedIndex within 1%, the visual change and complete times equal."""
+    from tests.unit.visualmetrics_reference import run_visualmetrics, write_frames
+
+    times = [0, 180, 260, 410, 650, 900, 1320]
+    frames = [Frame(float(t), _painted_page(k, len(times) - 1)) for k, t in enumerate(times)]
+    if regress:  # the page is partly cleared, then repainted
+        frames.insert(5, Frame(800.0, _painted_page(2, len(times) - 1)))
+    same = write_frames(frames, tmp_path / "frames")
+    reference = run_visualmetrics(tmp_path / "frames")
+    ours = visual_metrics(same, "wpt")
+    print(f"regress={regress}: h2lab-wpt SpeedIndex {ours.speed_index_ms:.1f}, visualmetrics "
+          f"{reference['SpeedIndex']}; progress {reference['VisualProgress']}")  # fmt: skip
+    assert ours.speed_index_ms == pytest.approx(float(str(reference["SpeedIndex"])), rel=0.01)
+    assert ours.first_visual_change_ms == reference["FirstVisualChange"]
+    assert ours.last_visual_change_ms == reference["LastVisualChange"]
+    for mark in (85, 95, 99):
+        assert getattr(ours, f"visual_complete_{mark}_ms") == reference[f"VisualComplete{mark}"]
+    got = ", ".join(f"{t:.0f}={round(100 * p)}" for t, p in ours.progress)
+    assert got == reference["VisualProgress"]

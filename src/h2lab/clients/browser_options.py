@@ -1,6 +1,6 @@
 """What Chromium's and Firefox's options (``chromium:idle=2s,filmstrip=1``) have in common:
-the devices they emulate, the check against the known names, the 0/1 switches and the
-network-idle wait. Pure."""
+the devices they emulate, the check against the known names, the 0/1 switches, the
+network-idle wait and the SpeedIndex mode. Pure."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from h2lab.errors import UnitError
+from h2lab.metrics.visual import H2LAB, MODES
 from h2lab.units import parse_duration_ms
 
 IDLE_MAX_MS = 30_000
@@ -71,3 +72,12 @@ def idle_ms(options: Mapping[str, str]) -> float:
     if not 0 <= ms <= IDLE_MAX_MS:
         raise ValueError(f"idle must be 0..30s, got {idle!r}")
     return ms
+
+
+def speed_index_mode(options: Mapping[str, str]) -> str:
+    """Option ``speed_index``: ``h2lab`` (the default) or ``wpt``, WebPageTest's way
+    (:mod:`h2lab.metrics.visual`)."""
+    mode = options.get("speed_index", H2LAB)
+    if mode not in MODES:
+        raise ValueError(f"speed_index must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode

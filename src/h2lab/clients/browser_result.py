@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,8 @@ from h2lab.artifacts import FILMSTRIP_DIR, FILMSTRIP_FRAME, PAGE_HAR, VISUAL_PRO
 from h2lab.clients.browser_log import NetworkLog, failed_load_har
 from h2lab.errors import TrialFailed
 from h2lab.metrics.visual import Frame, VisualMetrics
-from h2lab.results import LoadResult
+from h2lab.metrics.web_vitals import LayoutShift, cumulative_layout_shift
+from h2lab.results import LoadResult, ResourceTiming
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,45 @@ class Analysis:
     """the screenshots from navigation start, for the filmstrip"""
 
 
+VISUAL_FIELDS = (
+    "speed_index_ms",
+    "visual_complete_ms",
+    "first_visual_change_ms",
+    "last_visual_change_ms",
+    "visual_complete_85_ms",
+    "visual_complete_95_ms",
+    "visual_complete_99_ms",
+)
+"""The metrics of :class:`~h2lab.metrics.visual.VisualMetrics` a load reports, by name."""
+
+
 def visual_fields(visual: VisualMetrics) -> dict[str, float | None]:
-    """SpeedIndex and visual complete as page metrics, ms."""
-    si = visual.speed_index_ms
-    return {
-        "speed_index_ms": None if si is None else round(si, 3),
-        "visual_complete_ms": visual.visual_complete_ms,
-    }
+    """SpeedIndex, visual complete and the visual milestones as page metrics, ms."""
+    out: dict[str, float | None] = {}
+    for name in VISUAL_FIELDS:
+        value = getattr(visual, name)
+        out[name] = None if value is None else round(value, 3)
+    return out
+
+
+def cls(timing: Mapping[str, Any]) -> float | None:
+    """CumulativeLayoutShift of the page's ``layoutShifts`` as the after-load script read them
+    ([start ms, score, had recent input] each; None: the browser reports no layout shifts)."""
+    shifts = timing.get("layoutShifts")
+    if not isinstance(shifts, list):
+        return None
+    found = (LayoutShift(float(t), float(v), bool(recent)) for t, v, recent in shifts)
+    return round(cumulative_layout_shift(found), 6)
+
+
+def fully_loaded_ms(resources: Sequence[ResourceTiming], plt_ms: float | None) -> float | None:
+    """WebPageTest's fullyLoaded: the end of the last request (a failed one's at its start), or
+    the load event's end if later (WebPageTest waits for network silence after onload), ms
+    from navigation start; None with no request."""
+    if not resources:
+        return None
+    end_ms = max(r.end_ms for r in resources)
+    return round(end_ms if plt_ms is None else max(end_ms, plt_ms), 3)
 
 
 def assemble(
@@ -50,11 +83,14 @@ def assemble(
     metrics: Mapping[str, float | None],
     visual: VisualMetrics,
     frames: list[Frame],
+    *,
+    idle: bool = False,
 ) -> Analysis:
     """The result of ``browser``'s load of ``url``: resources from ``log`` (times from
     ``t0_s``, the navigation start; the first request's start if unknown), the page metrics
     (ms from navigation start; names as :class:`LoadResult`'s, absent ones None) and the
-    visual progress. TrialFailed: the load fetched nothing."""
+    visual progress; ``idle``: the load waited for network silence (option ``idle``), so
+    ``fully_loaded_ms`` is known. TrialFailed: the load fetched nothing."""
     requests = log.finished()
     if not requests:
         raise TrialFailed(f"{browser} fetched nothing from {url}")
@@ -62,7 +98,9 @@ def assemble(
     resources = log.resources(start_s)
     done = [r for r in resources if r.error is None]
     header_sizes = [r.header_bytes for r in requests]
-    har = log.har(url, start_s, {**metrics, "_frames": float(visual.frames)})
+    fully_ms = fully_loaded_ms(resources, metrics.get("plt_ms")) if idle else None
+    page = {**metrics, "fully_loaded_ms": fully_ms, "_frames": float(visual.frames)}
+    har = log.har(url, start_s, page)
     result = LoadResult(
         pdt_ms=round(max(r.end_ms for r in done) - min(r.start_ms for r in done), 3),
         body_bytes=sum(r.body_bytes for r in requests),
@@ -83,6 +121,14 @@ def assemble(
         lcp_ms=metrics.get("lcp_ms"),
         speed_index_ms=metrics.get("speed_index_ms"),
         visual_complete_ms=metrics.get("visual_complete_ms"),
+        first_visual_change_ms=metrics.get("first_visual_change_ms"),
+        last_visual_change_ms=metrics.get("last_visual_change_ms"),
+        visual_complete_85_ms=metrics.get("visual_complete_85_ms"),
+        visual_complete_95_ms=metrics.get("visual_complete_95_ms"),
+        visual_complete_99_ms=metrics.get("visual_complete_99_ms"),
+        cls=metrics.get("cls"),
+        tbt_ms=metrics.get("tbt_ms"),
+        fully_loaded_ms=fully_ms,
     )
     return Analysis(result, har, visual, frames)
 

@@ -220,7 +220,7 @@ class Chromium:
             tab = self._take_ready(handle)
             raw = measure(
                 tab, handle.cdp, url, page, timeout_s=ctx.timeout_s,
-                idle_ms=self.options.idle_ms, fail_on=ctx.fail_on,
+                idle_ms=self.options.idle_ms, fail_on=ctx.fail_on, tasks=self.options.tbt,
                 bodies=self.options.har_bodies,
             )  # fmt: skip
         except TrialFailed:
@@ -279,7 +279,10 @@ class Chromium:
 
     def _analyse(self, raw: RawLoad, url: str, ctx: LoadContext) -> LoadResult:
         """The load's result, its artifacts written."""
-        analysis = analyse(raw, url)
+        options = self.options
+        analysis = analyse(
+            raw, url, mode=options.speed_index, idle=options.idle_ms > 0, tbt=options.tbt
+        )
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
         return analysis.result
 

@@ -15,7 +15,10 @@ event, also wait for that much network silence), ``filmstrip`` (1: keep the fram
 files in the trial folder), ``restart`` (1: a new browser for every trial, as browsertime does;
 ``bench/overhead.py`` compares the two), ``har_bodies`` (1: every response's body in the
 trial's HAR, ``content.text``, base64 for a binary one, read from the browser after the
-measured load; ``h2lab pages import`` of that HAR gives the page back).
+measured load; ``h2lab pages import`` of that HAR gives the page back), ``speed_index``
+(``h2lab``, the default, or ``wpt``: SpeedIndex and the visual milestones computed as
+WebPageTest's visualmetrics does, :mod:`h2lab.metrics.visual`), ``tbt`` (0: no trace of the
+main thread's tasks, so no ``tbt_ms``; tracing them costs a load about 1%).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from h2lab.clients.browser_options import (
     check_known,
     device,
     idle_ms,
+    speed_index_mode,
     switches,
 )
 from h2lab.pages import Page
@@ -131,11 +135,16 @@ class Options:
     idle_ms: float = 0.0
     """after the load event, also wait until the network has been idle this long (WebPageTest's
     "fully loaded": 2000 ms), so requests made by scripts after load are made and served"""
+    speed_index: str = "h2lab"
+    """how SpeedIndex is computed: ``h2lab`` or ``wpt`` (:data:`h2lab.metrics.visual.MODES`)"""
+    tbt: bool = True
+    """trace the main thread's tasks for ``tbt_ms`` (0: not, and ``tbt_ms`` is None; the trace
+    category costs the load about 1%, docs/design-notes.md)"""
 
 
-SWITCHES = ("netlog", "keylog", "filmstrip", "restart", "har_bodies")
+SWITCHES = ("netlog", "keylog", "filmstrip", "restart", "har_bodies", "tbt")
 """The options that are 0 or 1."""
-KNOWN_OPTIONS = frozenset({"device", "cpu", "idle", *SWITCHES})
+KNOWN_OPTIONS = frozenset({"device", "cpu", "idle", "speed_index", *SWITCHES})
 
 
 def parse_options(options: Mapping[str, str]) -> Options:
@@ -148,7 +157,13 @@ def parse_options(options: Mapping[str, str]) -> Options:
         raise ValueError(f"cpu must be a slowdown factor like 4, got {options['cpu']!r}") from None
     if not 1 <= cpu <= 20:
         raise ValueError(f"cpu slowdown must be 1..20, got {cpu:g}")
-    return Options(name, cpu, idle_ms=idle_ms(options), **switches(options, SWITCHES))
+    return Options(
+        name,
+        cpu,
+        idle_ms=idle_ms(options),
+        speed_index=speed_index_mode(options),
+        **switches(options, SWITCHES, on=("tbt",)),
+    )
 
 
 def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> tuple[str, ...]:

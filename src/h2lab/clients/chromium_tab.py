@@ -31,12 +31,19 @@ from h2lab.pages import Page
 TAB_TIMEOUT_S = 10.0
 """Longest wait for one step of making or closing a tab (they take 0.01-0.3 s here)."""
 
-# Only what the metrics need: navigationStart (blink.user_timing) and the screenshots. More
-# categories (devtools.timeline) multiply the trace's size and its transfer time.
+# Only what the metrics need: navigationStart (blink.user_timing), the screenshots and, with
+# TASKS_CATEGORY, the tasks for TBT (RunTask, with a few other timeline events). Other
+# categories multiply the trace's size and its transfer time (devtools.timeline; toplevel, with
+# ThreadControllerImpl::RunTask and mojo events): on a 2 s load of a small page the trace was
+# 83 kB with these two, 287 kB with TASKS_CATEGORY too (1176 RunTask events), 808 kB with
+# toplevel and loading instead.
 TRACE_CATEGORIES = (
     "blink.user_timing",
     "disabled-by-default-devtools.screenshot",
 )
+TASKS_CATEGORY = "disabled-by-default-devtools.timeline"
+"""The tasks for TBT (option ``tbt``, on by default): on the demo page it cost plt +0.5-1% and
+SpeedIndex +0.3-1.8% in medians (docs/design-notes.md, issue #33)."""
 
 SCREENSHOT_SETTLE_MS = 100
 """After the load event and two animation frames, the time given to the compositor's last
@@ -58,6 +65,13 @@ _AFTER_LOAD_JS = """
     if (entries.length) lcp = entries[entries.length - 1].startTime;
     po.disconnect();
   } catch (e) {}
+  let shifts = null;
+  if ((PerformanceObserver.supportedEntryTypes || []).includes('layout-shift')) {
+    const po = new PerformanceObserver(() => {});
+    po.observe({type: 'layout-shift', buffered: true});
+    shifts = po.takeRecords().map(e => [e.startTime, e.value, e.hadRecentInput]);
+    po.disconnect();
+  }
   const elements = {};
   try {
     const po = new PerformanceObserver(() => {});
@@ -70,7 +84,7 @@ _AFTER_LOAD_JS = """
     connectEnd: nav.connectEnd, responseStart: nav.responseStart,
     dcl: nav.domContentLoadedEventStart,
     loadEventEnd: nav.loadEventEnd, fp: paints['first-paint'],
-    fcp: paints['first-contentful-paint'], lcp: lcp,
+    fcp: paints['first-contentful-paint'], lcp: lcp, layoutShifts: shifts,
   });
 }, settleMs))))
 """
@@ -360,6 +374,7 @@ def measure(
     idle_ms: float,
     fail_on: str = "document",
     bodies: bool = False,
+    tasks: bool = True,
 ) -> RawLoad:
     """The page load itself: tracing on, navigate, wait for load, tracing off. A load whose
     document fails (``fail_on="document"``), or in which any request for the page's own
@@ -368,7 +383,8 @@ def measure(
     may never come (yahoo's document failing with ``net::ERR_HTTP2_PING_FAILED`` left
     requests waiting until the 900 s timeout). With ``bodies`` (option ``har_bodies``),
     the finished responses' bodies are read into the log once the trace is in
-    (:func:`read_bodies`)."""
+    (:func:`read_bodies`). ``tasks``: trace the threads' tasks too (:data:`TASKS_CATEGORY`,
+    for TBT)."""
     deadline = time.monotonic() + timeout_s
     s = tab.session
 
@@ -393,9 +409,10 @@ def measure(
     def incomplete() -> None:
         browser_log.check_complete(tab.log, page, url, fail_on, tab.loaded)
 
+    categories = (*TRACE_CATEGORIES, TASKS_CATEGORY) if tasks else TRACE_CATEGORIES
     cdp.call(
         "Tracing.start",
-        {"transferMode": "ReturnAsStream", "categories": ",".join(TRACE_CATEGORIES)},
+        {"transferMode": "ReturnAsStream", "categories": ",".join(categories)},
         s,
     )
     tracing = True

@@ -240,7 +240,8 @@ class Firefox:
             if ctx.keylog is not None and handle.keys is not None:
                 handle.keys.take(ctx.keylog)
         dispose(handle.bidi, tab)
-        analysis = analyse(raw, url, network=self.options.network)
+        o = self.options
+        analysis = analyse(raw, url, network=o.network, mode=o.speed_index, idle=o.idle_ms > 0)
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
         return analysis.result
 

@@ -16,10 +16,14 @@ connections on the link, ``tcp_connections``).
 
 Metrics: ``ttfb_ms`` = responseStart, ``dcl_ms`` = domContentLoadedEventStart, ``plt_ms`` =
 loadEventEnd, ``connect_ms`` = connectEnd, ``fcp_ms`` (paint timing), ``lcp_ms`` (Largest
-Contentful Paint, on by pref), all from navigation start; ``speed_index_ms`` and
-``visual_complete_ms`` from the compositor's frames (:mod:`~h2lab.clients.firefox_frames`),
-by :mod:`h2lab.metrics.visual` as Chromium's. Firefox has no ``first-paint`` entry and no
-Element Timing; the HAR's page keeps every LCP candidate's paint (``_lcp_candidates_ms``).
+Contentful Paint, on by pref), all from navigation start; ``speed_index_ms``,
+``visual_complete_ms`` and the visual milestones (first and last visual change, visually
+85/95/99% complete) from the compositor's frames (:mod:`~h2lab.clients.firefox_frames`), by
+:mod:`h2lab.metrics.visual` as Chromium's (option ``speed_index=wpt`` too); ``fully_loaded_ms``
+with option ``idle``; ``cls`` when the page reports layout shifts (Firefox ESR does not: None).
+``tbt_ms`` is None: Firefox has no trace of the main thread's tasks that h2lab reads, and no
+Long Tasks API. Firefox has no ``first-paint`` entry and no Element Timing; the HAR's page keeps
+every LCP candidate's paint (``_lcp_candidates_ms``).
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ from typing import Any
 
 from h2lab.clients import browser_log
 from h2lab.clients.browser_log import NetworkLog
-from h2lab.clients.browser_result import Analysis, assemble, visual_fields
-from h2lab.metrics.visual import Frame, VisualMetrics, visual_metrics
+from h2lab.clients.browser_result import Analysis, assemble, cls, visual_fields
+from h2lab.metrics.visual import H2LAB, Frame, VisualMetrics, visual_metrics
 
 CANCELLED = frozenset({"NS_BINDING_ABORTED"})
 """Firefox's errorText for a request the page (or a navigation) cancelled itself."""
@@ -185,6 +189,7 @@ def page_metrics(timing: Mapping[str, Any], visual: VisualMetrics) -> dict[str, 
         "plt_ms": _ms(timing.get("loadEventEnd")),
         "fcp_ms": _ms(timing.get("fcp")),
         "lcp_ms": _ms(timing.get("lcp")),
+        "cls": cls(timing),
         **visual_fields(visual),
     }
 
@@ -247,15 +252,18 @@ def timing_log(timing: Mapping[str, Any]) -> NetworkLog:
     return log
 
 
-def analyse(raw: RawLoad, url: str, *, network: bool = True) -> Analysis:
+def analyse(
+    raw: RawLoad, url: str, *, network: bool = True, mode: str = H2LAB, idle: bool = False
+) -> Analysis:
     """Metrics, resources and HAR of a load of ``url`` (TrialFailed: it fetched nothing):
     the requests from BiDi's network events, or (``network`` False) from the page's Resource
-    Timing (:func:`timing_log`)."""
+    Timing (:func:`timing_log`); ``mode``: how SpeedIndex is computed; ``idle``: the load
+    waited for network silence."""
     origin = raw.timing.get("timeOrigin")
     t0_s = float(origin) / 1000 if isinstance(origin, int | float) else None
-    visual = visual_metrics(raw.frames)
+    visual = visual_metrics(raw.frames, mode)
     metrics = page_metrics(raw.timing, visual)
     log = raw.log if network else timing_log(raw.timing)
-    analysis = assemble("firefox", log, url, t0_s, metrics, visual, raw.frames)
+    analysis = assemble("firefox", log, url, t0_s, metrics, visual, raw.frames, idle=idle)
     analysis.har["log"]["pages"][0]["_lcp_candidates_ms"] = lcp_candidates(raw.timing)
     return analysis

@@ -9,7 +9,8 @@ folder), ``visual`` (0: record no frames, so no SpeedIndex; for long loads with 
 whose every distinct frame is held in the browser until the load ends), ``network`` (0: no
 BiDi network events, which slow Firefox's loads; the resources come from the page's Resource
 Timing: no headers, no failed requests, and cross-origin ones without ``Timing-Allow-Origin``
-have no size, protocol or first byte). ``cpu`` is refused: Firefox has no CPU throttling.
+have no size, protocol or first byte), ``speed_index`` (``h2lab`` or ``wpt``, as Chromium's).
+``cpu`` is refused: Firefox has no CPU throttling.
 
 Protocols. ``h1c``: http:// (HTTPS-First off); ``h1s``: https with HTTP/2 disabled
 (``network.http.http2.enabled``), so ALPN offers http/1.1 only; ``h2s``: https, ALPN h2;
@@ -35,7 +36,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from h2lab.clients.browser_options import check_known, device, idle_ms, switches
+from h2lab.clients.browser_options import (
+    check_known,
+    device,
+    idle_ms,
+    speed_index_mode,
+    switches,
+)
 from h2lab.pages import Page
 from h2lab.servers import PORTS, url_for
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
@@ -211,11 +218,13 @@ class Options:
     """follow every request with BiDi's network events (resources, HAR with headers, failed
     requests); 0: take the resources from the page's Resource Timing instead, which the
     measured load does not pay for (:data:`~h2lab.clients.firefox_tab.NETWORK_EVENTS`)"""
+    speed_index: str = "h2lab"
+    """how SpeedIndex is computed: ``h2lab`` or ``wpt`` (:data:`h2lab.metrics.visual.MODES`)"""
 
 
 SWITCHES = ("visual", "filmstrip", "network")
 """The options that are 0 or 1."""
-KNOWN_OPTIONS = frozenset({"device", "idle", *SWITCHES})
+KNOWN_OPTIONS = frozenset({"device", "idle", "speed_index", *SWITCHES})
 
 NO_CPU_THROTTLING = (
     "firefox has no CPU throttling (WebDriver BiDi has no such command, and Firefox none of "
@@ -234,7 +243,9 @@ def parse_options(options: Mapping[str, str]) -> Options:
     idle = idle_ms(options)
     if idle and not flags["network"]:
         raise ValueError("idle waits for network silence, which network=0 cannot see")
-    return Options(device=device(options), idle_ms=idle, **flags)
+    return Options(
+        device=device(options), idle_ms=idle, speed_index=speed_index_mode(options), **flags
+    )
 
 
 def h3_mapping(hosts: Mapping[str, str]) -> str:

@@ -69,6 +69,13 @@ new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(() => {
     lcps = entries.map(e => [e.url || e.id || '', e.startTime]);
     po.disconnect();
   } catch (e) {}
+  let shifts = null;
+  if ((PerformanceObserver.supportedEntryTypes || []).includes('layout-shift')) {
+    const po = new PerformanceObserver(() => {});
+    po.observe({type: 'layout-shift', buffered: true});
+    shifts = po.takeRecords().map(e => [e.startTime, e.value, e.hadRecentInput]);
+    po.disconnect();
+  }
   const rt = e => [e.name, e.startTime, e.responseStart, e.responseEnd, e.encodedBodySize,
                    e.nextHopProtocol, e.responseStatus || 0];
   resolve(JSON.stringify({
@@ -76,7 +83,7 @@ new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(() => {
     timeOrigin: performance.timeOrigin,
     connectEnd: nav.connectEnd, responseStart: nav.responseStart,
     dcl: nav.domContentLoadedEventStart, loadEventEnd: nav.loadEventEnd,
-    fcp: paints['first-contentful-paint'], lcp: lcp, lcps: lcps,
+    fcp: paints['first-contentful-paint'], lcp: lcp, lcps: lcps, layoutShifts: shifts,
   }));
 })))
 """

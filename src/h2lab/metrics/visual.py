@@ -24,6 +24,24 @@ Method (after WebPageTest's ``visualmetrics``, re-written from its description):
 The start reference is always an all-white page (an empty histogram, since white is left out),
 whether or not the caller's first frame is blank: the state before the first frame is the
 navigation start with nothing painted.
+
+Milestones (browsertime's names): **first visual change**, the first frame with progress > 0;
+**last visual change**, the last frame whose histogram differs from the one before it (the
+first frame's "before" is the start state); **visual complete 85/95/99**, the first frame from
+which progress stays at or above 85/95/99% (browsertime's ``extraMetrics``: a later drop below
+the mark forgets it and it is found again where the page climbs back); **visual complete**,
+from which it stays at 100%. They are ordered: first change ≤ SpeedIndex ≤ last change, and
+VC85 ≤ VC95 ≤ VC99 ≤ visual complete ≤ last change.
+
+**WebPageTest-compatible mode** (``mode="wpt"``, :func:`wpt_progress`): as browsertime
+28.3.0's ``visualmetrics-portable.py`` computes it from a folder of frames: the *first frame* is
+the start state (not a white page); a pixel is white, and left out, when all three channels are
+at least 250; frames are decoded at full size; progress pools the three channels, each bin
+counting ``min(|frame − start|, |final − start|)`` against ``|final − start|`` with no slop, and is
+rounded down to a whole percent; SpeedIndex runs from navigation start (the start state, progress
+0, until the first frame) to the last frame; first visual change is the first frame whose
+histogram differs from the first frame's. tests/unit/test_metrics_visual.py and
+tests/integration/test_visual_metrics.py run the reference itself on the same frames.
 """
 
 from __future__ import annotations
@@ -50,9 +68,21 @@ visualmetrics, ``slop = 5``)."""
 COMPLETE_PROGRESS = 0.9999
 """Progress at or above this counts as visually complete (guards float rounding only)."""
 
+H2LAB, WPT = "h2lab", "wpt"
+MODES = (H2LAB, WPT)
+"""SpeedIndex modes: h2lab's (white start, per-channel slop matching) and WebPageTest's."""
+
+WPT_WHITE_MIN = 250
+"""WebPageTest mode: a pixel with all channels at least this is white (visualmetrics:
+``pixel[0] < 250 or pixel[1] < 250 or pixel[2] < 250`` is counted)."""
+
+MILESTONES = (0.85, 0.95, 0.99)
+"""The visual-complete marks browsertime reports (VisualComplete85, 95, 99)."""
+
 _BINS = 256
 # Lookup table turning the per-pixel minimum channel into a mask: 255 = painted, 0 = white.
 _PAINTED_LUT = [255] * WHITE_MIN + [0] * (_BINS - WHITE_MIN)
+_WPT_PAINTED_LUT = [255] * WPT_WHITE_MIN + [0] * (_BINS - WPT_WHITE_MIN)
 _EMPTY: Histogram = ([0] * _BINS, [0] * _BINS, [0] * _BINS)
 
 
@@ -75,11 +105,19 @@ class VisualMetrics:
     visual_complete_ms: float | None
     """first frame from which progress stays at 1"""
     first_visual_change_ms: float | None
-    """first frame with progress > 0"""
+    """first frame with progress > 0 (WPT mode: whose histogram differs from the first's)"""
     frames: int
     """number of frames given"""
     progress: tuple[tuple[float, float], ...]
     """(t_ms, progress in [0, 1]) per frame, sorted by time; empty if nothing was painted"""
+    last_visual_change_ms: float | None = None
+    """last frame whose histogram differs from the frame before it"""
+    visual_complete_85_ms: float | None = None
+    """first frame from which progress stays at or above 85%"""
+    visual_complete_95_ms: float | None = None
+    visual_complete_99_ms: float | None = None
+    mode: str = H2LAB
+    """how it was computed: :data:`H2LAB` or :data:`WPT`"""
 
 
 JPEG_DRAFT_SCALE = 4
@@ -88,11 +126,12 @@ Progress is a ratio of pixel counts, so a uniform scale leaves it unchanged; fra
 are all JPEG (a PNG frame would be counted at full size: do not mix formats in one load)."""
 
 
-def histogram(image: bytes) -> Histogram:
-    """Decode ``image`` and count non-white pixels into 256 bins per R, G, B channel."""
+def histogram(image: bytes, *, mode: str = H2LAB) -> Histogram:
+    """Decode ``image`` and count non-white pixels into 256 bins per R, G, B channel (WPT
+    mode: at full size, white as visualmetrics draws it)."""
     try:
         with Image.open(io.BytesIO(image), formats=["JPEG", "PNG"]) as img:
-            if img.format == "JPEG":
+            if img.format == "JPEG" and mode == H2LAB:
                 w, h = img.size
                 img.draft("RGB", (max(1, w // JPEG_DRAFT_SCALE), max(1, h // JPEG_DRAFT_SCALE)))
             rgb = img.convert("RGB")
@@ -100,7 +139,7 @@ def histogram(image: bytes) -> Histogram:
         raise FrameDecodeError(f"cannot decode frame image ({len(image)} bytes): {exc}") from exc
     red, green, blue = rgb.split()
     darkest = ImageChops.darker(ImageChops.darker(red, green), blue)
-    counts = rgb.histogram(mask=darkest.point(_PAINTED_LUT))
+    counts = rgb.histogram(mask=darkest.point(_WPT_PAINTED_LUT if mode == WPT else _PAINTED_LUT))
     return counts[0:_BINS], counts[_BINS : 2 * _BINS], counts[2 * _BINS : 3 * _BINS]
 
 
@@ -143,28 +182,70 @@ def frame_progress(hist: Histogram, start: Histogram, final: Histogram) -> float
     return min(1.0, max(0.0, sum(shares) / len(shares)))
 
 
-def visual_metrics(frames: Sequence[Frame]) -> VisualMetrics:
-    """Progress per frame, SpeedIndex, visual complete and first change, all in ms.
+def wpt_progress(hist: Histogram, start: Histogram, final: Histogram) -> float:
+    """WebPageTest mode's completeness (visualmetrics' ``calculate_frame_progress``): channels
+    pooled, each bin matched up to ``|final − start|`` with no slop, rounded down to a whole
+    percent; in [0, 1]."""
+    matched = total = 0
+    for h, s, f in zip(hist, start, final, strict=True):
+        for cur, init, target in zip(h, s, f, strict=True):
+            want = abs(target - init)
+            matched += min(abs(cur - init), want)
+            total += want
+    return math.floor(100 * matched / total) / 100 if total else 1.0
+
+
+def visual_metrics(frames: Sequence[Frame], mode: str = H2LAB) -> VisualMetrics:
+    """Progress per frame, SpeedIndex, visual complete and the milestones, all in ms.
 
     Frames are sorted by ``t_ms`` (stable, so of two frames at one time the later given wins).
     A frame before navigation start (``t_ms`` < 0) only sets the progress in force at t = 0.
+    ``mode``: :data:`H2LAB` (the default) or :data:`WPT` (WebPageTest-compatible).
     """
+    if mode not in MODES:
+        raise ValueError(f"SpeedIndex mode must be one of {', '.join(MODES)}, got {mode!r}")
     for frame in frames:
         if not math.isfinite(frame.t_ms):
             raise ValueError(f"frame time must be finite, got t_ms={frame.t_ms!r}")
     ordered = sorted(frames, key=lambda fr: fr.t_ms)
-    nothing = VisualMetrics(None, None, None, frames=len(frames), progress=())
+    nothing = VisualMetrics(None, None, None, frames=len(frames), progress=(), mode=mode)
     if not ordered:
         return nothing
-    final = histogram(ordered[-1].image)
-    if not any(any(channel) for channel in final):
-        return nothing
-    # The last frame is the final state: its progress is 1 by definition, no second decode.
-    progress = (
-        *((fr.t_ms, frame_progress(histogram(fr.image), _EMPTY, final)) for fr in ordered[:-1]),
-        (ordered[-1].t_ms, 1.0),
+    hists = [histogram(fr.image, mode=mode) for fr in ordered]
+    final = hists[-1]
+    if mode == WPT:
+        start = hists[0]
+        if all(h == start for h in hists):
+            return nothing
+        values = [wpt_progress(h, start, final) for h in hists]
+        changed = [h != start for h in hists]
+    else:
+        if not any(any(channel) for channel in final):
+            return nothing
+        start = _EMPTY
+        # the last frame is the final state: its progress is 1 by definition
+        values = [frame_progress(h, start, final) for h in hists[:-1]] + [1.0]
+        changed = [v > 0.0 for v in values]
+    progress = tuple((fr.t_ms, p) for fr, p in zip(ordered, values, strict=True))
+    before = [start, *hists[:-1]]
+    changes = [fr.t_ms for fr, h, b in zip(ordered, hists, before, strict=True) if h != b]
+    return VisualMetrics(
+        speed_index_ms=_speed_index_ms(progress),
+        visual_complete_ms=reached_ms(progress, COMPLETE_PROGRESS),
+        first_visual_change_ms=next(fr.t_ms for fr, c in zip(ordered, changed, strict=True) if c),
+        frames=len(frames),
+        progress=progress,
+        last_visual_change_ms=changes[-1],
+        visual_complete_85_ms=reached_ms(progress, MILESTONES[0]),
+        visual_complete_95_ms=reached_ms(progress, MILESTONES[1]),
+        visual_complete_99_ms=reached_ms(progress, MILESTONES[2]),
+        mode=mode,
     )
 
+
+def _speed_index_ms(progress: Sequence[tuple[float, float]]) -> float:
+    """∫ (1 − progress) dt from navigation start (progress 0 until the first frame) to the last
+    frame."""
     speed_index_ms = 0.0
     now_ms, current = 0.0, 0.0
     for t_ms, p in progress:
@@ -172,17 +253,14 @@ def visual_metrics(frames: Sequence[Frame]) -> VisualMetrics:
             speed_index_ms += (1.0 - current) * (t_ms - now_ms)
             now_ms = t_ms
         current = p
+    return speed_index_ms
 
-    first_change_ms = next((t for t, p in progress if p > 0.0), None)
-    complete_ms = progress[-1][0]
-    for t_ms, p in reversed(progress):
-        if p < COMPLETE_PROGRESS:
-            break
-        complete_ms = t_ms
-    return VisualMetrics(
-        speed_index_ms=speed_index_ms,
-        visual_complete_ms=complete_ms,
-        first_visual_change_ms=first_change_ms,
-        frames=len(frames),
-        progress=progress,
-    )
+
+def reached_ms(progress: Sequence[tuple[float, float]], mark: float) -> float | None:
+    """The first frame from which progress stays at or above ``mark`` (browsertime's
+    ``extraMetrics``: a later drop below forgets it); None if the last frame is below."""
+    at_ms = None
+    for t_ms, p in progress:
+        below = p < mark - 1e-9
+        at_ms = None if below else (t_ms if at_ms is None else at_ms)
+    return at_ms

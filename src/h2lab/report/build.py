@@ -25,6 +25,7 @@ from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
 from h2lab.errors import H2LabError
 from h2lab.report import artifacts, model, svg
 from h2lab.report import html as h
+from h2lab.report.browser_metrics import browser_metrics_part
 from h2lab.report.coverage import coverage_part
 from h2lab.report.export import export_tables
 from h2lab.report.failed import failed_part
@@ -99,6 +100,7 @@ def write_report(
         )
         sections.append(timed("tree", lambda: h.section("tree", _tree(primary, rng_seed))))
         sections.append(h.section("headers", _headers(trials)))
+        sections.append(h.section("browser-metrics", browser_metrics_part(trials)))
         cell = chosen_cell if chosen_cell is not None else model.choose_cell(trials)
         sections += timed("chosen cell", lambda: _chosen_cell(store, trials, cell))
         failed = timed("failed requests", lambda: failed_part(store, trials))

@@ -22,6 +22,7 @@ SECTIONS: dict[str, str] = {
     "heatmap": "Ratio heatmap",
     "tree": "When does h2 help: decision tree",
     "headers": "Header bytes per protocol",
+    "browser-metrics": "Browser metrics (browsertime's names)",
     "waterfalls": "Waterfalls of the median trials",
     "filmstrips": "Filmstrips",
     "frames": "Frame timeline of h2 streams",
