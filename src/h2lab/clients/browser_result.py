@@ -55,6 +55,19 @@ def visual_fields(visual: VisualMetrics) -> dict[str, float | None]:
     return out
 
 
+LAYOUT_SHIFTS_JS = """
+  let shifts = null;
+  if ((PerformanceObserver.supportedEntryTypes || []).includes('layout-shift')) {
+    const po = new PerformanceObserver(() => {});
+    po.observe({type: 'layout-shift', buffered: true});
+    shifts = po.takeRecords().map(e => [e.startTime, e.value, e.hadRecentInput]);
+    po.disconnect();
+  }
+"""
+"""The part of each browser's after-load script that reads the page's layout shifts into
+``shifts`` (null: the browser reports none), returned as ``layoutShifts`` for :func:`cls`."""
+
+
 def cls(timing: Mapping[str, Any]) -> float | None:
     """CumulativeLayoutShift of the page's ``layoutShifts`` as the after-load script read them
     ([start ms, score, had recent input] each; None: the browser reports no layout shifts)."""

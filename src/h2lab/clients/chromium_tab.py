@@ -22,6 +22,7 @@ from typing import Any
 
 from h2lab.clients import browser_log, browser_pool
 from h2lab.clients.browser_options import Device
+from h2lab.clients.browser_result import LAYOUT_SHIFTS_JS
 from h2lab.clients.cdp import PIPE_CLOSED, CdpError, DevTools, PipeClosed, Reply
 from h2lab.clients.chromium_analysis import RawLoad
 from h2lab.errors import TrialFailed
@@ -51,7 +52,8 @@ screenshot to reach the trace (it is captured and encoded after the frame is dra
 this wait the final frame was sometimes missing and SpeedIndex stopped at the one before)."""
 
 # After the load event: two animation frames, so the paint the load triggers is traced.
-_AFTER_LOAD_JS = """
+_AFTER_LOAD_JS = (
+    """
 (settleMs) => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(() =>
   setTimeout(() => {
   const nav = performance.getEntriesByType('navigation')[0] || {};
@@ -65,14 +67,9 @@ _AFTER_LOAD_JS = """
     if (entries.length) lcp = entries[entries.length - 1].startTime;
     po.disconnect();
   } catch (e) {}
-  let shifts = null;
-  if ((PerformanceObserver.supportedEntryTypes || []).includes('layout-shift')) {
-    const po = new PerformanceObserver(() => {});
-    po.observe({type: 'layout-shift', buffered: true});
-    shifts = po.takeRecords().map(e => [e.startTime, e.value, e.hadRecentInput]);
-    po.disconnect();
-  }
-  const elements = {};
+"""
+    + LAYOUT_SHIFTS_JS
+    + """  const elements = {};
   try {
     const po = new PerformanceObserver(() => {});
     po.observe({type: 'element', buffered: true});
@@ -88,6 +85,7 @@ _AFTER_LOAD_JS = """
   });
 }, settleMs))))
 """
+)
 
 AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 """A page's own targets attach paused, so that their Network events are on before they run."""

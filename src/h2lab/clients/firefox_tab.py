@@ -24,6 +24,7 @@ from typing import Any
 from h2lab.clients import browser_log
 from h2lab.clients.bidi import CONNECTION_CLOSED, Bidi, BidiError, ConnectionClosed, Reply
 from h2lab.clients.browser_options import Device
+from h2lab.clients.browser_result import LAYOUT_SHIFTS_JS
 from h2lab.clients.firefox_events import BidiNetwork, RawLoad
 from h2lab.errors import TrialFailed
 from h2lab.pages import Page
@@ -55,7 +56,8 @@ Resource Timing buffer holds 250 entries by default (a page of 500 stylesheets k
 # After the load event: two animation frames, so the paint the load triggers is in the paint
 # timing; Firefox has no first-paint entry. A string, as BiDi's serialisation of objects is
 # verbose.
-AFTER_LOAD_JS = """
+AFTER_LOAD_JS = (
+    """
 new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(() => {
   const nav = performance.getEntriesByType('navigation')[0] || {};
   const paints = {};
@@ -69,14 +71,9 @@ new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(() => {
     lcps = entries.map(e => [e.url || e.id || '', e.startTime]);
     po.disconnect();
   } catch (e) {}
-  let shifts = null;
-  if ((PerformanceObserver.supportedEntryTypes || []).includes('layout-shift')) {
-    const po = new PerformanceObserver(() => {});
-    po.observe({type: 'layout-shift', buffered: true});
-    shifts = po.takeRecords().map(e => [e.startTime, e.value, e.hadRecentInput]);
-    po.disconnect();
-  }
-  const rt = e => [e.name, e.startTime, e.responseStart, e.responseEnd, e.encodedBodySize,
+"""
+    + LAYOUT_SHIFTS_JS
+    + """  const rt = e => [e.name, e.startTime, e.responseStart, e.responseEnd, e.encodedBodySize,
                    e.nextHopProtocol, e.responseStatus || 0];
   resolve(JSON.stringify({
     resources: [rt(nav), ...performance.getEntriesByType('resource').map(rt)],
@@ -87,6 +84,7 @@ new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(() => {
   }));
 })))
 """
+)
 
 
 class Tab:

@@ -66,7 +66,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
-from h2lab.servers.fragment import OPTION, Fragment, check_setup
+from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
 from h2lab.servers.rules import RULES, preload_link, select
 from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
@@ -341,17 +341,14 @@ class Apache:
     def version(self) -> str:
         m = re.search(r"Apache/(\S+)", procs.version_text(["apache2", "-v"]))
         found = m.group(1) if m else "unknown"
-        return f"{found} {self.fragment.describe()}" if self.fragment else found
+        return versioned(found, self.fragment)
 
     def check(self) -> None:
         if self.fragment is None:
             return
         with check_setup() as s:
             conf = self._write(s.page, s.ctx)
-            try:
-                procs.run(["apache2", "-t", "-f", str(conf)])
-            except ProcessFailed as exc:
-                raise self.fragment.failed("apache2 -t", exc) from None
+            self.fragment.test("apache2 -t", ["apache2", "-t", "-f", str(conf)])
 
     def _write(self, page: Page, ctx: ServeContext) -> Path:
         """Bodies, maps and apache2.conf into the state folder; the config's path."""

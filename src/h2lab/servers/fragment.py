@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError, telling_line
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
@@ -69,6 +70,19 @@ class Fragment:
     def failed(self, test: str, err: ProcessFailed) -> SpecError:
         """The one-line error of a failed configuration test ``test`` (``nginx -t``)."""
         return SpecError(self.path, test, message(err.stderr_tail) or f"exit {err.returncode}")
+
+    def test(self, name: str, argv: list[str]) -> None:
+        """Run the server's configuration test ``argv`` (called ``name``, ``nginx -t``) on
+        h2lab's configuration with this fragment: SpecError naming the file when it fails."""
+        try:
+            procs.run(argv)
+        except ProcessFailed as exc:
+            raise self.failed(name, exc) from None
+
+
+def versioned(found: str, fragment: Fragment | None) -> str:
+    """A server's version ``found``, followed by its fragment's path and digest when it has one."""
+    return f"{found} {fragment.describe()}" if fragment else found
 
 
 def message(output: str) -> str:

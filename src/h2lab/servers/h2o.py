@@ -54,7 +54,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
-from h2lab.servers.fragment import OPTION, Fragment, check_setup
+from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
 from h2lab.servers.rules import RULES, select
 from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
@@ -345,17 +345,14 @@ class H2o:
     def version(self) -> str:
         m = re.search(r"h2o version (\S+)", procs.version_text(["h2o", "--version"]))
         found = m.group(1) if m else "unknown"
-        return f"{found} {self.fragment.describe()}" if self.fragment else found
+        return versioned(found, self.fragment)
 
     def check(self) -> None:
         if self.fragment is None:
             return
         with check_setup() as s:
             self._write(s.page, s.ctx)
-            try:
-                procs.run(self._argv(s.ctx, "-t"))
-            except ProcessFailed as exc:
-                raise self.fragment.failed("h2o -t", exc) from None
+            self.fragment.test("h2o -t", self._argv(s.ctx, "-t"))
 
     def _write(self, page: Page, ctx: ServeContext) -> None:
         """The handler, h2o.conf and the OpenSSL configuration, into the state folder."""

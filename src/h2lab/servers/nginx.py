@@ -46,7 +46,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
-from h2lab.servers.fragment import OPTION, Fragment, check_setup
+from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
 from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -230,7 +230,7 @@ class Nginx:
     def version(self) -> str:
         m = re.search(r"nginx/(\S+)", procs.version_text(["nginx", "-v"]))
         found = m.group(1) if m else "unknown"
-        return f"{found} {self.fragment.describe()}" if self.fragment else found
+        return versioned(found, self.fragment)
 
     def check(self) -> None:
         if self.fragment is None:
@@ -238,10 +238,7 @@ class Nginx:
         with check_setup() as s:
             conf = s.ctx.state_dir / "nginx.conf"
             conf.write_text(render_config(s.page, s.ctx, LocalCA(s.ctx.tls_dir), self.fragment))
-            try:
-                procs.run(["nginx", "-t", "-q", "-c", str(conf)])
-            except ProcessFailed as exc:
-                raise self.fragment.failed("nginx -t", exc) from None
+            self.fragment.test("nginx -t", ["nginx", "-t", "-q", "-c", str(conf)])
 
     @contextmanager
     def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
