@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from h2lab.net import clean, netns
+from h2lab.net import clean, lab, netns
 
 
 @pytest.fixture
@@ -80,3 +80,24 @@ def test_a_lab_of_another_state_folder_is_not_stale_while_its_owner_lives(
     (owners / "h2lab-other1").write_text(str(os.getppid()))  # alive, in another folder
     (owners / "h2lab-other2").write_text(str(_dead_pid()))
     assert clean.stale_instances() == ["h2lab-gone02", "h2lab-other2"]
+
+
+def test_a_lab_remakes_its_state_parent_when_another_labs_clean_removed_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two shards of --jobs start at once: one's clean_stale removes the empty state root
+    between the other making it and making its own folder in it (a failure seen in CI)."""
+    root = tmp_path / "state"
+    folder = root / "h2lab-abc123"
+    real_mkdir = Path.mkdir
+    removed = []
+
+    def racing_mkdir(self: Path, mode: int = 0o777, parents: bool = False, **kw: bool) -> None:
+        real_mkdir(self, mode, parents=parents, **kw)
+        if self == root and not removed:  # the other lab's clean_stale, just then
+            removed.append(True)
+            root.rmdir()
+
+    monkeypatch.setattr(Path, "mkdir", racing_mkdir)
+    lab._make_state_dir(folder)
+    assert removed and folder.is_dir()

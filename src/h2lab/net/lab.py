@@ -310,7 +310,7 @@ class Lab:
 
     def start(self) -> None:
         clean_stale()
-        self.state_dir.mkdir(parents=True, exist_ok=False)
+        _make_state_dir(self.state_dir)
         (self.state_dir / "owner.pid").write_text(str(os.getpid()))
         owners_root().mkdir(parents=True, exist_ok=True)
         (owners_root() / self.id).write_text(str(os.getpid()))
@@ -381,3 +381,16 @@ class Lab:
         if self._started:
             teardown_lab(self.id)
             self._started = False
+
+
+def _make_state_dir(path: Path, attempts: int = 5) -> None:
+    """Make a lab's state folder and its parent. Another lab's :func:`clean_stale` removes the
+    parent when it finds it empty, which can fall between making the parent and the folder (two
+    shards of ``--jobs`` starting at once): then the parent is made again."""
+    for attempt in range(attempts):
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+            return
+        except FileNotFoundError:
+            if attempt == attempts - 1:
+                raise
