@@ -17,7 +17,7 @@ from rich.progress import (
 from rich.table import Table
 
 from h2lab.cli_cluster import cluster_app, secrets_folder
-from h2lab.cli_common import console, err, progress, require_root
+from h2lab.cli_common import console, enter_lab_mode, err, progress
 from h2lab.cli_compare import compare as compare_command
 from h2lab.cli_net import net_app
 from h2lab.cli_pages import pages_app
@@ -77,7 +77,7 @@ def _start_run(
     from h2lab.runner.start import start_run
 
     if labs_here:
-        require_root()
+        enter_lab_mode(rootless=False)
     started = start_run(exp, exp_path, out, only)
     _note_strangers(out, exp.name, started.strangers)
     return started.trials
@@ -593,7 +593,7 @@ def clean(
     """Remove namespaces, processes and state left by killed h2lab instances."""
     from h2lab.net.clean import clean_stale
 
-    require_root()
+    enter_lab_mode()
     removed = clean_stale(include_live=all_instances)
     console.print(
         f"removed {len(removed)} instance(s)" + (f": {' '.join(removed)}" if removed else "")

@@ -1,4 +1,4 @@
-"""What every command shares: the consoles, the progress bar, the root check."""
+"""What every command shares: the consoles, the progress bar, root or rootless mode."""
 
 from __future__ import annotations
 
@@ -21,9 +21,23 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
 
-def require_root() -> None:
-    if os.geteuid() != 0:
-        raise H2LabError("h2lab needs root for network namespaces (run it with sudo)")
+def enter_lab_mode(rootless: bool = True) -> None:
+    """Root mode when h2lab runs as root. Otherwise rootless mode (docs/rootless.md): this
+    process moves into a user namespace of its own for the lab, or stops (exit 2) with one
+    line naming the host's switch that forbids it. ``rootless=False``: a command whose
+    servers and clients do not run rootless yet (issue #34) still needs root."""
+    if os.geteuid() == 0:
+        return
+    if not rootless:
+        raise H2LabError(
+            "this command needs root for now (run it with sudo); rootless mode runs "
+            "`h2lab net check`, `net shell` and `clean` (docs/rootless.md)"
+        )
+    from h2lab.net import userns
+    from h2lab.paths import owners_root, state_root
+
+    userns.require()
+    userns.enter([state_root(), owners_root()])
 
 
 def progress() -> Progress:

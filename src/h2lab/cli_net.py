@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from h2lab.cli_common import console, err, require_root
+from h2lab.cli_common import console, enter_lab_mode, err
 from h2lab.errors import SpecError
 
 net_app = typer.Typer(help="The emulated network: list profiles, check a link, open a shell.")
@@ -47,7 +47,7 @@ def net_check(
         raise SpecError(
             "command line", "--cc", f"unknown {cc!r} ({', '.join(CONGESTION_CONTROLS)})"
         )
-    require_root()
+    enter_lab_mode()
     with Lab(("check.h2lab.test",)) as lab:
         rows = check(lab, network, seed, TcpSettings(cc), quick=quick)
     if as_json:
@@ -87,7 +87,7 @@ def net_shell(
     from h2lab.spec.tcp import TcpSettings
 
     network = parse_network(profile, "command line", field="PROFILE")
-    require_root()
+    enter_lab_mode()
     with Lab(("server.h2lab.test",)) as lab, lab.link(network, seed, TcpSettings()) as link:
         err.print(
             f"client namespace {link.client_ns}, servers namespace {lab.servers_ns} "

@@ -121,7 +121,23 @@ def checks() -> list[Check]:
     cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
     avail = cc.read_text().split() if cc.exists() else []
     out.append(Check("tcp congestion control", "cubic" in avail, " ".join(avail) or "unknown"))
+    out.append(_mode_check())
+    return out
+
+
+def _mode_check() -> Check:
+    """Root mode as root; else whether rootless mode works here and, if not, the switch that
+    forbids it (docs/rootless.md)."""
     import os
 
-    out.append(Check("root", os.geteuid() == 0, "needed for network namespaces"))
-    return out
+    from h2lab.net import userns
+
+    if os.geteuid() == 0:
+        return Check("root", True, "root mode (network namespaces on the host)")
+    why = userns.probe()
+    allowed = userns.read_sysctl("net.ipv4.tcp_allowed_congestion_control") or "unknown"
+    detail = why or (
+        "rootless mode: a user namespace per lab (net check, net shell, clean; Rattan's "
+        f"sockets capped at 2 x net.core.rmem_max; congestion control: {allowed})"
+    )
+    return Check("rootless", why is None, detail)

@@ -64,6 +64,13 @@ class WaitTimeout(H2LabError):
         super().__init__(f"timed out after {seconds:.1f} s waiting for {what}")
 
 
+class HostForbids(H2LabError):
+    """The host forbids what rootless mode needs (unprivileged user namespaces): one line
+    naming the switch and what to do; nothing was created."""
+
+    exit_code = 2
+
+
 class MissingTool(H2LabError):
     """A required program is not installed."""
 

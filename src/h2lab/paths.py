@@ -12,9 +12,27 @@ def cache_root() -> Path:
     return Path(os.environ.get("H2LAB_CACHE", Path.home() / ".cache" / "h2lab"))
 
 
+def rootless() -> bool:
+    """h2lab runs as an ordinary user, or in the user namespace it made for a lab
+    (:mod:`h2lab.net.userns` sets ``H2LAB_USERNS`` there)."""
+    return os.geteuid() != 0 or bool(os.environ.get("H2LAB_USERNS"))
+
+
+def user_runtime_root() -> Path:
+    """An ordinary user's tmpfs folder: ``$XDG_RUNTIME_DIR``, else ``/tmp/h2lab-<uid>``."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime)
+    outside = os.environ.get("H2LAB_USERNS")
+    uid = int(outside.split(":")[0]) if outside else os.getuid()
+    return Path(f"/tmp/h2lab-{uid}")
+
+
 def state_root() -> Path:
-    """Per-instance state (pids, configs, certificates, logs) on tmpfs: ``/run/h2lab``."""
-    return Path(os.environ.get("H2LAB_STATE", "/run/h2lab"))
+    """Per-instance state (pids, configs, certificates, logs) on tmpfs: ``/run/h2lab`` (root),
+    ``$XDG_RUNTIME_DIR/h2lab`` (rootless). ``H2LAB_STATE`` overrides."""
+    default = user_runtime_root() / "h2lab" if rootless() else Path("/run/h2lab")
+    return Path(os.environ.get("H2LAB_STATE", default))
 
 
 def owners_root() -> Path:
@@ -22,9 +40,14 @@ def owners_root() -> Path:
     its owner's pid): namespaces are machine-wide, and a clean that looks in its own state
     folder only must not take a lab of another one (a Ray node beside another, each with its
     ``H2LAB_STATE``) for a stale one. ``H2LAB_OWNERS`` overrides."""
-    return Path(os.environ.get("H2LAB_OWNERS", "/run/h2lab-owners"))
+    default = user_runtime_root() / "h2lab-owners" if rootless() else Path("/run/h2lab-owners")
+    return Path(os.environ.get("H2LAB_OWNERS", default))
 
 
 def netns_etc(ns_name: str) -> Path:
-    """``ip netns exec`` bind-mounts files from here over /etc (hosts for origin names)."""
+    """``ip netns exec`` bind-mounts files from here over /etc (hosts for origin names). In
+    rootless mode a folder of the lab's private /run that nothing reads: the lab's hosts file
+    is bound over /etc/hosts for all of it instead (:mod:`h2lab.net.userns`)."""
+    if os.environ.get("H2LAB_USERNS"):
+        return Path("/run/h2lab-etc-netns") / ns_name
     return Path("/etc/netns") / ns_name

@@ -28,11 +28,11 @@ from types import TracebackType
 from h2lab import procs
 from h2lab.artifacts import LINK_RATTAN_LOG, LINK_STATE
 from h2lab.errors import H2LabError
-from h2lab.net import calibration, netns, rattan
+from h2lab.net import calibration, netns, rattan, userns
 from h2lab.net.addresses import ip_literal, why_not_servable
 from h2lab.net.clean import clean_stale
 from h2lab.net.probe import rtt_samples_ms
-from h2lab.net.rmem import rmem_default_raised
+from h2lab.net.rmem import RATTAN_RCVBUF_BYTES, rmem_default_raised
 from h2lab.net.teardown import PREFIX, teardown_lab, teardown_link
 from h2lab.paths import netns_etc, owners_root, state_root
 from h2lab.spec.network import NetworkProfile, parse_network
@@ -125,8 +125,10 @@ class Link:
             return holder.exists()
 
         # Rattan's packet sockets take their receive buffer from net.core.rmem_default when it
-        # starts; raised for those seconds only (see net/rmem.py), then put back.
-        with rmem_default_raised(self._dir):
+        # starts; raised for those seconds only (see net/rmem.py), then put back. A user
+        # namespace cannot: there the sockets are raised after (userns.raise_packet_rcvbuf).
+        rootless = userns.active()
+        with contextlib.nullcontext() if rootless else rmem_default_raised(self._dir):
             # Rattan removes its namespaces on SIGINT (its Ctrl-C handler); SIGTERM kills it.
             log = self._dir / "rattan.log"
             self._proc = procs.spawn(argv, log=log, death_signal=signal.SIGINT)
@@ -134,12 +136,16 @@ class Link:
             self.rattan_pid = self._proc.pid
             (self._dir / "rattan.pid").write_text(str(self._proc.pid))
             procs.wait_until("rattan link up", ready, timeout_s=RATTAN_START_TIMEOUT_S)
+        if rootless:
+            userns.raise_packet_rcvbuf(self._proc.pid, RATTAN_RCVBUF_BYTES)
         pid = int(holder.read_text())
         procs.run(["ip", "netns", "attach", self.client_ns, str(pid)])
         self._record_rattan_namespaces()
         etc = netns_etc(self.client_ns)
         etc.mkdir(parents=True, exist_ok=True)
         (etc / "hosts").write_text(self.lab.hosts_file())
+        if rootless:
+            userns.publish_hosts(self.lab.hosts_file())
         quiet_ipv6(self.client_ns)
         self.client_ip = _link_address(self.client_ns)
         for ns in (self.client_ns, self.lab.servers_ns):
@@ -235,6 +241,12 @@ def allow_congestion_control(algorithm: str) -> None:
     allowed = allowed_path.read_text().split()
     if algorithm in allowed:
         return
+    if userns.active():
+        raise H2LabError(
+            f"congestion control {algorithm!r} is not allowed in namespaces on this host "
+            f"(allowed: {' '.join(allowed)}; as root: sysctl -w "
+            f"net.ipv4.tcp_allowed_congestion_control='{' '.join([*allowed, algorithm])}')"
+        )
     if algorithm not in available:
         procs.run(["modprobe", f"tcp_{algorithm}"], check=False)
         available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()

@@ -1,0 +1,148 @@
+"""Rootless mode's pure parts: the switches that forbid it, what stays visible under /run,
+the argv that runs a program as the user, and where the state goes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from h2lab import paths
+from h2lab.cli_common import enter_lab_mode
+from h2lab.errors import H2LabError, HostForbids
+from h2lab.net import userns
+
+
+def _reader(values: dict[str, str]) -> Callable[[str], str | None]:
+    return values.get
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("kernel.unprivileged_userns_clone", "0"),
+        ("user.max_user_namespaces", "0"),
+        ("kernel.apparmor_restrict_unprivileged_userns", "1"),
+    ],
+)
+def test_each_forbidding_switch_is_named_with_its_value_and_a_remedy(key: str, value: str) -> None:
+    line = userns.blocker(_reader({key: value}))
+    assert line is not None
+    assert f"{key} = {value}" in line
+    assert "sysctl -w" in line
+    assert "\n" not in line
+
+
+def test_allowing_or_absent_switches_block_nothing() -> None:
+    allowing = {
+        "kernel.unprivileged_userns_clone": "1",
+        "user.max_user_namespaces": "96365",
+        "kernel.apparmor_restrict_unprivileged_userns": "0",
+    }
+    assert userns.blocker(_reader(allowing)) is None
+    assert userns.blocker(_reader({})) is None
+
+
+def test_the_first_forbidding_switch_in_order_is_named() -> None:
+    both = {"kernel.unprivileged_userns_clone": "0", "user.max_user_namespaces": "0"}
+    line = userns.blocker(_reader(both))
+    assert line is not None and "kernel.unprivileged_userns_clone" in line
+    assert "user.max_user_namespaces" not in line
+
+
+def test_kept_under_run_is_the_runtime_folder_once_and_nothing_outside_run() -> None:
+    kept = userns.kept_under_run(
+        [
+            Path("/run/user/1000/h2lab"),
+            Path("/run/user/1000/h2lab-owners"),
+            Path("/run/h2lab-x/state"),
+            Path("/tmp/h2lab-1000/h2lab"),
+            Path("/home/u/.cache"),
+        ]
+    )
+    assert kept == [Path("/run/user/1000"), Path("/run/h2lab-x")]
+
+
+def test_as_user_argv_maps_the_outside_ids_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(userns.ENV, "1000:1001")
+    assert userns.as_user_argv(["chromium", "--headless"]) == [
+        "unshare",
+        "--user",
+        "--map-user=1000",
+        "--map-group=1001",
+        "chromium",
+        "--headless",
+    ]
+    assert userns.outside_ids() == (1000, 1001)
+    assert userns.active()
+
+
+def test_state_goes_to_the_users_runtime_folder_when_rootless(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("H2LAB_STATE", raising=False)
+    monkeypatch.delenv("H2LAB_OWNERS", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    monkeypatch.setenv(userns.ENV, "1000:1000")
+    assert paths.state_root() == Path("/run/user/1000/h2lab")
+    assert paths.owners_root() == Path("/run/user/1000/h2lab-owners")
+    assert paths.netns_etc("h2lab-abc123-client") == Path(
+        "/run/h2lab-etc-netns/h2lab-abc123-client"
+    )
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    assert paths.state_root() == Path("/tmp/h2lab-1000/h2lab")
+
+
+def test_root_mode_keeps_its_folders(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("H2LAB_STATE", "H2LAB_OWNERS", userns.ENV):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(paths.os, "geteuid", lambda: 0)
+    assert not paths.rootless()
+    assert paths.state_root() == Path("/run/h2lab")
+    assert paths.owners_root() == Path("/run/h2lab-owners")
+    assert paths.netns_etc("h2lab-abc123-client") == Path("/etc/netns/h2lab-abc123-client")
+
+
+FORBIDDEN = "rootless mode needs unprivileged user namespaces, and user.max_user_namespaces = 0"
+
+
+def test_doctor_says_rootless_works_or_names_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from h2lab import doctor
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(userns, "probe", lambda: FORBIDDEN)
+    check = doctor._mode_check()
+    assert (check.name, check.ok, check.detail) == ("rootless", False, FORBIDDEN)
+    monkeypatch.setattr(userns, "probe", lambda: None)
+    check = doctor._mode_check()
+    assert (check.name, check.ok) == ("rootless", True)
+    assert "net check" in check.detail
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert doctor._mode_check().name == "root"
+
+
+def test_a_forbidding_host_stops_before_anything_is_entered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entered: list[list[Path]] = []
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(userns, "probe", lambda: FORBIDDEN)
+    monkeypatch.setattr(userns, "enter", entered.append)
+    with pytest.raises(HostForbids, match=r"user\.max_user_namespaces = 0") as exc:
+        enter_lab_mode()
+    assert exc.value.exit_code == 2
+    assert entered == []
+
+
+def test_commands_not_rootless_yet_still_need_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    entered: list[list[Path]] = []
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(userns, "probe", lambda: None)
+    monkeypatch.setattr(userns, "enter", entered.append)
+    with pytest.raises(H2LabError, match="needs root for now") as exc:
+        enter_lab_mode(rootless=False)
+    assert exc.value.exit_code == 1
+    enter_lab_mode()
+    assert len(entered) == 1
