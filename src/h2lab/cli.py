@@ -68,16 +68,12 @@ def _start_run(
     exp: Experiment,
     out: Path,
     only: Mapping[str, frozenset[str]],
-    *,
-    labs_here: bool = True,
 ) -> list[TrialSpec]:
     """The run's trials (those ``only`` selects), after the checks and records every run starts
-    with: root (when ``labs_here``), the store's schema, ``experiment.json``, and a note on
-    stored trials this file does not have."""
+    with: the store's schema, ``experiment.json``, and a note on stored trials this file does
+    not have."""
     from h2lab.runner.start import start_run
 
-    if labs_here:
-        enter_lab_mode(rootless=False)
     started = start_run(exp, exp_path, out, only)
     _note_strangers(out, exp.name, started.strangers)
     return started.trials
@@ -132,6 +128,8 @@ def _run_experiment(
     from h2lab.runner.shards import LocalShardsExecutor
     from h2lab.store import Store
 
+    if cluster is None:  # the labs are this machine's: root or rootless mode, before any thread
+        enter_lab_mode()
     executor: Executor
     if cluster is not None:
         from h2lab.cluster.executor import RayExecutor, connect
@@ -141,7 +139,7 @@ def _run_experiment(
     else:
         executor = SerialExecutor() if jobs == 1 else LocalShardsExecutor(jobs, out)
     try:
-        trials = _start_run(exp_path, exp, out, only or {}, labs_here=cluster is None)
+        trials = _start_run(exp_path, exp, out, only or {})
     except BaseException:
         executor.close()
         raise

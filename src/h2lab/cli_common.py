@@ -15,24 +15,16 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from h2lab.errors import H2LabError
-
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
 
-def enter_lab_mode(rootless: bool = True) -> None:
+def enter_lab_mode() -> None:
     """Root mode when h2lab runs as root. Otherwise rootless mode (docs/rootless.md): this
     process moves into a user namespace of its own for the lab, or stops (exit 2) with one
-    line naming the host's switch that forbids it. ``rootless=False``: a command whose
-    servers and clients do not run rootless yet (issue #34) still needs root."""
+    line naming the host's switch that forbids it."""
     if os.geteuid() == 0:
         return
-    if not rootless:
-        raise H2LabError(
-            "this command needs root for now (run it with sudo); rootless mode runs "
-            "`h2lab net check`, `net shell` and `clean` (docs/rootless.md)"
-        )
     from h2lab.net import userns
     from h2lab.paths import owners_root, state_root
 

@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from h2lab.net import userns
 from h2lab.net.capture import (
+    DUMPCAP,
+    TCPDUMP,
     PcapRecords,
     cap_note,
+    capturer,
+    dumpcap_counts,
     tcpdump_argv,
     tcpdump_counts,
     whole_records_bytes,
@@ -98,3 +103,26 @@ def test_tcpdump_takes_whole_packets_as_they_come_and_stays_root() -> None:
     assert argv[argv.index("-Z") + 1] == "root"
     assert argv[-2:] == ["-w", "/out/capture.pcap"]
     assert "-s" not in argv and "-C" not in argv  # no snap length, no rotation
+
+
+def test_dumpcap_counts_are_read_under_tcpdumps_names() -> None:
+    log = (
+        "Capturing on 'vL1-L-ab12'\nFile: /x/capture.pcap\nPackets captured: 31\n"
+        "Packets received/dropped on interface 'vL1-L-ab12': 33/2 "
+        "(pcap:2/dumpcap:0/flushed:0/ps_ifdrop:0) (93.9%)\n"
+    )
+    assert DUMPCAP.listening.search(log)
+    assert dumpcap_counts(log) == {"captured": 31, "dropped by kernel": 2}
+    assert dumpcap_counts("Capturing on 'lo'\n") == {}
+
+
+def test_rootless_mode_captures_with_dumpcap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tcpdump would change its user (setgroups, denied in a user namespace); dumpcap does
+    not, and is given time for its last block of packets before SIGINT."""
+    monkeypatch.delenv(userns.ENV, raising=False)
+    assert capturer() is TCPDUMP and TCPDUMP.settle_s == 0
+    monkeypatch.setenv(userns.ENV, "1000:1000")
+    assert capturer() is DUMPCAP and DUMPCAP.settle_s >= 0.3
+    assert DUMPCAP.argv("vL1", Path("/x.pcap")) == [
+        "dumpcap", "-i", "vL1", "-p", "-P", "-q", "-w", "/x.pcap",
+    ]  # fmt: skip

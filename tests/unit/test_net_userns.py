@@ -4,6 +4,7 @@ the argv that runs a program as the user, and where the state goes."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from h2lab import paths
 from h2lab.cli_common import enter_lab_mode
-from h2lab.errors import H2LabError, HostForbids
+from h2lab.errors import HostForbids
 from h2lab.net import userns
 
 
@@ -136,13 +137,57 @@ def test_a_forbidding_host_stops_before_anything_is_entered(
     assert entered == []
 
 
-def test_commands_not_rootless_yet_still_need_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    entered: list[list[Path]] = []
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(userns, "probe", lambda: None)
-    monkeypatch.setattr(userns, "enter", entered.append)
-    with pytest.raises(H2LabError, match="needs root for now") as exc:
-        enter_lab_mode(rootless=False)
-    assert exc.value.exit_code == 1
-    enter_lab_mode()
-    assert len(entered) == 1
+def test_rootless_mode_runs_servers_and_browsers_as_the_user(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In rootless mode a server or a browser runs as the user's own uid (nested user
+    namespace), Chromium keeps its sandbox; root mode is unchanged."""
+    from h2lab.clients.chromium_options import sandbox_flags
+    from h2lab.servers import ServeContext
+
+    ctx = ServeContext("h2lab-s", {}, Path("/s"), Path("/t"))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.delenv(userns.ENV, raising=False)
+    assert ctx.exec_argv(["nginx"]) == ["ip", "netns", "exec", "h2lab-s", "nginx"]
+    assert sandbox_flags() == ("--no-sandbox",)
+    monkeypatch.setenv(userns.ENV, "1000:1001")
+    assert ctx.exec_argv(["nginx", "-t"]) == [
+        "ip", "netns", "exec", "h2lab-s",
+        "unshare", "--user", "--map-user=1000", "--map-group=1001", "nginx", "-t",
+    ]  # fmt: skip
+    assert sandbox_flags() == ()
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # a user outside any lab: its sandbox
+    monkeypatch.delenv(userns.ENV)
+    assert sandbox_flags() == ()
+
+
+def test_rootless_server_configs_switch_to_no_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root mode's nginx, H2O and Apache name the user their workers run as; in rootless
+    mode they run as the user and name none (their switch would need setgroups)."""
+    from h2lab.pages.manifest import PageWriter
+    from h2lab.servers import ROOTLESS_NO_USER, ServeContext, apache, h2o, nginx
+    from h2lab.tls import LocalCA
+
+    with PageWriter("p", root=tmp_path / "pages") as w:
+        w.add("https://a.test/", b"<html></html>", content_type="text/html")
+        page = w.commit("https://a.test/")
+    ctx = ServeContext("h2lab-s", {"a.test": "10.2.0.1"}, tmp_path / "srv", tmp_path / "tls")
+    ca = LocalCA(ctx.tls_dir)
+
+    def configs() -> list[str]:
+        return [
+            nginx.render_config(page, ctx, ca),
+            h2o.render_config(page, ctx, ca, "0123456789abcdef"),
+            apache.render_config(page, ctx, ca, "0123456789abcdef"),
+        ]
+
+    monkeypatch.delenv(userns.ENV, raising=False)
+    root = configs()
+    assert "\nuser root;" in root[0] and "\nuser: root" in root[1]
+    assert "\nUser www-data\nGroup www-data\n" in root[2]
+    monkeypatch.setenv(userns.ENV, "1000:1000")
+    rootless = configs()
+    assert not any(re.search(r"^user[ :]|^User |^Group ", c, re.M) for c in rootless)
+    assert ROOTLESS_NO_USER in rootless[0] and ROOTLESS_NO_USER in rootless[2]

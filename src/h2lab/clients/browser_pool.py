@@ -123,6 +123,12 @@ class BrowserPool(Generic[B]):
             self._dir = Path(tempfile.mkdtemp(prefix=f"h2lab-{self.name}-"))
         return self._dir
 
+    def runtime_env(self) -> dict[str, str]:
+        """The browsers' runtime folder (``XDG_RUNTIME_DIR``: GLib's dconf writes
+        ``dconf/user`` there) is the pool's own folder, removed with it: nothing of a browser
+        stays in the user's runtime folder (rootless mode) or elsewhere."""
+        return {"XDG_RUNTIME_DIR": str(self.workdir())}
+
     def launch_files(self, command: str, before_wait: str = "") -> LaunchFiles:
         """The next browser's files, its wrapper script written (see :func:`wrapper_script`)."""
         work = self.workdir()

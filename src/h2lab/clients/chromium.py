@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -79,6 +80,7 @@ from h2lab.clients.chromium_options import (
 from h2lab.clients.chromium_tab import TAB_TIMEOUT_S, Tab, dispose, measure, new_tab, wait_quiet
 from h2lab.clients.keylog import KeylogSlices
 from h2lab.errors import H2LabError, TrialFailed, telling_line
+from h2lab.net import userns
 from h2lab.pages import Page
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
@@ -155,8 +157,9 @@ class Chromium:
     def _launch(self, flags: tuple[str, ...], keys: bool, ctx: LoadContext) -> _Browser:
         # the wrapper closes its own copy of the DevTools pipe, so that the pipe ends when
         # Chromium does
+        chromium = shlex.join(userns.unprivileged([str(CHROMIUM)]))  # the user's, rootless
         files = self._browsers.launch_files(
-            f"ip netns exec {ctx.netns} {CHROMIUM}", before_wait="exec 3<&- 4>&-\n"
+            f"ip netns exec {ctx.netns} {chromium}", before_wait="exec 3<&- 4>&-\n"
         )
         work, n = self._browsers.workdir(), files.n
         device = DEVICES[self.options.device]
@@ -172,7 +175,7 @@ class Chromium:
         netlog, keylog = work / NETLOG.format(n=n), work / KEYLOG.format(n=n)
         if self.options.netlog:
             args.append(f"--log-net-log={netlog}")
-        env = dict(os.environ)
+        env = {**os.environ, **self._browsers.runtime_env()}
         if keys:
             env["SSLKEYLOGFILE"] = str(keylog)
         log = files.log

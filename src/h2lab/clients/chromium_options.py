@@ -23,6 +23,7 @@ main thread's tasks, so no ``tbt_ms``; tracing them costs a load about 1%).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ from h2lab.clients.browser_options import (
     speed_index_mode,
     switches,
 )
+from h2lab.net import userns
 from h2lab.pages import Page
 from h2lab.servers import PORTS, url_for
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
@@ -56,9 +58,8 @@ DISABLED_FEATURES = (
 """Chromium features switched off (one ``--disable-features``: a second one would override
 it)."""
 # The brief's flags for a browser that must not reach the internet, plus no QUIC and
-# DISABLED_FEATURES.
+# DISABLED_FEATURES; and no sandbox when the browser runs as root (sandbox_flags).
 BASE_FLAGS = (
-    "--no-sandbox",
     "--disable-background-networking",
     "--disable-component-update",
     "--no-first-run",
@@ -166,11 +167,20 @@ def parse_options(options: Mapping[str, str]) -> Options:
     )
 
 
+def sandbox_flags() -> tuple[str, ...]:
+    """``--no-sandbox`` when Chromium runs as root (root mode: Chromium refuses root with its
+    sandbox); none when it runs as the user (rootless mode, :func:`h2lab.net.userns.unprivileged`,
+    or h2lab run by a user outside the lab): then it keeps its own sandbox."""
+    as_root = os.geteuid() == 0 and not userns.active()
+    return ("--no-sandbox",) if as_root else ()
+
+
 def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> tuple[str, ...]:
     """The command-line switches of the browser that runs ``protocol``: ``hosts`` (lab origin
     -> address) are all the names it can resolve, ``spki`` pins the lab CA."""
     rules = [f"MAP {host} {ip}" for host, ip in sorted(hosts.items())] + ["MAP * ~NOTFOUND"]
     base = [f for f in BASE_FLAGS if not (protocol == H3 and f == "--disable-quic")]
+    base = [*sandbox_flags(), *base]
     flags = [*base, *PROTOCOL_FLAGS[protocol], f"--host-resolver-rules={', '.join(rules)}"]
     if protocol == H3:
         # QUIC from the first request, no TCP race: every lab origin is known to speak h3

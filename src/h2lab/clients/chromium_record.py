@@ -41,10 +41,12 @@ from h2lab.clients.chromium_options import (
     HEADLESS_FLAGS,
     PLAYWRIGHT_FLAGS,
     launch_flags,
+    sandbox_flags,
 )
 from h2lab.clients.chromium_tab import AUTO_ATTACH, TAB_TIMEOUT_S
 from h2lab.errors import H2LabError, SpecError, telling_line
 from h2lab.net import netns as netns_mod
+from h2lab.net import userns
 from h2lab.pages.importers.common import MAX_PAGE_BYTES
 from h2lab.pages.recording import (
     RecordLog,
@@ -108,7 +110,8 @@ def _argv(
     if hosts is not None:
         flags = list(launch_flags(H2S, hosts, spki))
     else:
-        flags = [*BASE_FLAGS, *([f"--ignore-certificate-errors-spki-list={spki}"] if spki else [])]
+        pin = [f"--ignore-certificate-errors-spki-list={spki}"] if spki else []
+        flags = [*sandbox_flags(), *BASE_FLAGS, *pin]
     device = DEVICES["desktop"]
     cmd = [
         str(CHROMIUM),
@@ -120,7 +123,7 @@ def _argv(
         "--remote-debugging-pipe",
         "--no-startup-window",
     ]
-    return netns_mod.exec_argv(netns, cmd) if netns else cmd
+    return netns_mod.exec_argv(netns, userns.unprivileged(cmd)) if netns else cmd
 
 
 def _launch(argv: list[str], log: Path) -> tuple[subprocess.Popen[bytes], CdpPipe]:

@@ -43,6 +43,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -78,7 +79,7 @@ from h2lab.clients.firefox_tab import (
 from h2lab.clients.keylog import KeylogSlices
 from h2lab.clients.websocket import WebSocket, WebSocketClosed
 from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, telling_line
-from h2lab.net import netns
+from h2lab.net import netns, userns
 from h2lab.pages import Page
 
 FIREFOX = Path("/usr/lib/firefox-esr/firefox-esr")
@@ -153,13 +154,15 @@ class Firefox:
     def _launch(self, prefs_js: str, ctx: LoadContext, prime_alt_svc: bool, keys: bool) -> _Browser:
         # in a UTS namespace of its own named localhost (see the module's text)
         inner = 'hostname localhost && exec "$@"'
-        command = f"ip netns exec {ctx.netns} unshare --uts sh -c '{inner}' sh {FIREFOX}"
+        firefox = shlex.join(userns.unprivileged([str(FIREFOX)]))  # the user's, rootless
+        command = f"ip netns exec {ctx.netns} unshare --uts sh -c '{inner}' sh {firefox}"
         files = self._pool.launch_files(command)
         _make_profile(files.profile, prefs_js, ctx.tls_dir)
         args = ["--headless", "--no-remote", "--profile", str(files.profile)]
         # system access: the composition recorder is a privileged API (firefox_frames)
         args += ["--remote-debugging-port=0", "--remote-allow-system-access", "about:blank"]
-        env = {**os.environ, **ENVIRONMENT, "HOME": str(self._pool.workdir())}
+        env = {**os.environ, **ENVIRONMENT, **self._pool.runtime_env()}
+        env["HOME"] = str(self._pool.workdir())
         keylog = self._pool.workdir() / f"keylog-{files.n}.txt"
         if keys:
             env["SSLKEYLOGFILE"] = str(keylog)

@@ -18,6 +18,13 @@ libpcap's TPACKET_V3 ring hands them over in blocks, retired when full or after 
 changes to user ``tcpdump`` once its socket is open, which could not write into a root
 folder, and a change of user clears the death signal.
 
+Rootless mode (docs/rootless.md) captures with dumpcap (Debian's, from Wireshark) instead:
+tcpdump as uid 0 always changes its user (``-Z``, else Debian's ``tcpdump``), which calls
+``setgroups``, denied in an unprivileged user namespace; dumpcap changes no user. dumpcap has
+no immediate mode: libpcap hands it packets in blocks retired after its 250 ms read timeout,
+so :meth:`PacketCapture.stop` waits :attr:`Capturer.settle_s` before SIGINT (measured: SIGINT
+right after the last ping lost its 2 last packets of 10; after 0.3 s none).
+
 The size cap. The file may grow to :data:`PCAP_CAP_BYTES`; the kernel holds tcpdump to it
 (``RLIMIT_FSIZE``, with ``SIGXFSZ`` ignored so that a write past it fails instead of killing
 tcpdump). Packets after the cap are not kept, and the capture log says how many; the trial
@@ -33,6 +40,8 @@ import re
 import signal
 import struct
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -40,7 +49,7 @@ from typing import BinaryIO
 
 from h2lab import procs
 from h2lab.errors import ProcessFailed
-from h2lab.net import netns
+from h2lab.net import netns, userns
 
 PCAP_CAP_BYTES = 64 * 1024 * 1024
 """Most bytes a trial's capture file may hold: 64 MiB, some 25 times the 2.6 MB of
@@ -58,6 +67,11 @@ killed (it took some milliseconds)."""
 LISTENING = re.compile(r"listening on (\S+),")
 """tcpdump's line once its socket is open and bound: packets from then on are captured."""
 COUNTS = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel)$", re.M)
+DUMPCAP_LISTENING = re.compile(r"^Capturing on '", re.M)
+DUMPCAP_CAPTURED = re.compile(r"^Packets captured: (\d+)$", re.M)
+DUMPCAP_DROPPED = re.compile(
+    r"^Packets received/dropped on interface .*: \d+/\d+ \(pcap:(\d+)/", re.M
+)
 
 GLOBAL_HEADER_BYTES = 24
 RECORD_HEADER_BYTES = 16
@@ -84,6 +98,12 @@ def tcpdump_argv(iface: str, pcap: Path) -> list[str]:
         "-w",
         str(pcap),
     ]
+
+
+def dumpcap_argv(iface: str, pcap: Path) -> list[str]:
+    """dumpcap on ``iface``, every packet whole, written to ``pcap`` in pcap (not pcapng)
+    format, its closing counts only (``-q``)."""
+    return ["dumpcap", "-i", iface, "-p", "-P", "-q", "-w", str(pcap)]
 
 
 @dataclass(frozen=True)
@@ -123,6 +143,37 @@ def tcpdump_counts(log: str) -> dict[str, int]:
     return {what: int(n) for n, what in COUNTS.findall(log)}
 
 
+def dumpcap_counts(log: str) -> dict[str, int]:
+    """dumpcap's closing counts under tcpdump's names (``captured``, ``dropped by kernel``)."""
+    counts = {}
+    if m := DUMPCAP_CAPTURED.search(log):
+        counts["captured"] = int(m.group(1))
+    if m := DUMPCAP_DROPPED.search(log):
+        counts["dropped by kernel"] = int(m.group(1))
+    return counts
+
+
+@dataclass(frozen=True)
+class Capturer:
+    """A capture program: how it is started, says it listens, and counts at its end."""
+
+    name: str
+    argv: Callable[[str, Path], list[str]]
+    listening: re.Pattern[str]
+    counts: Callable[[str], dict[str, int]]
+    settle_s: float
+    """how long the last packets may take to reach its file: waited before SIGINT"""
+
+
+TCPDUMP = Capturer("tcpdump", tcpdump_argv, LISTENING, tcpdump_counts, settle_s=0.0)
+DUMPCAP = Capturer("dumpcap", dumpcap_argv, DUMPCAP_LISTENING, dumpcap_counts, settle_s=0.5)
+
+
+def capturer() -> Capturer:
+    """tcpdump in root mode, dumpcap in rootless mode (see the module's text)."""
+    return DUMPCAP if userns.active() else TCPDUMP
+
+
 def cap_note(records: PcapRecords, counts: dict[str, int], cut: bool, cap_bytes: int) -> str:
     """h2lab's line in the capture log: packets in the file and, when the size cap was met,
     how many packets tcpdump captured that the file could not take."""
@@ -138,13 +189,14 @@ def cap_note(records: PcapRecords, counts: dict[str, int], cut: bool, cap_bytes:
 
 
 class PacketCapture:
-    """tcpdump on interface ``iface`` of namespace ``ns`` into ``pcap`` (its output in
-    ``log``), for the span of a ``with`` block: entered once tcpdump listens, left once it has
-    written everything and exited, the file cut to whole packets."""
+    """tcpdump (dumpcap in rootless mode) on interface ``iface`` of namespace ``ns`` into
+    ``pcap`` (its output in ``log``), for the span of a ``with`` block: entered once it
+    listens, left once it has written everything and exited, the file cut to whole packets."""
 
     def __init__(
         self, ns: str, iface: str, pcap: Path, log: Path, cap_bytes: int = PCAP_CAP_BYTES
     ) -> None:
+        self.tool = capturer()
         self.ns = ns
         self.iface = iface
         self.pcap = pcap
@@ -167,25 +219,28 @@ class PacketCapture:
 
     def start(self) -> None:
         self.pcap.parent.mkdir(parents=True, exist_ok=True)
-        tcpdump = tcpdump_argv(self.iface, self.pcap)
-        argv = netns.exec_argv(self.ns, tcpdump)
+        tool = self.tool.argv(self.iface, self.pcap)
+        argv = netns.exec_argv(self.ns, tool)
         proc = self._proc = procs.spawn(argv, log=self.log, file_cap_bytes=self.cap_bytes)
 
         def listening() -> bool:
             said = self.log.read_text(errors="replace")
             if proc.poll() is not None:
-                raise ProcessFailed(tcpdump, proc.returncode, said.strip()[-600:])
-            return LISTENING.search(said) is not None
+                raise ProcessFailed(tool, proc.returncode, said.strip()[-600:])
+            return self.tool.listening.search(said) is not None
 
-        procs.wait_until("tcpdump listening", listening, timeout_s=START_TIMEOUT_S)
+        procs.wait_until(f"{self.tool.name} listening", listening, timeout_s=START_TIMEOUT_S)
 
     def stop(self) -> None:
-        """SIGINT, and wait: tcpdump writes what it holds and exits (killed after
-        :data:`STOP_GRACE_S`); then the file is cut to whole packets and the log says what it
-        holds. Idempotent; raises nothing (it ends a trial that may be failing already)."""
+        """SIGINT (after :attr:`Capturer.settle_s`), and wait: the capture program writes what
+        it holds and exits (killed after :data:`STOP_GRACE_S`); then the file is cut to whole
+        packets and the log says what it holds. Idempotent; raises nothing (it ends a trial
+        that may be failing already)."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        if proc.poll() is None:
+            time.sleep(self.tool.settle_s)
         procs.stop(proc, grace_s=STOP_GRACE_S, sig=signal.SIGINT, group=False)
         with contextlib.suppress(OSError), self.log.open("a") as out:
             out.write(self._finish() + "\n")
@@ -193,7 +248,7 @@ class PacketCapture:
     def _finish(self) -> str:
         """Cut the file to whole packets; h2lab's line on what it holds."""
         if not self.pcap.exists():
-            return f"h2lab: tcpdump wrote no {self.pcap.name}"
+            return f"h2lab: {self.tool.name} wrote no {self.pcap.name}"
         size = self.pcap.stat().st_size
         try:
             with self.pcap.open("rb") as f:
@@ -203,6 +258,6 @@ class PacketCapture:
         if size > records.whole_bytes:
             with self.pcap.open("r+b") as f:
                 f.truncate(records.whole_bytes)
-        counts = tcpdump_counts(self.log.read_text(errors="replace"))
+        counts = self.tool.counts(self.log.read_text(errors="replace"))
         cut = size >= self.cap_bytes or size > records.whole_bytes
         return cap_note(records, counts, cut, self.cap_bytes)

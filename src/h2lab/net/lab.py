@@ -333,6 +333,8 @@ class Lab:
         run = netns.exec_argv(self.servers_ns, ["ip", "link", "set", "lo", "up"])
         procs.run(run)
         quiet_ipv6(self.servers_ns)
+        if userns.active():  # the servers run as the user (docs/rootless.md) and bind 80/443
+            netns.sysctl(self.servers_ns, "net.ipv4.ip_unprivileged_port_start", "0")
         probe_addr = ["ip", "addr", "add", f"{PROBE_IP}/32", "dev", "lo"]
         procs.run(netns.exec_argv(self.servers_ns, probe_addr))
         self.set_origins(self._wanted)

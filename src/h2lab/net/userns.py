@@ -228,6 +228,14 @@ def as_user_argv(argv: list[str]) -> list[str]:
     return ["unshare", "--user", f"--map-user={uid}", f"--map-group={gid}", *argv]
 
 
+def unprivileged(argv: list[str]) -> list[str]:
+    """``argv`` as it runs in this mode: as the user's own uid (:func:`as_user_argv`) in
+    rootless mode, unchanged in root mode. For the servers (their user switch needs
+    ``setgroups``, which an unprivileged user namespace denies) and the browsers (whose own
+    sandbox needs a non-root uid)."""
+    return as_user_argv(argv) if active() else argv
+
+
 def _pidfd_getfd(pidfd: int, fd: int) -> int:
     _libc.syscall.restype = ctypes.c_long
     new = int(_libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0))

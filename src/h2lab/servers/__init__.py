@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from h2lab.errors import SpecError, telling_line
+from h2lab.net import netns, userns
 from h2lab.pages import Page, Resource
 from h2lab.spec.limits import MAX_TIMEOUT_S
 from h2lab.spec.options import parse_named
@@ -108,6 +109,10 @@ class RequestLog:
         return total if found else None
 
 
+ROOTLESS_NO_USER = "# rootless mode: the server runs as the user, who switches to no other"
+"""What a server's configuration says in rootless mode where root mode names its user."""
+
+
 @dataclass(frozen=True)
 class ServeContext:
     """Everything a server needs to serve a page inside the lab."""
@@ -130,6 +135,12 @@ class ServeContext:
             raise ValueError(
                 f"tls_version {self.tls_version!r}: expected one of {', '.join(TLS_VERSIONS)}"
             )
+
+    def exec_argv(self, argv: list[str]) -> list[str]:
+        """``argv`` run in the servers namespace; as the user's own uid in rootless mode
+        (docs/rootless.md: a server's switch to another user needs ``setgroups``, which an
+        unprivileged user namespace denies)."""
+        return netns.exec_argv(self.netns, userns.unprivileged(argv))
 
     @property
     def tls_protocol(self) -> str:

@@ -54,12 +54,13 @@ from pathlib import Path
 
 from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
-from h2lab.net import netns
+from h2lab.net import netns, userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
     PORTS,
+    ROOTLESS_NO_USER,
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
@@ -72,6 +73,8 @@ from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0
+WORKERS_USER = "User www-data\nGroup www-data"
+"""Root mode's (Apache will not serve as root); rootless mode runs Apache as the user."""
 # As nginx's MAX_CONCURRENT_STREAMS (mod_http2's default H2MaxSessionStreams is 100).
 MAX_CONCURRENT_STREAMS = 1000
 # Connections served at once by the one child; mod_http2 adds its own workers for streams.
@@ -264,8 +267,7 @@ LogLevel warn
 Mutex file:{d} default
 Define h2lab_dollar $
 {modules}
-User www-data
-Group www-data
+{ROOTLESS_NO_USER if userns.active() else WORKERS_USER}
 ServerName h2lab
 ServerTokens Prod
 ServerSignature Off
@@ -371,8 +373,8 @@ class Apache:
     def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
         d = ctx.state_dir
         conf = self._write(page, ctx)
-        procs.run(netns.exec_argv(ctx.netns, ["apache2", "-t", "-f", str(conf)]))
-        argv = netns.exec_argv(ctx.netns, ["apache2", "-f", str(conf), "-DFOREGROUND"])
+        procs.run(ctx.exec_argv(["apache2", "-t", "-f", str(conf)]))
+        argv = ctx.exec_argv(["apache2", "-f", str(conf), "-DFOREGROUND"])
         out = d / "apache.out"
         proc = procs.spawn(argv, log=out)
         try:

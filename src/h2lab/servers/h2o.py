@@ -42,7 +42,7 @@ from contextlib import contextmanager
 
 from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
-from h2lab.net import netns
+from h2lab.net import netns, userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import query_groups
 from h2lab.servers import (
@@ -259,8 +259,9 @@ def fragment_keys(fragment: Fragment) -> set[str]:
 def _globals(ctx: ServeContext, push: str, fragment: Fragment | None) -> str:
     """The global settings, less those ``fragment`` sets, then the fragment's merge key."""
     d = ctx.state_dir
-    settings = [
-        ("user", "root"),
+    # rootless mode runs h2o as the user, who has no other user to switch to
+    settings = [] if userns.active() else [("user", "root")]
+    settings += [
         ("pid-file", yaml_str(str(d / "h2o.pid"))),
         ("error-log", yaml_str(str(d / "h2o-error.log"))),
         ("num-threads", "1  # as nginx's worker_processes 1"),
@@ -376,8 +377,8 @@ class H2o:
         ctx.state_dir.mkdir(parents=True, exist_ok=True)
         self._write(page, ctx)
         h2o = self._argv(ctx)
-        procs.run(netns.exec_argv(ctx.netns, [*h2o, "-t"]))
-        argv = netns.exec_argv(ctx.netns, h2o)
+        procs.run(ctx.exec_argv([*h2o, "-t"]))
+        argv = ctx.exec_argv(h2o)
         out = ctx.state_dir / "h2o.out"
         proc = procs.spawn(argv, log=out)
         try:

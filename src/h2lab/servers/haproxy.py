@@ -171,9 +171,9 @@ class Haproxy:
         conf.write_text(
             render_config(origin_ips, backends, self.tuning, str(ctx.state_dir / "haproxy.pid"))
         )
-        procs.run(netns.exec_argv(ctx.netns, ["haproxy", "-c", "-q", "-f", str(conf)]))
+        procs.run(ctx.exec_argv(["haproxy", "-c", "-q", "-f", str(conf)]))
         with _lan_route(ctx.netns), self.backend.serve(page, backend_ctx) as backend:
-            argv = netns.exec_argv(ctx.netns, ["haproxy", "-db", "-f", str(conf)])
+            argv = ctx.exec_argv(["haproxy", "-db", "-f", str(conf)])
             log = ctx.state_dir / "haproxy.out"
             proc = procs.spawn(argv, log=log)
             try:

@@ -33,13 +33,14 @@ from urllib.parse import unquote
 
 from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
-from h2lab.net import netns
+from h2lab.net import netns, userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
     PORTS,
     REQUEST_LOG,
+    ROOTLESS_NO_USER,
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
@@ -183,7 +184,7 @@ def render_config(
 daemon off;
 master_process on;
 worker_processes 1;
-user root;
+{ROOTLESS_NO_USER if userns.active() else "user root;"}
 pid {d}/nginx.pid;
 error_log {d}/nginx-error.log warn;
 events {{ worker_connections 8192; }}
@@ -249,8 +250,8 @@ class Nginx:
         request_log.unlink(missing_ok=True)
         conf = ctx.state_dir / "nginx.conf"
         conf.write_text(render_config(page, ctx, LocalCA(ctx.tls_dir), self.fragment))
-        procs.run(netns.exec_argv(ctx.netns, ["nginx", "-t", "-q", "-c", str(conf)]))
-        argv = netns.exec_argv(ctx.netns, ["nginx", "-c", str(conf)])
+        procs.run(ctx.exec_argv(["nginx", "-t", "-q", "-c", str(conf)]))
+        argv = ctx.exec_argv(["nginx", "-c", str(conf)])
         proc = procs.spawn(argv, log=ctx.state_dir / "nginx.out")
         try:
 

@@ -30,7 +30,6 @@ from typing import Any
 
 from h2lab import procs
 from h2lab.errors import MissingTool, ProcessFailed
-from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.paths import cache_root
 from h2lab.servers import (
@@ -274,7 +273,7 @@ class Origin:
         conf.write_text(json.dumps(config, indent=1) + "\n")
         log = ctx.state_dir / "origin.out"
         argv = serve_argv(binary, conf, ctx.tls_version)
-        proc = procs.spawn(netns.exec_argv(ctx.netns, argv), log=log)
+        proc = procs.spawn(ctx.exec_argv(argv), log=log)
         try:
 
             def ready() -> bool:
