@@ -30,6 +30,10 @@ def enter_lab_mode() -> None:
 
     userns.require()
     userns.enter([state_root(), owners_root()])
+    rmem_max = int(userns.read_sysctl("net.core.rmem_max") or 0)
+    if userns.packet_buffer_short(rmem_max):
+        note = userns.packet_buffer_note(rmem_max)
+        err.print(f"h2lab: rootless mode: {note}", soft_wrap=True, highlight=False)
 
 
 def progress() -> Progress:

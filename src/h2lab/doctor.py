@@ -136,8 +136,9 @@ def _mode_check() -> Check:
         return Check("root", True, "root mode (network namespaces on the host)")
     why = userns.probe()
     allowed = userns.read_sysctl("net.ipv4.tcp_allowed_congestion_control") or "unknown"
+    rmem_max = int(userns.read_sysctl("net.core.rmem_max") or 0)
     detail = why or (
-        "rootless mode: a user namespace per lab (net check, net shell, clean; Rattan's "
-        f"sockets capped at 2 x net.core.rmem_max; congestion control: {allowed})"
+        f"rootless mode: a user namespace per lab; congestion control: {allowed}; "
+        + userns.packet_buffer_note(rmem_max)
     )
     return Check("rootless", why is None, detail)

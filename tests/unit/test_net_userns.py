@@ -109,6 +109,15 @@ def test_root_mode_keeps_its_folders(monkeypatch: pytest.MonkeyPatch) -> None:
 FORBIDDEN = "rootless mode needs unprivileged user namespaces, and user.max_user_namespaces = 0"
 
 
+def test_the_packet_buffer_note_says_what_rootless_mode_holds_and_the_remedy() -> None:
+    small = userns.packet_buffer_note(4 * 1024 * 1024)
+    assert small.startswith("Rattan's packet sockets 8 MiB (root mode 32 MiB")
+    assert small.endswith("sysctl -w net.core.rmem_max=16777216)")
+    assert userns.packet_buffer_note(16 * 1024 * 1024) == (
+        "Rattan's packet sockets 32 MiB (as in root mode)"
+    )
+
+
 def test_doctor_says_rootless_works_or_names_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     from h2lab import doctor
 
@@ -119,7 +128,7 @@ def test_doctor_says_rootless_works_or_names_the_switch(monkeypatch: pytest.Monk
     monkeypatch.setattr(userns, "probe", lambda: None)
     check = doctor._mode_check()
     assert (check.name, check.ok) == ("rootless", True)
-    assert "net check" in check.detail
+    assert "a user namespace per lab" in check.detail and "packet sockets" in check.detail
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert doctor._mode_check().name == "root"
 
