@@ -234,7 +234,7 @@ client = ["{client}"]
 """
 QUICK_RUNS = {"h2load": '"h1s", "h2s"', "chromium": '"h1s", "h2s", "h3"'}
 """h2load speaks no h3; the origin serves all three."""
-OUTCOME = ("status", "failed_requests", "body_bytes", "tcp_connections")
+OUTCOME = ("status", "failed_requests", "body_bytes", "tcp_connections", "emulator_drops")
 """What a trial's outcome is: the same in root and rootless mode, trial by trial."""
 
 
