@@ -1,6 +1,6 @@
-"""The reprioritization test (h2lab.reprio, docs/servers.md "Reprioritization"): on 10 Mbit/s
-and 100 ms RTT, ten 500 KB images at weight 16, then, once 1 MB of them has arrived, a 20 KB
-stylesheet exclusive on the root at weight 256. Each server behaves as docs/servers.md says.
+"""The reprioritization test (h2lab.servers.reprio, docs/servers.md "Reprioritization"): on
+10 Mbit/s and 100 ms RTT, ten 500 KB images at weight 16, then, once 1 MB of them has arrived,
+a 20 KB stylesheet exclusive on the root at weight 256. Each server behaves as docs/servers.md says.
 
 Bounds from the measured runs (docs/servers.md's table, 5 runs each): a server that sends the
 stylesheet as soon as it reads its request ends it within what its socket buffers hold
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from h2lab import reprio
+from h2lab.servers import reprio
 
 FIRST_WITHIN_MS = {
     "h2o": 1500.0,
