@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: setup demo test lint unit integration clean
+.PHONY: setup demo test lint unit integration clean image
 
 VENV := .venv/bin
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
@@ -36,3 +36,8 @@ clean: setup
 .PHONY: reproduce
 reproduce: setup
 	@scripts/reproduce.sh
+
+# The container image h2lab:latest (podman, a Debian 12 base made by mmdebstrap; as root; long
+# the first time). See docs/container.md.
+image:
+	@scripts/build-image.sh

@@ -3,6 +3,8 @@
 #   Debian packages (apt-get), Rattan (cargo install --locked, pinned, cached), uv (pinned,
 #   cached), the Python environment (.venv from uv.lock), two npm packages the tests check
 #   against (pinned by their registry integrity, unpacked, never run by npm).
+# --debian-only: the Debian packages and nothing else (the container image's own layer,
+#   deploy/Containerfile: one list, this one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +42,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   if trap -p EXIT | grep -q policy; then rm -f "$policy"; trap - EXIT; fi
 fi
+[ "${1:-}" = --debian-only ] && exit 0
 
 RATTAN="$CACHE/rattan-$RATTAN_VERSION/bin/rattan"
 if [ ! -x "$RATTAN" ]; then

@@ -28,11 +28,11 @@ from types import TracebackType
 from h2lab import procs
 from h2lab.artifacts import LINK_RATTAN_LOG, LINK_STATE
 from h2lab.errors import H2LabError
-from h2lab.net import calibration, netns, rattan, userns
+from h2lab.net import calibration, netns, rattan, rmem, userns
 from h2lab.net.addresses import ip_literal, why_not_servable
 from h2lab.net.clean import clean_stale
 from h2lab.net.probe import rtt_samples_ms
-from h2lab.net.rmem import RATTAN_RCVBUF_BYTES, rmem_default_raised
+from h2lab.net.rmem import RATTAN_RCVBUF_BYTES
 from h2lab.net.teardown import PREFIX, teardown_lab, teardown_link
 from h2lab.paths import netns_etc, owners_root, state_root
 from h2lab.spec.network import NetworkProfile, parse_network
@@ -126,9 +126,10 @@ class Link:
 
         # Rattan's packet sockets take their receive buffer from net.core.rmem_default when it
         # starts; raised for those seconds only (see net/rmem.py), then put back. A user
-        # namespace cannot: there the sockets are raised after (userns.raise_packet_rcvbuf).
+        # namespace or a container cannot: there the sockets are raised after it starts.
         rootless = userns.active()
-        with contextlib.nullcontext() if rootless else rmem_default_raised(self._dir):
+        after = rmem.raised_after_start(rootless)
+        with contextlib.nullcontext() if after else rmem.rmem_default_raised(self._dir):
             # Rattan removes its namespaces on SIGINT (its Ctrl-C handler); SIGTERM kills it.
             log = self._dir / "rattan.log"
             self._proc = procs.spawn(argv, log=log, death_signal=signal.SIGINT)
@@ -136,8 +137,8 @@ class Link:
             self.rattan_pid = self._proc.pid
             (self._dir / "rattan.pid").write_text(str(self._proc.pid))
             procs.wait_until("rattan link up", ready, timeout_s=RATTAN_START_TIMEOUT_S)
-        if rootless:
-            userns.raise_packet_rcvbuf(self._proc.pid, RATTAN_RCVBUF_BYTES)
+        if after:
+            self._raise_rcvbuf_after_start(force=not rootless)
         pid = int(holder.read_text())
         procs.run(["ip", "netns", "attach", self.client_ns, str(pid)])
         self._record_rattan_namespaces()
@@ -150,6 +151,21 @@ class Link:
         self.client_ip = _link_address(self.client_ns)
         for ns in (self.client_ns, self.lab.servers_ns):
             apply_tcp(ns, self.tcp, socket_buffer_caps(self.profile))
+
+    def _raise_rcvbuf_after_start(self, force: bool) -> None:
+        """Rattan's packet sockets to :data:`RATTAN_RCVBUF_BYTES`: as root (a container) with
+        SO_RCVBUFFORCE, in a user namespace up to 2 x net.core.rmem_max."""
+        assert self._proc is not None
+        try:
+            userns.raise_packet_rcvbuf(self._proc.pid, RATTAN_RCVBUF_BYTES, force=force)
+        except OSError as exc:
+            if not force:
+                raise
+            raise H2LabError(
+                "net.core.rmem_default is read-only here (a container?) and Rattan's packet "
+                f"sockets could not be raised instead ({exc.strerror}): run the container with "
+                "--cap-add=SYS_PTRACE (pidfd_getfd) or --privileged (docs/container.md)"
+            ) from exc
 
     def _record_rattan_namespaces(self) -> None:
         ino = netns.inode(netns.netns_path(self.client_ns))
@@ -241,10 +257,11 @@ def allow_congestion_control(algorithm: str) -> None:
     allowed = allowed_path.read_text().split()
     if algorithm in allowed:
         return
-    if userns.active():
+    # A user namespace cannot add to the list, nor a container (read-only in its namespace).
+    if userns.active() or not os.access(allowed_path, os.W_OK):
         raise H2LabError(
             f"congestion control {algorithm!r} is not allowed in namespaces on this host "
-            f"(allowed: {' '.join(allowed)}; as root: sysctl -w "
+            f"(allowed: {' '.join(allowed)}; on the host, as root: sysctl -w "
             f"net.ipv4.tcp_allowed_congestion_control='{' '.join([*allowed, algorithm])}')"
         )
     if algorithm not in available:

@@ -5,6 +5,7 @@ it back from the value saved in the link's folder)."""
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,15 @@ RMEM_LOCK = Path("/run/h2lab-rmem_default.lock")
 """Host-wide, as net.core.rmem_default is (not one per state folder)."""
 SAVED = "rmem-default.orig"
 """The host's value, in the link's folder while it is raised."""
+
+
+def raised_after_start(rootless: bool) -> bool:
+    """Whether Rattan's sockets get their buffer after it starts (``userns.raise_packet_rcvbuf``)
+    instead of through rmem_default: in a user namespace, and wherever this process cannot
+    write rmem_default. A network namespace other than the host's shows it read-only (a
+    container's own, e.g. ``podman run --network=none``), and container runtimes mount
+    /proc/sys read-only (docs/container.md)."""
+    return rootless or not os.access(RMEM_DEFAULT, os.W_OK)
 
 
 @contextmanager

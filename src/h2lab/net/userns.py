@@ -40,6 +40,7 @@ MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 SYS_PIDFD_GETFD = 438  # x86_64 and aarch64
+SO_RCVBUFFORCE = 33  # <asm-generic/socket.h>; Python's socket module does not name it
 LAB_RUN = Path("/run")
 RATTAN_LOCKS = Path("/tmp/rattan")
 LAB_HOSTS = LAB_RUN / "h2lab-hosts"
@@ -280,12 +281,15 @@ def _socket_fds(pid: int) -> list[int]:
     return fds
 
 
-def raise_packet_rcvbuf(pid: int, wanted_bytes: int) -> list[int]:
+def raise_packet_rcvbuf(pid: int, wanted_bytes: int, force: bool = False) -> list[int]:
     """Give the packet sockets of Rattan (``pid``) the largest receive buffer the namespace
     allows, up to ``wanted_bytes``: root mode raises net.core.rmem_default while Rattan opens
     them, which a user namespace cannot; here each socket is fetched (pidfd_getfd) and set
-    with SO_RCVBUF, which the kernel caps at 2 x net.core.rmem_max. Returns each packet
-    socket's receive buffer after (bytes)."""
+    with SO_RCVBUF, which the kernel caps at 2 x net.core.rmem_max. ``force``: root in a
+    container's network namespace (rmem_default read-only there too) sets SO_RCVBUFFORCE,
+    which needs CAP_NET_ADMIN and is not capped. Returns each packet socket's receive buffer
+    after (bytes)."""
+    option = SO_RCVBUFFORCE if force else socket.SO_RCVBUF
     pidfd = os.pidfd_open(pid)
     sizes = []
     try:
@@ -293,7 +297,7 @@ def raise_packet_rcvbuf(pid: int, wanted_bytes: int) -> list[int]:
             sock = socket.socket(fileno=_pidfd_getfd(pidfd, fd))
             try:
                 if sock.family == socket.AF_PACKET:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, wanted_bytes // 2)
+                    sock.setsockopt(socket.SOL_SOCKET, option, wanted_bytes // 2)
                     sizes.append(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
             finally:
                 sock.close()
