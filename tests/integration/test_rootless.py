@@ -33,6 +33,8 @@ from h2lab.net.rattan import rattan_binary
 from h2lab.servers.origin import ensure_built as origin_binary
 from tests.integration.conftest import ROOT
 from tests.integration.test_capture import client_headers_frames
+from tests.integration.test_interrupt import EXPERIMENT as INTERRUPTED
+from tests.integration.test_interrupt import TOTAL_TRIALS as INTERRUPTED_TRIALS
 
 PYTHON = sys.executable
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
@@ -291,19 +293,6 @@ def test_a_quick_run_as_a_user_has_root_modes_outcomes_and_leaves_nothing(
     assert home.files_left() == []
     owners = {p.stat().st_uid for p in (home.root / "user").rglob("*")}
     assert owners == {home.user.pw_uid}
-
-
-INTERRUPTED = """
-name = "rootless-interrupt"
-seed = 11
-repetitions = 8
-timeout_s = 60
-[factors]
-protocol = ["h1s", "h2s"]
-network = ["rtt=100ms,down=5Mbps,up=1Mbps"]
-page = ["synthetic:n=24,size=20KB,origins=2"]
-"""
-INTERRUPTED_TRIALS = 16
 
 
 def test_kill9_as_a_user_then_clean_then_resume(home: UserHome) -> None:
