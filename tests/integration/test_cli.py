@@ -64,6 +64,8 @@ def test_demo_runs_the_shipped_experiment_and_exports(tmp_path: Path) -> None:
     print(done.stdout)
     for header in ("median pdt_ms", "median plt_ms", "median speed_index_ms", "h2s/h1s (paired)"):
         assert header in done.stdout, header
+    # the store is closed whole: no -wal/-shm left beside it (the export reads it immutable)
+    assert sorted(p.name for p in out.glob("results.sqlite*")) == ["results.sqlite"]
     db = sqlite3.connect(out / "results.sqlite")
     rows = db.execute(
         "SELECT client, protocol, status, tcp_connections, plt_ms, speed_index_ms FROM trials"

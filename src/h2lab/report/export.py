@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from h2lab.store.reader import connect_read_only
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def export_tables(db_path: Path, out_dir: Path) -> list[Path]:
     import pyarrow.csv as pacsv  # type: ignore[import-untyped]
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    db = connect_read_only(db_path)  # leaves no -wal/-shm beside a closed store
     written = []
     try:
         for table in TABLES:

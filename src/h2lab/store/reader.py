@@ -35,7 +35,8 @@ def _default(column: str, kind: str, db_path: Path) -> Any:
     return None
 
 
-def _connect(db_path: Path) -> sqlite3.Connection:
+def connect_read_only(db_path: Path) -> sqlite3.Connection:
+    """``db_path`` opened to read only, leaving no file beside it (see the module's text)."""
     uri = db_path.resolve().as_uri() + "?mode=ro"
     wal = Path(f"{db_path}-wal")
     if not wal.exists() or wal.stat().st_size == 0:
@@ -53,7 +54,7 @@ def read_trials(out_dir: Path) -> list[TrialRecord]:
     if not db_path.is_file():
         raise SpecError(out_dir, RESULTS_DB, "no results store in this folder")
     try:
-        db = _connect(db_path)
+        db = connect_read_only(db_path)
     except sqlite3.Error as exc:
         raise SpecError(db_path, "file", f"cannot be opened: {exc}") from None
     try:
