@@ -4,6 +4,7 @@ the lower bound, and failed trials (timeout, crash) that do not stop the next on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sqlite3
 import sys
@@ -62,7 +63,7 @@ def slow_lab(tmp_path: Path) -> Iterator[tuple[Lab, Link, Path]]:
                 servers.append(procs.spawn(netns.exec_argv(lab.servers_ns, argv)))
                 procs.wait_until(
                     "slow origin listening",
-                    lambda ip=ip: netns.is_listening(lab.servers_ns, ip, 80),
+                    functools.partial(netns.is_listening, lab.servers_ns, ip, 80),
                     timeout_s=10,
                 )
             profile = parse_network("rtt=4ms,rate=100Mbps")

@@ -40,7 +40,8 @@ def test_h3_every_request_over_quic_and_no_tcp(tmp_path: Path) -> None:
         f"tcp_connections {by['h3'].tcp_connections} (h2s: {by['h2s'].tcp_connections})"
     )
     assert len(h3) == 9 and {p for _, p, _, _ in h3} == {"h3"}
-    assert by["h3"].tcp_connections == 0 and by["h2s"].tcp_connections >= 2
+    h2s_tcp = by["h2s"].tcp_connections
+    assert by["h3"].tcp_connections == 0 and h2s_tcp is not None and h2s_tcp >= 2
 
 
 def _netlog_requests(netlog: Path) -> list[tuple[int, str, str]]:
@@ -96,6 +97,7 @@ def test_early_hints_start_the_hinted_requests_before_the_html(tmp_path: Path) -
         f"bytes_down with hints {bytes_hints} B, without {bytes_none} B"
     )
     assert sorted(len(e) for e in early) == [0, 4]  # the hinted load's four, none without
+    assert bytes_hints is not None and bytes_none is not None
     assert bytes_none > 200_000  # the four 50 KB images crossed the link
     assert abs(bytes_hints - bytes_none) < 0.05 * bytes_none  # not twice (+200 KB)
 
@@ -104,9 +106,9 @@ def test_client_scheduler_follows_chromium_priorities(tmp_path: Path) -> None:
     """A 300 KB stylesheet in the head (Chromium: VeryHigh) and eight 200 KB images in the
     body (Low), requested together: `client` finishes the stylesheet before any image;
     `rr` shares the link among all of them, so the stylesheet ends with the images."""
-    images = "".join(f'<img src="/i{i}.png" width=64 height=64>' for i in range(8))
+    img_tags = "".join(f'<img src="/i{i}.png" width=64 height=64>' for i in range(8))
     html = "<!doctype html><html><head><link rel=icon href='data:,'>"
-    html += f'<link rel="stylesheet" href="/a.css"></head><body>{images}<p>text</p></body></html>'
+    html += f'<link rel="stylesheet" href="/a.css"></head><body>{img_tags}<p>text</p></body></html>'
     root = tmp_path / "pages"
     rng = random.Random(1)
     with PageWriter("priorities", root=root) as w:

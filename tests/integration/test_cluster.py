@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,8 @@ client = ["h2load"]
 LINK_BOUND_TRIALS = 10
 
 
-def _rows(out: Path, sql: str) -> list[tuple[object, ...]]:
+def _rows(out: Path, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` on the store at ``out`` (SQLite values: typed by the query)."""
     db = sqlite3.connect(out / "results.sqlite")
     try:
         return db.execute(sql).fetchall()
@@ -111,8 +113,8 @@ def test_a_cluster_run_stores_what_a_local_run_stores(
     for client in ("h2load", "chromium"):
         for proto in ("h1s", "h2s"):
             pick = [f"|{client}|", f"|{proto}"]
-            a = statistics.median(float(r[2]) for r in remote if all(p in r[0] for p in pick))  # type: ignore[arg-type]
-            b = statistics.median(float(r[2]) for r in here if all(p in r[0] for p in pick))  # type: ignore[arg-type]
+            a = statistics.median(float(r[2]) for r in remote if all(p in r[0] for p in pick))
+            b = statistics.median(float(r[2]) for r in here if all(p in r[0] for p in pick))
             assert 0.8 < a / b < 1.25, (client, proto, a, b)
     # the machine column tells the nodes apart: host name and node id
     machines = {str(r[3]) for r in remote}

@@ -86,10 +86,10 @@ def test_back_to_back_trials_are_isolated(tmp_path: Path) -> None:
     profile = parse_network(f"rtt={rtt_ms}ms,rate={rate}")
     # the browser (and its BiDi WebSocket in the client namespace) starts before the trial's
     # counters are read (FirefoxClient.prepare): the trial counts the page's connections only
-    for r in sorted(records, key=lambda r: r.id):
+    for r in sorted(records, key=lambda r: r.id or 0):
         assert r.bytes_down is not None and r.bytes_down >= page.total_body_bytes, r
         assert r.plt_ms is not None and r.fcp_ms is not None and r.ttfb_ms is not None
-        rows = _rows(db, r.id)
+        rows = _rows(db, r.id or 0)
         # every resource of the page was fetched, in full, over the network
         fetched = {u.split("/", 3)[3]: b for u, _, b in rows}
         for res in page.resources:
@@ -161,6 +161,7 @@ def test_speed_index_matches_firefoxs_own_paint_marks(
     with Image.open(last) as frame:
         assert frame.size == (1366, 768)  # the viewport, not the window's default
         red, blue = frame.getpixel((10, 10)), frame.getpixel((10, TOP_H + 10))
+    assert isinstance(red, tuple) and isinstance(blue, tuple), (red, blue)  # RGB(A) pixels
     assert red[0] > 180 and red[2] < 60 and blue[2] > 180 and blue[0] < 60, (red, blue)
     # a coloured box is a paint, not contentful: first contentful paint is not the reference,
     # the one change of the page is; SpeedIndex is its time

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import AbstractContextManager
 from multiprocessing.queues import Queue
 from pathlib import Path
 
@@ -17,14 +18,14 @@ from h2lab.net.check import rtt_tolerance_ms
 from h2lab.net.lab import PROBE_IP, Lab, Link
 from h2lab.net.probe import median_rtt_ms
 from h2lab.net.rmem import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT
-from h2lab.pages import resolve_page
-from h2lab.servers import ServeContext
+from h2lab.pages import Page, resolve_page
+from h2lab.servers import ServeContext, Serving
 from h2lab.servers import get as get_server
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
 
 
-def _serve(lab: Lab, page_spec: str):  # type: ignore[no-untyped-def]
+def _serve(lab: Lab, page_spec: str) -> tuple[Page, AbstractContextManager[Serving]]:
     page = resolve_page(page_spec)
     lab.set_origins(page.origins)
     ctx = ServeContext(lab.servers_ns, lab.origin_ips, lab.state_dir / "srv", lab.state_dir / "tls")

@@ -24,7 +24,7 @@ TOLERANCE = 0.10
 
 
 def _median(trials: list[TrialRecord], client: str, tls: str, metric: str) -> float:
-    values = [
+    values: list[float] = [
         getattr(t, metric)
         for t in trials
         if t.status == "ok" and t.cell.client.startswith(client) and t.cell["tls"] == tls

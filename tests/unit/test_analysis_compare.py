@@ -70,7 +70,9 @@ def test_each_level_meets_the_baseline_of_its_own_table() -> None:
     trials += [on(hints_none, "h2s", r, 200.0, client="chromium") for r in range(3)]
     trials += [on(hints_css, "h2s", r, 300.0, client="chromium") for r in range(3)]
     rows = compare_levels(trials, np.random.default_rng(0), "server", (NONE, hints_none))
-    got = [(r.cell.client, r.level, r.baseline, r.median_ratio) for r in rows]
+    got: list[tuple[object, ...]] = [
+        (r.cell.client, r.level, r.baseline, r.median_ratio) for r in rows
+    ]
     assert got == [
         ("chromium", hints_css, hints_none, pytest.approx(1.5)),
         ("nghttp", PUSH, NONE, pytest.approx(0.9)),

@@ -191,11 +191,12 @@ def test_unlimited_rate_is_above_every_finite_rate() -> None:
 
 
 def test_unknown_and_constant_factors_are_dropped_and_listed() -> None:
+    labelled: tuple[tuple[int, ClassLabel], ...] = ((2, "tie"), (8, "tie"), (64, "h2"), (128, "h2"))
     samples = [
         TreeSample(
             {"object_count": float(n), "rtt_ms": None if n == 2 else 50.0, "cc": "cubic"}, lab
         )
-        for n, lab in ((2, "tie"), (8, "tie"), (64, "h2"), (128, "h2"))
+        for n, lab in labelled
     ]
     tree = fit_tree(samples)
     assert tree.columns == ("object_count",)

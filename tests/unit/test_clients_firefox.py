@@ -48,7 +48,8 @@ def test_h3_maps_every_lab_origin_to_quic_from_the_first_request() -> None:
     prefs = profile_prefs("h3", HOSTS)
     assert prefs["network.http.http3.enable"] is True
     assert prefs["network.http.http3.disable_when_third_party_roots_found"] is False
-    assert prefs["network.http.http3.backup_timer_delay"] >= 60_000  # no TCP fallback race
+    delay_ms = prefs["network.http.http3.backup_timer_delay"]
+    assert isinstance(delay_ms, int) and delay_ms >= 60_000  # no TCP fallback race
     mapping = "a.h2lab.test;h3=:443,b.h2lab.test;h3=:443"
     assert prefs["network.http.http3.alt-svc-mapping-for-testing"] == mapping
     assert h3_mapping({}) == ""

@@ -10,7 +10,7 @@ from typing import cast
 
 import pytest
 
-from h2lab.clients import LoadContext
+from h2lab.clients import LoadContext, LoadResult
 from h2lab.clients import get as get_client
 from h2lab.clients.nghttp import Invocation, Nghttp, argv_for, plan
 from h2lab.errors import SpecError, TrialFailed
@@ -101,7 +101,7 @@ FRAMES = """\
 """
 
 
-def _collect(tmp_path: Path, hars: list[str], codes: list[int] | None = None):  # type: ignore[no-untyped-def]
+def _collect(tmp_path: Path, hars: list[str], codes: list[int] | None = None) -> LoadResult:
     p, html = page("synthetic:n=2,size=1KB,origins=2")
     invs = plan(p, "h2s", html)
     for i, text in enumerate(hars):

@@ -4,13 +4,13 @@ a machine may not be a lab node."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from h2lab import doctor
-from h2lab.cluster import nodes
 from h2lab.cluster.nodes import (
     AGENT_PORTS,
     LAB_RESOURCE,
@@ -109,7 +109,7 @@ def _checks_must_not_run() -> list[Check]:
 def test_a_non_root_machine_is_refused_before_the_doctor_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(nodes.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setattr(doctor, "checks", _checks_must_not_run)
     assert doctor_refusal() == (
         "not root: labs need network namespaces (run h2lab cluster worker as root)"
@@ -119,7 +119,7 @@ def test_a_non_root_machine_is_refused_before_the_doctor_runs(
 def test_root_with_a_failing_check_is_refused_naming_the_first_failure(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(nodes.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(
         doctor,
         "checks",
@@ -133,6 +133,6 @@ def test_root_with_a_failing_check_is_refused_naming_the_first_failure(
 
 
 def test_root_with_every_check_passing_is_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nodes.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(doctor, "checks", lambda: [Check("rattan", True, "0.1.0")])
     assert doctor_refusal() is None

@@ -90,7 +90,7 @@ def test_a_lab_remakes_its_state_parent_when_another_labs_clean_removed_it(
     root = tmp_path / "state"
     folder = root / "h2lab-abc123"
     real_mkdir = Path.mkdir
-    removed = []
+    removed: list[bool] = []
 
     def racing_mkdir(self: Path, mode: int = 0o777, parents: bool = False, **kw: bool) -> None:
         real_mkdir(self, mode, parents=parents, **kw)

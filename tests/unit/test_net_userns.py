@@ -99,7 +99,7 @@ def test_state_goes_to_the_users_runtime_folder_when_rootless(
 def test_root_mode_keeps_its_folders(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("H2LAB_STATE", "H2LAB_OWNERS", userns.ENV):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(paths.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert not paths.rootless()
     assert paths.state_root() == Path("/run/h2lab")
     assert paths.owners_root() == Path("/run/h2lab-owners")

@@ -64,7 +64,7 @@ def response(
 
 
 def revisit(
-    n: int, uri: str, profile: str, head: bytes = b"", version: str = "1.0", **fields: str
+    n: int, uri: str, profile: str, head: bytes = b"", version: str = "1.0", /, **fields: str
 ) -> bytes:
     return record("revisit", n, uri, head, version, WARC_Profile=profile, **fields)
 

@@ -110,7 +110,7 @@ def test_every_record_streamed_back_is_stored_by_the_driver(tmp_path: Path) -> N
     try:
         written = run_trials(
             todo, store, timeout_s=30, executor=executor,
-            on_progress=lambda t, r: heard.append((t.key, r and r.id)),
+            on_progress=lambda t, r: heard.append((t.key, None if r is None else r.id)),
         )  # fmt: skip
     finally:
         store.close()

@@ -15,6 +15,7 @@ from h2lab.results import ResourceTiming
 from h2lab.runner.executor import BlockDone, BlockJob, TrialDone
 from h2lab.runner.matrix import TrialSpec
 from h2lab.runner.wire import (
+    JSON,
     WireError,
     decode,
     decode_message,
@@ -238,16 +239,18 @@ def test_new_shapes_travel_without_a_change() -> None:
         ([1], "BlockDone: expected an object, got list"),
     ],
 )
-def test_what_does_not_decode_says_where(data: object, where: str) -> None:
+def test_what_does_not_decode_says_where(data: JSON, where: str) -> None:
     with pytest.raises(WireError) as caught:
-        decode(BlockDone, data)  # type: ignore[arg-type]
+        decode(BlockDone, data)
     assert caught.value.line() == where
 
 
 def test_a_nested_field_is_named_by_its_path() -> None:
     data = encode(record())
     assert isinstance(data, dict) and isinstance(data["cell"], dict)
-    data["cell"]["levels"][5] = 3.5
+    levels = data["cell"]["levels"]
+    assert isinstance(levels, list)
+    levels[5] = 3.5
     with pytest.raises(WireError) as caught:
         decode(TrialRecord, data)
     assert caught.value.where == "TrialRecord.cell.levels[5]"

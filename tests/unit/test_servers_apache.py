@@ -84,7 +84,9 @@ def test_config_has_a_location_per_resource_with_status_type_and_headers(
     def location(i: int) -> str:
         return conf.split(f'<Location "/.h2lab/{TOKEN}/r{i}">\n', 1)[1].split("</Location>")[0]
 
-    assert f'Alias "/.h2lab/{TOKEN}/r0" "{bodies / page.resources[0].body_sha256}"' in conf
+    sha = page.resources[0].body_sha256
+    assert sha is not None
+    assert f'Alias "/.h2lab/{TOKEN}/r0" "{bodies / sha}"' in conf
     assert 'ForceType "text/html; charset=utf-8"' in location(0)
     assert 'Header always add cache-control "max-age=60"' in location(0)
     assert 'Header always add link "<a${h2lab_dollar}b%%20>; rel=\\"x\\""' in location(0)

@@ -20,7 +20,7 @@ from h2lab.servers import (
     nginx,
     origin,
 )
-from h2lab.spec.experiment import MAX_TIMEOUT_S
+from h2lab.spec.limits import MAX_TIMEOUT_S
 from h2lab.tls import LocalCA
 
 HOST = "www.example.org"

@@ -7,12 +7,13 @@ import csv
 import dataclasses
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from h2lab.errors import SpecError
 from h2lab.report.export import export_tables
-from h2lab.store import Store
+from h2lab.store import Store, TrialRecord
 from h2lab.store.restore import restore_store
 from h2lab.store.sqlite import TRIAL_COLUMNS
 from tests.unit.test_store_sqlite import RES, record
@@ -27,7 +28,7 @@ def _filled(out: Path) -> Store:
     return s
 
 
-def _contents(s: Store) -> tuple[list[object], list[object]]:
+def _contents(s: Store) -> tuple[list[TrialRecord], list[list[dict[str, Any]]]]:
     trials = s.trials(include_warmup=True)
     return trials, [s.resources(t.id) for t in trials if t.id is not None]
 
