@@ -11,10 +11,10 @@ demo: setup
 	$(VENV)/h2lab demo
 
 lint: setup
-	$(VENV)/ruff check src tests scripts
-	$(VENV)/ruff format --check src tests scripts
+	$(VENV)/ruff check src tests scripts bench
+	$(VENV)/ruff format --check src tests scripts bench
 	$(VENV)/mypy
-	$(VENV)/mypy scripts
+	$(VENV)/mypy scripts bench tests
 	test -z "$$(cd origin && $(dir $(GO))gofmt -l .)" || { echo "gofmt: run gofmt -w origin"; exit 1; }
 	cd origin && GOTOOLCHAIN=local $(GO) vet -tags http2legacy ./... \
 	  && GOTOOLCHAIN=local $(GO) test -count=1 -tags http2legacy ./...
