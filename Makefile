@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: setup demo test lint unit integration clean image
+.PHONY: setup demo test quick durations lint unit integration clean image
 
 VENV := .venv/bin
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
@@ -19,8 +19,18 @@ lint: setup
 	cd origin && GOTOOLCHAIN=local $(GO) vet -tags http2legacy ./... \
 	  && GOTOOLCHAIN=local $(GO) test -count=1 -tags http2legacy ./...
 
+# The whole suite: lanes side by side, then the tests marked `alone`, then the 20 slowest
+# (tests/suite.py; docs/testing.md). LANES=1 runs it one test at a time.
 test: setup lint
-	$(VENV)/pytest
+	$(VENV)/python tests/suite.py
+
+# The quick tier: lint and the unit tests, side by side (a couple of minutes).
+quick: setup lint
+	$(VENV)/pytest tests/unit -n 2 -q
+
+# Measure the suite and keep each test's duration in tests/durations.json (it orders the suite).
+durations: setup
+	$(VENV)/python tests/suite.py --durations-out tests/durations.json
 
 unit: setup
 	$(VENV)/pytest tests/unit

@@ -105,12 +105,6 @@ def checks() -> list[Check]:
     # certutil (libnss3-tools) has no version switch: Firefox's profiles trust the lab CA with it
     certutil = shutil.which("certutil")
     out.append(Check("certutil", certutil is not None, certutil or "apt-get install libnss3-tools"))
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        out.append(Check("playwright (python)", True, version("playwright")))
-    except PackageNotFoundError:
-        out.append(Check("playwright (python)", False, "make setup (uv sync)"))
     from h2lab.servers.origin import SOURCE_DIR, source_hash
 
     built = cache_root() / f"origin-{source_hash(SOURCE_DIR)}"

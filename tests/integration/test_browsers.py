@@ -45,6 +45,7 @@ def browser(request: pytest.FixtureRequest) -> Iterator[clients.ClientAdapter]:
         client.close()
 
 
+@pytest.mark.alone
 def test_timeout_and_crash_fail_the_trial_and_the_next_one_runs(
     slow_lab: tuple[Lab, Link, Path], browser: clients.ClientAdapter, tmp_path: Path
 ) -> None:

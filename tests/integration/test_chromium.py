@@ -99,6 +99,7 @@ def _ctx(lab: Lab, link: Link, folder: Path, timeout_s: float = 20) -> LoadConte
     )
 
 
+@pytest.mark.alone
 def test_speed_index_matches_the_analytic_value(
     slow_lab: tuple[Lab, Link, Path], chromium: clients.ClientAdapter, tmp_path: Path
 ) -> None:

@@ -120,6 +120,7 @@ def test_back_to_back_trials_are_isolated(tmp_path: Path) -> None:
         assert h1 > 13 * 200 and 0 < h2 < h1 / 5, header_bytes
 
 
+@pytest.mark.alone
 def test_speed_index_matches_firefoxs_own_paint_marks(
     slow_lab: tuple[Lab, Link, Path], tmp_path: Path
 ) -> None:
@@ -193,6 +194,7 @@ def test_mobile_is_a_phones_viewport_and_user_agent(
         assert frame.size == (412, 823)
 
 
+@pytest.mark.alone
 @pytest.mark.timeout(90)
 def test_h3_every_request_over_quic_and_no_tcp_h2s_over_tcp(tmp_path: Path) -> None:
     """h3 against the Go origin: every request of the page (its HTML too, in the first trial

@@ -11,6 +11,8 @@ from contextlib import AbstractContextManager
 from multiprocessing.queues import Queue
 from pathlib import Path
 
+import pytest
+
 from h2lab import procs
 from h2lab.clients import LoadContext, get
 from h2lab.net import calibration, netns
@@ -32,6 +34,7 @@ def _serve(lab: Lab, page_spec: str) -> tuple[Page, AbstractContextManager[Servi
     return page, get_server("nginx").serve(page, ctx)
 
 
+@pytest.mark.alone
 def test_rtt_100ms_measures_100_plus_minus_1ms() -> None:
     profile = parse_network("rtt=100ms")
     with Lab(("o1.h2lab.test",)) as lab, lab.link(profile, 1, TcpSettings()) as link:
@@ -40,6 +43,7 @@ def test_rtt_100ms_measures_100_plus_minus_1ms() -> None:
     assert 99.0 <= rtt <= 101.0
 
 
+@pytest.mark.alone
 def test_calibrated_links_measure_the_rtt_asked() -> None:
     """Rattan's own latency is measured on this machine (net/calibration.py) and taken off the
     Delay cells: a link without it is 2 x overhead long, links with it are within net check's
@@ -67,6 +71,7 @@ def test_calibrated_links_measure_the_rtt_asked() -> None:
     assert abs(raw_excess - 2 * overhead) <= rtt_tolerance_ms(40), (raw_excess, overhead)
 
 
+@pytest.mark.alone
 def test_10mbps_gives_5mb_download_at_9_3_to_10_mbps(tmp_path: Path) -> None:
     with Lab() as lab:
         page, serving = _serve(lab, "synthetic:n=1,size=5MB,origins=1")
@@ -94,6 +99,7 @@ def test_2pct_loss_retransmits_and_completes(tmp_path: Path) -> None:
     assert result.body_bytes == page.total_body_bytes
 
 
+@pytest.mark.alone
 def test_640_connection_burst_on_a_loss_free_link_loses_nothing(tmp_path: Path) -> None:
     """Seed 002's load (40 h2load clients x 16 origins, 640 connections starting at once) on an
     unshaped, loss-free link: Rattan drops silently what its packet socket cannot hold, and with
@@ -166,6 +172,7 @@ def _start_link_at(go_at: float, seed: int, out: Queue[tuple[list[int], int | No
             out.put((_rattan_socket_buffers(link), link.emulator_drops()))
 
 
+@pytest.mark.alone
 def test_links_started_at_once_all_get_rattans_socket_buffer() -> None:
     """Shards of `h2lab run --jobs` start links at nearby moments. Before the lock, one lab
     put net.core.rmem_default back while another's Rattan was still opening its sockets, which
@@ -228,25 +235,26 @@ def test_reset_client_connections_closes_what_an_earlier_trial_left_open() -> No
         ip = lab.origin_ips["o1.h2lab.test"]
         listen = netns.exec_argv(lab.servers_ns, [sys.executable, "-c", _LISTEN, ip])
         connect = netns.exec_argv(link.client_ns, [sys.executable, "-c", _CONNECT, ip])
-        with (
-            subprocess.Popen(listen, stdout=subprocess.PIPE, text=True) as server,
-            subprocess.Popen(connect, stdout=subprocess.PIPE, text=True) as client,
-        ):
-            try:
-                assert server.stdout is not None and client.stdout is not None
-                assert server.stdout.readline().strip() == "ready"
-                assert client.stdout.readline().strip() == "connected"
-                deadline = time.monotonic() + 5
-                while not _servers_connections(lab, "established"):
-                    assert time.monotonic() < deadline, "the server never accepted"
-                    time.sleep(0.05)
-                before = _servers_connections(lab, "established")
-                assert len(before) == 1 and link.client_ip in before[0], before
-                lab.reset_client_connections()
-                assert client.wait(timeout=10) == 0
-                assert client.stdout.read().strip() == "reset"
-                assert _servers_connections(lab, "established") == []
-                assert len(_servers_connections(lab, "listening")) == 1
-            finally:
-                server.kill()
-                client.kill()
+        with subprocess.Popen(listen, stdout=subprocess.PIPE, text=True) as server:
+            assert server.stdout is not None
+            # the client starts once the server listens (started together, it was refused
+            # when its connect came first: seen with lanes side by side on two cores)
+            assert server.stdout.readline().strip() == "ready"
+            with subprocess.Popen(connect, stdout=subprocess.PIPE, text=True) as client:
+                try:
+                    assert client.stdout is not None
+                    assert client.stdout.readline().strip() == "connected"
+                    deadline = time.monotonic() + 5
+                    while not _servers_connections(lab, "established"):
+                        assert time.monotonic() < deadline, "the server never accepted"
+                        time.sleep(0.05)
+                    before = _servers_connections(lab, "established")
+                    assert len(before) == 1 and link.client_ip in before[0], before
+                    lab.reset_client_connections()
+                    assert client.wait(timeout=10) == 0
+                    assert client.stdout.read().strip() == "reset"
+                    assert _servers_connections(lab, "established") == []
+                    assert len(_servers_connections(lab, "listening")) == 1
+                finally:
+                    server.kill()
+                    client.kill()

@@ -8,6 +8,8 @@ import statistics
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from h2lab.net.check import check, udp_probe
 from h2lab.net.lab import Lab
 from h2lab.spec.network import parse_network
@@ -64,6 +66,7 @@ def _net_check(profile: str, *extra: str) -> tuple[int, list[dict[str, object]]]
     return done.returncode, json.loads(done.stdout)
 
 
+@pytest.mark.alone
 def test_net_check_json_rows_pass_for_a_static_profile() -> None:
     profile = "rtt=40ms,down=10Mbps,up=2Mbps,loss=1%"
     rc, rows = _net_check(profile, "--quick")
@@ -94,6 +97,7 @@ def test_net_check_json_rows_pass_for_a_static_profile() -> None:
             assert r["pass"] is not False, r
 
 
+@pytest.mark.alone
 def test_codel_keeps_the_queue_short_where_droptail_fills_it() -> None:
     _, droptail = _net_check("rtt=20ms,rate=10Mbps,queue=200", "--quick")
     _, codel = _net_check("rtt=20ms,rate=10Mbps,queue=200,aqm=codel", "--quick")
@@ -104,6 +108,7 @@ def test_codel_keeps_the_queue_short_where_droptail_fills_it() -> None:
     assert q_codel < 25 < q_tail
 
 
+@pytest.mark.alone
 def test_mahimahi_trace_sets_the_rate(tmp_path: Path) -> None:
     trace = tmp_path / "12mbps.trace"  # one 1500-byte packet per ms = 12 Mbit/s
     trace.write_text("".join(f"{ms}\n" for ms in range(1, 1001)))
@@ -116,6 +121,7 @@ def test_mahimahi_trace_sets_the_rate(tmp_path: Path) -> None:
     assert all(r.passed for r in goodput.values())
 
 
+@pytest.mark.alone
 def test_cellular_good_follows_its_traces() -> None:
     """Every row is a statistical judgement over 14 s of 70 ms steps. The RTT-per-step share
     (>= 90% of probes within 2 ms) measured 87.9% in one of five suite runs on this 2-core

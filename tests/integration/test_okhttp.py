@@ -161,6 +161,7 @@ def test_h1s_opens_at_most_5_connections_and_h1c_h2c_load(page: Page, tmp_path: 
     _no_jvm_left()
 
 
+@pytest.mark.alone
 def test_pdt_against_h2load_per_host_5(tmp_path: Path) -> None:
     """Measured 2026-11-26 (rtt 50 ms, n = 5, 40 x 10 KB): medians h2load:per_host=5 453 / 504
     ms (h1s / h2s), okhttp 509 / 899, okhttp:nodelay=1 487 / 527. OkHttp never sets
@@ -325,6 +326,7 @@ def _run_plan(tmp_path: Path, ca: LocalCA, port: int, n: int, timeout_ms: int) -
     return result
 
 
+@pytest.mark.alone
 def test_trusts_only_the_lab_ca_verifies_names_and_bounds_the_load(tmp_path: Path) -> None:
     """The program alone, on loopback: a certificate of another CA and one for another name
     are refused; a server that never answers is reported after the plan's bound, every call

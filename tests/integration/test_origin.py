@@ -239,6 +239,7 @@ def test_replays_manifest_over_h1_h2_and_h2c(small_page: Page, small_lab: tuple[
     assert (ctx.state_dir / UNSERVED_LOG).read_text().splitlines() == [f"GET https://{HOST}/x?y=1"]
 
 
+@pytest.mark.alone
 def test_sleepy_images_delay_only_the_images(small_page: Page, small_lab: tuple[Lab, Link]) -> None:
     lab, link = small_lab
     paths = ["/", "/a.css", "/b.js", "/i1.png", "/i2.png", "/i3.png", "/slow.json"]

@@ -20,6 +20,8 @@ import pytest
 
 from h2lab.servers import reprio
 
+pytestmark = pytest.mark.alone  # bounds on when the stylesheet ends
+
 FIRST_WITHIN_MS = {
     "h2o": 1500.0,
     "nginx": 1500.0,

@@ -14,9 +14,13 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+import pytest
+
 from h2lab.analysis.lower_bound import handshake_rtts
 from h2lab.store import TrialRecord
 from tests.integration.conftest import run_experiment
+
+pytestmark = pytest.mark.alone  # a connect time within 10% of its round trips
 
 RTT_MS = 100.0
 ONE_RTT_MS = (handshake_rtts("h1s", "1.2") - handshake_rtts("h1s", "1.3")) * RTT_MS

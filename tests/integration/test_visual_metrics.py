@@ -108,6 +108,7 @@ def _load(
         client.close()
 
 
+@pytest.mark.alone
 def test_tbt_and_cls(lab_page: tuple[Lab, Link, Path], tmp_path: Path) -> None:
     lab, link, docroot = lab_page
     static = _load(lab, link, docroot, tmp_path, "static", STATIC)

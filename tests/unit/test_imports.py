@@ -1,5 +1,6 @@
-"""The import structure of h2lab: no import cycles between its modules, and a pure core that
-imports nothing able to start a process or open a socket (STYLE.md 1: "pure core, thin edges").
+"""The import structure of h2lab: no import cycles between its modules, no import against the
+declared layer order, and a pure core that imports nothing able to start a process or open a
+socket (STYLE.md 1: "pure core, thin edges").
 
 Both tests read the source, not the installed package's state: the cycle test parses every file
 with :mod:`ast`; the purity test imports in a fresh interpreter, so that modules this test
@@ -21,6 +22,93 @@ ALLOWED_EDGES: frozenset[tuple[str, str]] = frozenset()
 """Import edges (importer, imported) left out of the cycle check, each a known cycle outside
 net/ and pages/ (which must have none) that its owner has not broken yet. An edge that no
 longer exists, or no longer closes a cycle, must be removed from here."""
+
+LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
+    (
+        "definitions",
+        (
+            (
+                "h2lab",
+                "h2lab.errors",
+                "h2lab.units",
+                "h2lab.paths",
+                "h2lab.procs",
+                "h2lab.tls",
+                "h2lab.machine",
+                "h2lab.spec",
+                "h2lab.results",
+                "h2lab.artifacts",
+                "h2lab.har",
+                "h2lab.metrics",
+            ),
+        ),
+    ),
+    ("network", (("h2lab.net",),)),
+    ("pages", (("h2lab.pages",),)),
+    ("adapters", (("h2lab.servers",), ("h2lab.clients",), ("h2lab.store",))),
+    ("runner", (("h2lab.runner", "h2lab.cluster", "h2lab.record", "h2lab.doctor"),)),
+    ("analysis", (("h2lab.analysis",),)),
+    ("report", (("h2lab.report",),)),
+    ("studies", (("h2lab.reprio",),)),
+    ("command line", (("h2lab.cli", "h2lab.__main__"),)),
+)
+"""The layer order, lowest first (docs/architecture.md): a module may import modules of its own
+room, of the layers before its own, and nothing else: not a later layer, and not another room
+of its own layer (servers and clients stand side by side; what both need lives below them).
+Every module belongs where the longest prefix listed puts it (``h2lab.spec.factors`` with
+``h2lab.spec``; ``h2lab`` itself is the package's ``__init__``, which holds the version). A new
+top-level module or package must be placed here, or the test fails."""
+
+
+def place_of(module: str) -> tuple[int, int] | None:
+    """(layer, room) of ``module`` in LAYERS; None when no entry covers it."""
+    best: tuple[int, int, int] | None = None  # (prefix length, layer, room)
+    for layer, (_, rooms) in enumerate(LAYERS):
+        for room, prefixes in enumerate(rooms):
+            for prefix in prefixes:
+                covers = module == prefix or (prefix != "h2lab" and module.startswith(prefix + "."))
+                if covers and (best is None or len(prefix) > best[0]):
+                    best = (len(prefix), layer, room)
+    return None if best is None else best[1:]
+
+
+def against_layers(graph: Mapping[str, set[str]]) -> list[str]:
+    """Every import of a later layer or of another room of the importer's own layer, and every
+    module in no layer."""
+    problems = [f"{m} belongs to no layer: add it to LAYERS" for m in graph if place_of(m) is None]
+    for importer, imported in sorted((a, b) for a, bs in graph.items() for b in bs):
+        here, there = place_of(importer), place_of(imported)
+        if here is None or there is None or there[0] < here[0] or there == here:
+            continue
+        where = "a later layer" if there[0] > here[0] else "beside it in its own layer"
+        problems.append(
+            f"{importer} ({LAYERS[here[0]][0]}) imports {imported} ({LAYERS[there[0]][0]}), {where}"
+        )
+    return problems
+
+
+def test_no_import_against_the_layer_order() -> None:
+    graph = import_graph()
+    problems = against_layers(graph)
+    assert not problems, "imports against the layer order:\n" + "\n".join(problems)
+
+
+def test_the_layer_check_sees_a_wrong_way_import() -> None:
+    """The check itself: an import of a later layer, of a room beside, and a module in no
+    layer, are each found; imports down the layers are not."""
+    graph = {
+        "h2lab.spec.factors": {"h2lab.servers"},
+        "h2lab.clients.h2load": {"h2lab.servers", "h2lab.pages", "h2lab.clients"},
+        "h2lab.x": set(),
+    }
+    assert against_layers(graph) == [
+        "h2lab.x belongs to no layer: add it to LAYERS",
+        "h2lab.clients.h2load (adapters) imports h2lab.servers (adapters), beside it in its own"
+        " layer",
+        "h2lab.spec.factors (definitions) imports h2lab.servers (adapters), a later layer",
+    ]
+    assert against_layers({"h2lab.cli.run": {"h2lab.runner.run", "h2lab.spec"}}) == []
+
 
 PURE_PACKAGES = ("h2lab.spec", "h2lab.analysis", "h2lab.metrics", "h2lab.report")
 PURE_MODULES = (

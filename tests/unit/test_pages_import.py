@@ -553,10 +553,15 @@ def test_warc_truncated(tmp_path: Path) -> None:
         (b'{"log": {}}', "it looks like JSON: a HAR is imported as har:FILE"),
         (b"PK\x03\x04" + bytes(60), "not a WARC file .it looks like a ZIP archive"),
         (b"\x1f\x8b\x09\x00garbage", "corrupt gzip data"),
-        (gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\n"), "record headers cut short"),
+        (
+            gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\n", mtime=0),
+            "record headers cut short",
+        ),
         (warc_bytes([("ftp://a.test/", "200 OK", [], b"x")]), "no response records"),
         (
-            gzip.compress(b"WARC/1.0\r\nWARC-Type: warcinfo\r\nContent-Length: 0\r\n\r\n\r\n\r\n"),
+            gzip.compress(
+                b"WARC/1.0\r\nWARC-Type: warcinfo\r\nContent-Length: 0\r\n\r\n\r\n\r\n", mtime=0
+            ),
             "no response records",
         ),
     ],

@@ -1,0 +1,34 @@
+"""The suite's order: the slowest known tests first, so that lanes side by side end together.
+
+tests/durations.json holds each test's duration in seconds as measured in a whole-suite run
+(``make durations`` writes it again). Tests it does not know go after those it does, in
+collection order; the file only orders, it never selects, so a stale one costs time, not
+tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def known_durations(path: Path = DURATIONS) -> dict[str, float]:
+    """Test id -> seconds, from ``path``; empty when it is missing or not such a map."""
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {k: float(v) for k, v in raw.items() if isinstance(v, int | float)}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    durations = known_durations()
+    if durations:
+        # sorted() is stable: tests of equal (or no) known duration keep collection order
+        items.sort(key=lambda item: -durations.get(item.nodeid, 0.0))
