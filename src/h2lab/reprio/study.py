@@ -31,10 +31,10 @@ from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
 from h2lab.report.svg import TimelineRow, timeline
 from h2lab.reprio.client import STREAM_WINDOW_BYTES, Plan, StreamLog, Target, fetch
-from h2lab.servers import PORTS, ServeContext
+from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.spec.network import parse_network
-from h2lab.spec.protocols import H2S
+from h2lab.spec.protocols import H2S, PORTS
 from h2lab.spec.tcp import TcpSettings
 
 HOST = "o1.h2lab.test"
