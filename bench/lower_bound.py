@@ -40,9 +40,10 @@ from h2lab.metrics import h2load as h2load_parse
 from h2lab.net import netns
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
-from h2lab.servers import ServeContext, url_for
+from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.spec.network import NetworkProfile, parse_network
+from h2lab.spec.protocols import url_for
 from h2lab.spec.tcp import TcpSettings
 
 SIZES = ("14KB", "100KB", "1MB")

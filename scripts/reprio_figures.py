@@ -4,12 +4,12 @@ and writes one stream timeline (SVG) per server, of its median run, into docs/im
     .venv/bin/python scripts/reprio_figures.py [--runs 5] [--servers nginx h2o] [--out DIR]
     .venv/bin/python scripts/reprio_figures.py --chromium [--runs 3] [--servers ...]
 
-``--chromium``: the second view, Chromium loading :func:`h2lab.servers.reprio.browser_page` (ten
+``--chromium``: the second view, Chromium loading :func:`h2lab.reprio.study.browser_page` (ten
 images, a stylesheet a script adds 1.5 s later) as h2lab trials; its request -> last byte from
 the trial's resource timings; no figures.
 
 Needs root (namespaces); DIR is docs/img unless given. Every run is a fresh connection to a
-server started once per server; see :mod:`h2lab.servers.reprio` for the page, the link and the
+server started once per server; see :mod:`h2lab.reprio.study` for the page, the link and the
 client's priorities.
 """
 
@@ -21,9 +21,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from h2lab.reprio import study as reprio
 from h2lab.runner.matrix import expand
 from h2lab.runner.run import run_trials
-from h2lab.servers import reprio
 from h2lab.spec.experiment import Experiment, validate_factors
 from h2lab.store import Store
 

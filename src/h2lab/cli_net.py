@@ -17,8 +17,8 @@ net_app = typer.Typer(help="The emulated network: list profiles, check a link, o
 @net_app.command("profiles")
 def net_profiles() -> None:
     """List the named network profiles with their values and sources."""
-    from h2lab.net.profiles import PRESETS
     from h2lab.spec.network import parse_network
+    from h2lab.spec.presets import PRESETS
 
     table = Table(title="network profiles")
     for col in ("name", "values", "source"):

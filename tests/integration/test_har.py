@@ -16,7 +16,7 @@ from typing import Any
 from h2lab.artifacts import ARTIFACTS_DIR, PAGE_HAR
 from h2lab.pages import resolve_page
 from h2lab.pages.manifest import load_page
-from h2lab.servers import url_for
+from h2lab.spec.protocols import url_for
 from tests.har_schema import assert_valid_har_file
 from tests.integration.conftest import run_experiment
 

@@ -1,4 +1,4 @@
-"""The reprioritization test (h2lab.servers.reprio, docs/servers.md "Reprioritization"): on
+"""The reprioritization test (h2lab.reprio.study, docs/servers.md "Reprioritization"): on
 10 Mbit/s and 100 ms RTT, ten 500 KB images at weight 16, then, once 1 MB of them has arrived,
 a 20 KB stylesheet exclusive on the root at weight 256. Each server behaves as docs/servers.md says.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from h2lab.servers import reprio
+from h2lab.reprio import study as reprio
 
 pytestmark = pytest.mark.alone  # bounds on when the stylesheet ends
 

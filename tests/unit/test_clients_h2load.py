@@ -20,7 +20,7 @@ from h2lab.clients.h2load import (
 from h2lab.metrics.h2load import RequestLog
 from h2lab.pages import Page, Resource
 from h2lab.pages.synthetic import layout, parse
-from h2lab.servers import url_for
+from h2lab.spec.protocols import url_for
 from tests.har_schema import assert_valid_har
 
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from h2lab.errors import MissingTool
-from h2lab.net import traces
 from h2lab.net.lab import packet_socket_drops
 from h2lab.net.rattan import (
     DELAY_OVERHEAD_MS,
@@ -22,6 +21,7 @@ from h2lab.net.rattan import (
     direction_seed,
     rattan_binary,
 )
+from h2lab.spec import cellular
 from h2lab.spec.network import parse_network
 
 STATE = Path("/run/h2lab/h2lab-abc123/link")
@@ -352,7 +352,7 @@ def test_cellular_profile_cells_both_ways(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_cellular_trace_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = _cellular(monkeypatch, tmp_path)
-    good = traces.cellular_profiles()["good"]
+    good = cellular.cellular_profiles()["good"]
 
     bw = json.loads(files.files["cellular-bw.json"])["RepeatedBwPatternConfig"]
     assert bw["count"] == 0

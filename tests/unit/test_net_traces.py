@@ -1,4 +1,5 @@
-"""h2lab.net.traces: cellular profiles as Rattan traces, Mahimahi trace parsing (pure)."""
+"""h2lab.net.traces and h2lab.spec.cellular: cellular profiles as Rattan traces, Mahimahi trace
+parsing (pure)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,22 @@ import pytest
 
 from h2lab.errors import H2LabError
 from h2lab.net.traces import (
-    PROFILE_NAMES,
-    STEP_MS,
-    CellularProfile,
     LossSegment,
-    MahimahiTrace,
-    TraceError,
     bw_trace_json,
-    cellular_profiles,
     cellular_traces,
     delay_trace_json,
     loss_schedule,
     loss_trace_json,
-    read_mahimahi,
     time_averaged_loss_ratio,
+)
+from h2lab.spec.cellular import (
+    PROFILE_NAMES,
+    STEP_MS,
+    CellularProfile,
+    MahimahiTrace,
+    TraceError,
+    cellular_profiles,
+    read_mahimahi,
 )
 
 
@@ -88,7 +91,7 @@ def test_packaged_profiles_load() -> None:
 
 def test_passable_keeps_the_first_200_loss_values() -> None:
     raw = json.loads(
-        (Path(__file__).parents[2] / "src/h2lab/net/data/cellular-profiles.json").read_text()
+        (Path(__file__).parents[2] / "src/h2lab/spec/data/cellular-profiles.json").read_text()
     )
     assert len(raw["profiles"]["passable"]["loss_pct"]) == 201  # as in the original script
     passable = cellular_profiles()["passable"]
@@ -97,7 +100,7 @@ def test_passable_keeps_the_first_200_loss_values() -> None:
 
 
 def test_notice_ships_beside_the_data() -> None:
-    notice = (Path(__file__).parents[2] / "src/h2lab/net/data/NOTICE").read_text()
+    notice = (Path(__file__).parents[2] / "src/h2lab/spec/data/NOTICE").read_text()
     assert "Copyright (c) 2016 Akamai Technologies, Inc." in notice
     assert "Apache License, Version 2.0" in notice
     assert "akamai/cell-emulation-util" in notice

@@ -9,7 +9,7 @@ import pytest
 
 from h2lab.errors import SpecError
 from h2lab.pages.manifest import PageWriter
-from h2lab.servers import PORTS, ServeContext
+from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.servers.origin import (
     BUILD_TAGS,
@@ -22,6 +22,7 @@ from h2lab.servers.origin import (
     render_config,
     source_hash,
 )
+from h2lab.spec.protocols import PORTS
 from h2lab.tls import LocalCA
 
 

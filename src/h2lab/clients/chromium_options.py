@@ -36,8 +36,7 @@ from h2lab.clients.browser_options import (
 )
 from h2lab.net import userns
 from h2lab.pages import Page
-from h2lab.servers import PORTS, url_for
-from h2lab.spec.protocols import H1C, H1S, H2S, H3
+from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS, url_for
 
 DISABLED_FEATURES = (
     # no HTTPS upgrade of http:// navigations (h1c would silently become h2s)

@@ -44,8 +44,7 @@ from h2lab.clients.browser_options import (
     switches,
 )
 from h2lab.pages import Page
-from h2lab.servers import PORTS, url_for
-from h2lab.spec.protocols import H1C, H1S, H2S, H3
+from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS, url_for
 
 PrefValue = bool | int | str
 

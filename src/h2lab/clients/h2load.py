@@ -64,8 +64,7 @@ from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import h2load as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import url_for
-from h2lab.spec.protocols import H1C, H1P, H1S, H2C, H2S
+from h2lab.spec.protocols import H1C, H1P, H1S, H2C, H2S, url_for
 
 BROWSER_CONNECTIONS_PER_HOST = 6  # Chrome/Firefox per-host limit for HTTP/1.1
 MAX_CLIENTS = 100

@@ -39,8 +39,7 @@ from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import nghttp as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import url_for
-from h2lab.spec.protocols import H2C, H2S
+from h2lab.spec.protocols import H2C, H2S, url_for
 
 PROTOCOLS = frozenset({H2S, H2C})
 WINDOW_BITS = 30  # h2load's default for -w and -W (h2load --help, nghttp2 1.52)

@@ -44,8 +44,7 @@ from h2lab.errors import TrialFailed, WaitTimeout, telling_line
 from h2lab.metrics import okhttp as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.servers import url_for
-from h2lab.spec.protocols import H1C, H1S, H2C, H2S, TLS_OVER_TCP
+from h2lab.spec.protocols import H1C, H1S, H2C, H2S, TLS_OVER_TCP, url_for
 from h2lab.tls import LocalCA
 
 PROTOCOLS = frozenset({H1C, H1S, H2S, H2C})

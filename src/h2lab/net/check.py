@@ -44,6 +44,7 @@ from h2lab.errors import H2LabError
 from h2lab.net import netns, traces
 from h2lab.net.lab import Lab, Link
 from h2lab.net.probe import rtt_samples_ms, rtt_series
+from h2lab.spec import cellular
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.tcp import TcpSettings
 
@@ -127,7 +128,7 @@ def effective_rate_bps(profile: NetworkProfile, direction: str) -> int | None:
     trace = profile.up_trace if direction == "up" else profile.down_trace
     if trace is None:
         return rate
-    return round(traces.read_mahimahi(Path(trace)).mean_rate_bps)
+    return round(cellular.read_mahimahi(Path(trace)).mean_rate_bps)
 
 
 def probe_rtt_ms(profile: NetworkProfile) -> float:
@@ -547,7 +548,7 @@ def check_cellular(
     cell, which here is the first probe packet: the offset searched is only +-200 ms.
     """
     assert profile.cellular is not None
-    cell = traces.cellular_profiles()[profile.cellular]
+    cell = cellular.cellular_profiles()[profile.cellular]
     rate_rows, offset = _check_cellular_rate(lab, profile, seed, tcp, cell)
     return [
         *rate_rows,
@@ -557,11 +558,11 @@ def check_cellular(
 
 
 def _check_cellular_rate(
-    lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings, cell: traces.CellularProfile
+    lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings, cell: cellular.CellularProfile
 ) -> tuple[list[CheckRow], float]:
     """A downlink UDP flood above the peak; bytes per step against the trace. Also the offset
     of the trace's clock that fits best (the loss check uses it)."""
-    step_s = traces.STEP_MS / 1000
+    step_s = cellular.STEP_MS / 1000
     period_s = cell.steps * step_s
     with lab.link(dataclasses.replace(profile, cellular_parts=("bw",)), seed, tcp) as link:
         _, arrivals = udp_flood_receive(
@@ -589,10 +590,10 @@ def _check_cellular_rate(
 
 
 def _check_cellular_delay(
-    lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings, cell: traces.CellularProfile
+    lab: Lab, profile: NetworkProfile, seed: int, tcp: TcpSettings, cell: cellular.CellularProfile
 ) -> list[CheckRow]:
     """SYN round trips at 40 per second against twice the step's one-way delay."""
-    step_s = traces.STEP_MS / 1000
+    step_s = cellular.STEP_MS / 1000
     period_s = cell.steps * step_s
     origin_ip = next(iter(lab.origin_ips.values()))
     with lab.link(dataclasses.replace(profile, cellular_parts=("delay",)), seed, tcp) as link:
@@ -628,11 +629,11 @@ def _check_cellular_loss(
     profile: NetworkProfile,
     seed: int,
     tcp: TcpSettings,
-    cell: traces.CellularProfile,
+    cell: cellular.CellularProfile,
     offset: float,
 ) -> CheckRow:
     """An uplink probe every 4 ms; lost probes must fall in scheduled episodes."""
-    step_s = traces.STEP_MS / 1000
+    step_s = cellular.STEP_MS / 1000
     period_s = cell.steps * step_s
     origin_ip = next(iter(lab.origin_ips.values()))
     with lab.link(profile, seed, tcp) as link:

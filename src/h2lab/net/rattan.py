@@ -24,6 +24,7 @@ from pathlib import Path
 from h2lab.errors import MissingTool
 from h2lab.net import traces
 from h2lab.paths import cache_root
+from h2lab.spec import cellular
 from h2lab.spec.network import NetworkProfile
 
 RATTAN_VERSION = "0.1.1"
@@ -129,7 +130,7 @@ def _loss_json(pattern: list[float]) -> str:
 def _cellular_files(profile: NetworkProfile, delay_overhead_ms: float) -> dict[str, str]:
     """The rate, delay and loss traces a cellular profile's cells replay."""
     assert profile.cellular is not None
-    cell_profile = traces.cellular_profiles()[profile.cellular]
+    cell_profile = cellular.cellular_profiles()[profile.cellular]
     rates = [round(kbps * 1000) for kbps in cell_profile.rate_kbps]
     delays = [calibrated_delay_ms(rtt / 2, delay_overhead_ms) for rtt in cell_profile.rtt_ms]
     # The script's episode timing (gaps counted from the start of the previous episode's
@@ -137,8 +138,8 @@ def _cellular_files(profile: NetworkProfile, delay_overhead_ms: float) -> dict[s
     # data/README.md report; the README's literal wording gives up to twice as much loss.
     schedule = traces.loss_schedule(cell_profile, CELLULAR_SCHEDULE_S, timing="script")
     return {
-        "cellular-bw.json": traces.bw_trace_json(rates, traces.STEP_MS),
-        "cellular-delay.json": traces.delay_trace_json(delays, traces.STEP_MS),
+        "cellular-bw.json": traces.bw_trace_json(rates, cellular.STEP_MS),
+        "cellular-delay.json": traces.delay_trace_json(delays, cellular.STEP_MS),
         "cellular-loss.json": traces.loss_trace_json(schedule),
     }
 

@@ -13,18 +13,10 @@ from typing import Protocol
 
 from h2lab.errors import SpecError, telling_line
 from h2lab.net import netns, userns
-from h2lab.pages import Page, Resource
+from h2lab.pages import Page
 from h2lab.spec.limits import MAX_TIMEOUT_S
 from h2lab.spec.options import parse_named
-from h2lab.spec.protocols import H1C, H1P, H1S, H2C, H2S, H3, TLS_VERSIONS
-
-# Ports per protocol, the same on every origin address. h1c on :80, TLS (h1s/h2s, ALPN
-# decides) on :443, h2c with prior knowledge on its own port.
-PORTS = {H1C: 80, H1P: 80, H1S: 443, H2S: 443, H2C: 8080, H3: 443}
-"""TCP ports, except ``h3``: UDP 443."""
-
-SCHEMES = {H1C: "http", H1P: "http", H2C: "http", H1S: "https", H2S: "https", H3: "https"}
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+from h2lab.spec.protocols import TLS_VERSIONS
 
 WRITE_TIMEOUT_S = int(MAX_TIMEOUT_S)
 """How long a server waits on a client that reads nothing before it gives up on a response,
@@ -51,13 +43,6 @@ reading its last response, and h2load fails the requests it sends next on it (ou
 another connection. As long as the write timeout: the runner destroys the servers'
 connections to the client side before each trial
 (:meth:`h2lab.net.lab.Lab.reset_client_connections`), so none idles into the next."""
-
-
-def url_for(res: Resource, protocol: str) -> str:
-    """The URL a client fetches ``res`` at over ``protocol`` (the port only where it is not
-    the scheme's default: h2c's 8080)."""
-    scheme, port = SCHEMES[protocol], PORTS[protocol]
-    return res.url(scheme, None if port == _DEFAULT_PORTS[scheme] else port)
 
 
 BACKEND_DIR = "backend"

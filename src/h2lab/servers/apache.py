@@ -59,7 +59,6 @@ from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
-    PORTS,
     ROOTLESS_NO_USER,
     WRITE_TIMEOUT_S,
     ServeContext,
@@ -69,7 +68,7 @@ from h2lab.servers import (
 )
 from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
 from h2lab.servers.rules import RULES, preload_link, select
-from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
+from h2lab.spec.protocols import H1C, H2C, H2S, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0

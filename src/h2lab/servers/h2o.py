@@ -47,7 +47,6 @@ from h2lab.pages import Page, Resource
 from h2lab.pages.closest import query_groups
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
-    PORTS,
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
@@ -56,7 +55,7 @@ from h2lab.servers import (
 )
 from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
 from h2lab.servers.rules import RULES, select
-from h2lab.spec.protocols import H1C, H2C, H2S, TCP_PROTOCOLS
+from h2lab.spec.protocols import H1C, H2C, H2S, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
 READY_TIMEOUT_S = 10.0

@@ -40,7 +40,6 @@ from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.servers import (
     BACKEND_DIR,
-    PORTS,
     WRITE_TIMEOUT_S,
     ServeContext,
     ServerAdapter,
@@ -49,7 +48,7 @@ from h2lab.servers import (
     get,
     register,
 )
-from h2lab.spec.protocols import QUIC
+from h2lab.spec.protocols import PORTS, QUIC
 from h2lab.units import format_size, parse_size_bytes
 
 READY_TIMEOUT_S = 10.0

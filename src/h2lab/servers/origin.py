@@ -34,14 +34,13 @@ from h2lab.pages import Page
 from h2lab.paths import cache_root
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
-    PORTS,
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
     Watched,
     register,
 )
-from h2lab.spec.protocols import H1C, H2C, H2S, H3, QUIC, TCP_PROTOCOLS
+from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 from h2lab.units import parse_duration_ms, parse_size_bytes
 

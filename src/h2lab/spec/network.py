@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from h2lab.errors import H2LabError, SpecError, UnitError
-from h2lab.net.profiles import CELLULAR
-from h2lab.net.profiles import PRESETS as _PRESET_RECORDS
+from h2lab.spec.presets import CELLULAR
+from h2lab.spec.presets import PRESETS as _PRESET_RECORDS
 from h2lab.units import (
     format_rate,
     format_size,
@@ -268,7 +268,7 @@ def _parse_cellular(text: str) -> str:
 def _check_trace(text: str) -> str:
     """A readable, well-formed Mahimahi trace; its path is kept as given but for ``~``,
     expanded here once (the code that later opens the file does not expand it)."""
-    from h2lab.net.traces import read_mahimahi
+    from h2lab.spec.cellular import read_mahimahi
 
     path = Path(text).expanduser()
     try:

@@ -1,5 +1,5 @@
-"""h2lab.clients.reprio: the frame codec and the client's session (frames in, bytes out), and
-h2lab.servers.reprio's pure parts (spans, what an outcome says)."""
+"""h2lab.reprio.client: the frame codec and the client's session (frames in, bytes out), and
+h2lab.reprio.study's pure parts (spans, what an outcome says)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from h2lab.clients.reprio import (
+from h2lab.reprio import study as reprio
+from h2lab.reprio.client import (
     DATA,
     END_HEADERS,
     END_STREAM,
@@ -30,8 +31,7 @@ from h2lab.clients.reprio import (
     priority_field,
     request_headers,
 )
-from h2lab.servers import reprio
-from h2lab.servers.reprio import Outcome, spans
+from h2lab.reprio.study import Outcome, spans
 
 PLAN = Plan("o1.h2lab.test", ("/a.jpg", "/b.jpg"), "/late.css", late_after_bytes=20_000)
 

@@ -1,12 +1,12 @@
-"""h2lab.net.profiles: the named network presets, each with its values and its source."""
+"""h2lab.spec.presets: the named network presets, each with its values and its source."""
 
 from __future__ import annotations
 
 import pytest
 
-from h2lab.net import traces
-from h2lab.net.profiles import CELLULAR, PRESETS
+from h2lab.spec import cellular
 from h2lab.spec.network import parse_network
+from h2lab.spec.presets import CELLULAR, PRESETS
 
 
 def test_every_preset_is_keyed_by_its_name_and_cites_a_source() -> None:
@@ -73,8 +73,8 @@ def test_webpagetest_presets() -> None:
 
 
 def test_cellular_presets_cover_the_packaged_profiles() -> None:
-    assert set(CELLULAR) == set(traces.PROFILE_NAMES)
-    assert set(CELLULAR) == set(traces.cellular_profiles())
+    assert set(CELLULAR) == set(cellular.PROFILE_NAMES)
+    assert set(CELLULAR) == set(cellular.cellular_profiles())
     for name in CELLULAR:
         p = parse_network(f"cell-{name}")
         assert p.cellular == name

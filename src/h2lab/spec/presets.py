@@ -1,14 +1,15 @@
 """Named network profiles, each with its values and its source.
 
 Fixed presets are free-form specs (see :mod:`h2lab.spec.network`); the dynamic cellular profiles
-(``cell-<name>``) replay Akamai's cellular traces (see :mod:`h2lab.net.traces`).
+(``cell-<name>``) replay Akamai's cellular traces (:mod:`h2lab.spec.cellular`; as Rattan traces,
+:mod:`h2lab.net.traces`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from h2lab.net.traces import PROFILE_NAMES
+from h2lab.spec.cellular import PROFILE_NAMES
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ _AKAMAI = (
     "Akamai cell-emulation-util cellular_emulation.sh (c) 2016 Akamai Technologies, Apache-2.0; "
     "seed 000 section 3"
 )
-# the profile names of the packaged Akamai data (net/traces.py)
+# the profile names of the packaged Akamai data (spec/cellular.py)
 CELLULAR = PROFILE_NAMES
 
 

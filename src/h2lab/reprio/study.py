@@ -2,7 +2,7 @@
 late-discovered high-priority response ahead of large low-priority ones already in flight?
 
 On a slow link (:data:`NETWORK`: 10 Mbit/s, 100 ms RTT) the scripted client
-(:mod:`h2lab.clients.reprio`) asks one server for :data:`IMAGES` images of
+(:mod:`h2lab.reprio.client`) asks one server for :data:`IMAGES` images of
 :data:`IMAGE_BYTES` each at weight 16, and, once :data:`LATE_AFTER_BYTES` of them have arrived,
 for a :data:`CSS_BYTES` stylesheet exclusive on the root at weight 256. What is measured is the
 stylesheet's request -> last byte, against the images', and the image bytes that arrived while
@@ -24,17 +24,17 @@ from pathlib import Path
 
 from PIL import Image
 
-from h2lab.clients.reprio import STREAM_WINDOW_BYTES, Plan, StreamLog, Target, fetch
 from h2lab.errors import H2LabError
 from h2lab.net import netns
 from h2lab.net.lab import Lab
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
 from h2lab.report.svg import TimelineRow, timeline
-from h2lab.servers import PORTS, ServeContext
+from h2lab.reprio.client import STREAM_WINDOW_BYTES, Plan, StreamLog, Target, fetch
+from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.spec.network import parse_network
-from h2lab.spec.protocols import H2S
+from h2lab.spec.protocols import H2S, PORTS
 from h2lab.spec.tcp import TcpSettings
 
 HOST = "o1.h2lab.test"
