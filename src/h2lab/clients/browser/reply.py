@@ -1,7 +1,8 @@
 """The answer to one command sent to a browser over its control connection (the DevTools pipe,
-the WebDriver BiDi WebSocket), filled in by the connection's reader thread. Each protocol says
-how its connection closing and its error answers are raised
-(:mod:`~h2lab.clients.browser.chromium.cdp`, :mod:`~h2lab.clients.browser.firefox.bidi`)."""
+the WebDriver BiDi WebSocket), filled in by the connection's reader thread
+(:class:`~h2lab.clients.browser.connection.Connection`). Each protocol says how its connection
+closing and its error answers are raised (:mod:`~h2lab.clients.browser.chromium.cdp`,
+:mod:`~h2lab.clients.browser.firefox.bidi`)."""
 
 from __future__ import annotations
 
@@ -38,9 +39,15 @@ class Reply(abc.ABC):
         result: dict[str, Any] = self._message.get("result", {})
         return result
 
-    @abc.abstractmethod
+    connection_gone: type[Exception] = ConnectionError
+    """What is raised when the connection closed before the answer..."""
+    connection_name = "connection"
+    """... naming the connection: ``browser closed the <connection_name> during <method>``."""
+
     def closed(self) -> Exception:
         """What is raised when the connection closed before the answer."""
+        gone = f"browser closed the {self.connection_name} during {self.method}"
+        return self.connection_gone(gone)
 
     @abc.abstractmethod
     def error(self, message: dict[str, Any]) -> Exception | None:

@@ -5,19 +5,30 @@ no geckodriver. Messages are JSON (W3C WebDriver BiDi, "Transport"): a command
 ``{"id", "method", "params"}``, its answer ``{"type": "success", "id", "result"}`` or
 ``{"type": "error", "id", "error", "message"}``, an event ``{"type": "event", "method",
 "params"}``. Nothing here knows a command or event by name but :data:`CONNECTION_CLOSED`,
-the one event of our own.
+the one event of our own. The commands' ids, their waiting answers and the reader thread are
+:class:`~h2lab.clients.browser.connection.Connection`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from h2lab.clients.browser import reply
+from h2lab.clients.browser import connection, reply
+from h2lab.clients.browser.connection import Listener
 from h2lab.clients.browser.firefox.websocket import WebSocket, WebSocketClosed
+
+__all__ = [
+    "CONNECTION_CLOSED",
+    "Bidi",
+    "BidiConnection",
+    "BidiError",
+    "ConnectionClosed",
+    "Listener",
+    "Reply",
+]
 
 
 class ConnectionClosed(Exception):
@@ -35,18 +46,15 @@ class BidiError(Exception):
         """the browser's text (Firefox: often an NS_ERROR_ name for a failed navigation)"""
 
 
-CONNECTION_CLOSED = "h2lab.connectionClosed"
+CONNECTION_CLOSED = connection.CLOSED
 """The event the listener gets once when the connection closes."""
-
-Listener = Callable[[str, dict[str, Any]], None]
-"""``listener(method, params)``: one event, called on the reader thread."""
 
 
 class Reply(reply.Reply):
     """The answer to one BiDi command, filled in by the reader thread."""
 
-    def closed(self) -> Exception:
-        return ConnectionClosed(f"browser closed the BiDi connection during {self.method}")
+    connection_gone = ConnectionClosed
+    connection_name = "BiDi connection"
 
     def error(self, message: dict[str, Any]) -> Exception | None:
         if message.get("type") != "error":
@@ -70,69 +78,49 @@ class Bidi(Protocol):
         return self.send(method, params).result(timeout_s)
 
 
-class BidiConnection(Bidi):
-    """BiDi over an open :class:`WebSocket`. A reader thread hands each answer to its
-    command's :class:`Reply` and each event to the listener. Any thread may send."""
+class BidiConnection(connection.Connection, Bidi):
+    """BiDi over an open :class:`WebSocket`, as a
+    :class:`~h2lab.clients.browser.connection.Connection` with one listener for every event."""
 
     def __init__(self, ws: WebSocket) -> None:
         self._ws = ws
-        self._lock = threading.Lock()
-        self._next_id = 0
-        self._waiting: dict[int, Reply] = {}
-        self._listener: Listener | None = None
-        self.closed = threading.Event()
-        threading.Thread(target=self._read, name="firefox-bidi", daemon=True).start()
+        super().__init__("firefox-bidi")
 
     def send(self, method: str, params: Mapping[str, Any] | None = None) -> Reply:
-        reply = Reply(method)
-        with self._lock:
-            if self.closed.is_set():
-                reply.set(None)
-                return reply
-            self._next_id += 1
-            message = {"id": self._next_id, "method": method, "params": dict(params or {})}
-            self._waiting[self._next_id] = reply
-            try:
-                self._ws.send(json.dumps(message))
-            except WebSocketClosed:
-                self._waiting.pop(self._next_id, None)
-                reply.set(None)
-        return reply
+        return self._send(Reply(method), {"method": method, "params": dict(params or {})})
 
     def listen(self, listener: Listener | None) -> None:
         """Hand every event to ``listener`` from now on (None: drop them)."""
-        with self._lock:
-            self._listener = listener
+        self._set_listener("", listener)
 
     def close(self) -> None:
         """Close the connection (the reader ends; the browser goes on running)."""
         self._ws.close()
 
-    def _read(self) -> None:
+    def _write(self, message: dict[str, Any]) -> bool:
         try:
-            while True:
-                self._dispatch(json.loads(self._ws.receive()))
-        except (WebSocketClosed, ValueError):
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                self._ws.close()
-            with self._lock:
-                self.closed.set()
-                waiting, self._waiting = self._waiting, {}
-                listener = self._listener
-            for reply in waiting.values():
-                reply.set(None)
-            if listener is not None:
-                listener(CONNECTION_CLOSED, {})
+            self._ws.send(json.dumps(message))
+        except WebSocketClosed:
+            return False
+        return True
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _receive(self) -> Iterator[dict[str, Any]]:
+        while True:
+            try:
+                message = json.loads(self._ws.receive())
+            except (WebSocketClosed, ValueError):
+                return
+            yield message
+
+    def _reader_done(self) -> None:
+        with contextlib.suppress(OSError):
+            self._ws.close()
+
+    def _answer_to(self, message: dict[str, Any]) -> int | None:
         if message.get("type") == "event":
-            listener = self._listener
-            if listener is not None:
-                listener(str(message.get("method", "")), message.get("params", {}))
-            return
-        with self._lock:
-            reply = self._waiting.pop(message.get("id", -1), None)
-        if reply is not None:
-            reply.set(message)
+            return None
+        command_id: int = message.get("id", -1)
+        return command_id
+
+    def _event(self, message: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        return "", str(message.get("method", "")), message.get("params", {})
