@@ -11,9 +11,9 @@ from h2lab.clients.browser.chromium.options import (
     PROTOCOLS,
     Options,
     launch_flags,
-    page_url,
     parse_options,
 )
+from h2lab.clients.browser.load import page_url
 from h2lab.pages import Page
 from h2lab.pages.synthetic import layout, parse
 from h2lab.spec.protocols import H1C, H1S, H2S, H3

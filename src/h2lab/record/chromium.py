@@ -4,13 +4,13 @@ into a :class:`~h2lab.record.log.RecordLog`.
 The browser is started as the Chromium client starts its own
 (:mod:`h2lab.clients.browser.chromium.client`): the same switches (no background networking,
 component updates, sync or first-run requests;
-:data:`~h2lab.clients.browser.chromium.options.BASE_FLAGS`, Playwright's and the headless
-ones), over its DevTools pipe, with a fresh profile in a temporary folder removed afterwards.
-By default it runs in this machine's own network namespace with its resolver ("outside the
-lab"). Given a namespace it runs there (``ip netns exec``); given a host map, those are the
-only names it can resolve (``--host-resolver-rules``, every other name "not found", as in a
-trial), and an SPKI pin makes it trust the lab CA: how tests record pages the lab serves, never
-leaving it.
+:data:`~h2lab.clients.browser.chromium.options.BASE_FLAGS`, Playwright's and the headless ones,
+:func:`~h2lab.clients.browser.chromium.options.browser_args`), over its DevTools pipe, with a
+fresh profile in a temporary folder removed afterwards. By default it runs in this machine's
+own network namespace with its resolver ("outside the lab"). Given a namespace it runs there
+(``ip netns exec``); given a host map, those are the only names it can resolve
+(``--host-resolver-rules``, every other name "not found", as in a trial), and an SPKI pin makes
+it trust the lab CA: how tests record pages the lab serves, never leaving it.
 
 The load: one tab with ``Network`` and ``Page`` events on, auto-attached to the page's own
 targets (cross-site iframes, dedicated workers:
@@ -45,8 +45,7 @@ from h2lab.clients.browser.chromium.client import (
 )
 from h2lab.clients.browser.chromium.options import (
     BASE_FLAGS,
-    HEADLESS_FLAGS,
-    PLAYWRIGHT_FLAGS,
+    browser_args,
     launch_flags,
     sandbox_flags,
 )
@@ -120,17 +119,7 @@ def _argv(
     else:
         pin = [f"--ignore-certificate-errors-spki-list={spki}"] if spki else []
         flags = [*sandbox_flags(), *BASE_FLAGS, *pin]
-    device = DEVICES["desktop"]
-    cmd = [
-        str(CHROMIUM),
-        *PLAYWRIGHT_FLAGS,
-        *flags,
-        *HEADLESS_FLAGS,
-        f"--window-size={device.width},{device.height}",
-        f"--user-data-dir={work / 'profile'}",
-        "--remote-debugging-pipe",
-        "--no-startup-window",
-    ]
+    cmd = [str(CHROMIUM), *browser_args(flags, DEVICES["desktop"], work / "profile")]
     return netns_mod.exec_argv(netns, userns.unprivileged(cmd)) if netns else cmd
 
 

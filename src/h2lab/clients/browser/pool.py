@@ -15,12 +15,14 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from h2lab import procs
 from h2lab.clients import LoadContext
+from h2lab.clients.browser.connection import Connection
+from h2lab.clients.browser.keylog import KeylogSlices
 from h2lab.errors import TrialFailed
 
 STOP_WAIT_S = 5.0
@@ -67,6 +69,33 @@ class Browser(Protocol):
 
 
 B = TypeVar("B", bound=Browser)
+C = TypeVar("C", bound=Connection)
+
+
+@dataclass
+class Running(Generic[C]):
+    """A browser that runs (a :class:`Browser`): its wrapper's process, its control connection
+    (alive while it is open), the client namespace and its link's generation it runs in, its
+    wrapper's pid and exit-status files. Each engine adds what it keeps of its own."""
+
+    proc: subprocess.Popen[bytes]
+    connection: C
+    netns: str
+    generation: int
+    status_file: Path
+    pid_file: Path
+    keys: KeylogSlices | None = field(default=None, kw_only=True)
+    """its SSLKEYLOGFILE, when it logs keys, in the slices of its trials"""
+
+    def alive(self) -> bool:
+        return not self.connection.closed.is_set()
+
+    def take_keys(self, keylog: Path | None) -> None:
+        """The keys the browser logged during the trial, into the trial's ``keylog`` (if it
+        wants them). By the load's end the browser has written them: it logs a connection's
+        secrets during its handshake."""
+        if keylog is not None and self.keys is not None:
+            self.keys.take(keylog)
 
 
 @dataclass(frozen=True)

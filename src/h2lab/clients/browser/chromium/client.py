@@ -69,12 +69,10 @@ from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
 from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, PipeClosed, Reply
 from h2lab.clients.browser.chromium.options import (
-    HEADLESS_FLAGS,
-    PLAYWRIGHT_FLAGS,
     PROTOCOLS,
     Options,
+    browser_args,
     launch_flags,
-    page_url,
     parse_options,
 )
 from h2lab.clients.browser.chromium.tab import (
@@ -85,11 +83,13 @@ from h2lab.clients.browser.chromium.tab import (
     new_tab,
     wait_quiet,
 )
+from h2lab.clients.browser.client import BrowserClient
 from h2lab.clients.browser.keylog import KeylogSlices
+from h2lab.clients.browser.load import page_url
 from h2lab.clients.browser.options import DEVICES
-from h2lab.clients.browser.pool import BrowserPool, stop_process
+from h2lab.clients.browser.pool import Running, stop_process
 from h2lab.clients.browser.result import keep_failed_log, write_artifacts
-from h2lab.errors import H2LabError, TrialFailed, telling_line
+from h2lab.errors import TrialFailed, telling_line
 from h2lab.net import userns
 from h2lab.pages import Page
 
@@ -104,13 +104,7 @@ DEVTOOLS_FAILED = (TimeoutError, PipeClosed, CdpError)
 
 
 @dataclass
-class _Browser:
-    proc: subprocess.Popen[bytes]
-    cdp: CdpPipe
-    netns: str
-    generation: int
-    status_file: Path
-    pid_file: Path
+class _Browser(Running[CdpPipe]):
     ready: Tab | None = None
     """the next trial's tab, made after the previous trial's trace, the browser quiet since"""
     disposing: Reply | None = None
@@ -119,23 +113,14 @@ class _Browser:
     """the browser's NetLog / SSLKEYLOGFILE (options netlog, keylog), complete when it exits"""
     last_artifacts: Path | None = None
     """the artifacts folder of the last trial it loaded: its logs are moved there at exit"""
-    keys: KeylogSlices | None = None
-    """its SSLKEYLOGFILE, when it logs keys, in the slices of its trials"""
-
-    def alive(self) -> bool:
-        return not self.cdp.closed.is_set()
 
 
-class Chromium:
+class Chromium(BrowserClient[_Browser, Options]):
     name = "chromium"
     protocols = PROTOCOLS
-    protocol_note = (
-        "Chromium has no HTTP/1.1 pipelining and no cleartext HTTP/2: use h1c, h1s, h2s, h3"
-    )
 
     def __init__(self, options: Options) -> None:
-        self.options = options
-        self._browsers: BrowserPool[_Browser] = BrowserPool(self.name, _stop)
+        super().__init__(options, _stop)
         self._spki: dict[Path, str] = {}
         self._pool: ThreadPoolExecutor | None = None
 
@@ -172,16 +157,7 @@ class Chromium:
             f"ip netns exec {ctx.netns} {chromium}", before_wait="exec 3<&- 4>&-\n"
         )
         work, n = self._browsers.workdir(), files.n
-        device = DEVICES[self.options.device]
-        args = [
-            *PLAYWRIGHT_FLAGS,
-            *flags,
-            *HEADLESS_FLAGS,
-            f"--window-size={device.width},{device.height}",
-            f"--user-data-dir={files.profile}",
-            "--remote-debugging-pipe",
-            "--no-startup-window",
-        ]
+        args = browser_args(flags, DEVICES[self.options.device], files.profile)
         netlog, keylog = work / NETLOG.format(n=n), work / KEYLOG.format(n=n)
         if self.options.netlog:
             args.append(f"--log-net-log={netlog}")
@@ -208,20 +184,15 @@ class Chromium:
         return handle
 
     def close(self) -> None:
-        self._browsers.close()
+        super().close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def browser_pid(self, protocol: str) -> int | None:
-        """The Chromium main process that ran ``protocol`` last (tests kill it)."""
-        return self._browsers.browser_pid(protocol)
-
     # -- one page load
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
-        if protocol not in PROTOCOLS:
-            raise TrialFailed(f"chromium cannot run {protocol} ({self.protocol_note})")
+        self.check_protocol(protocol)
         handle = self._browser(protocol, ctx)
         self._browsers.used(protocol, handle)
         handle.last_artifacts = ctx.artifacts_dir
@@ -232,7 +203,7 @@ class Chromium:
         try:
             tab = self._take_ready(handle)
             raw = measure(
-                tab, handle.cdp, url, page, timeout_s=ctx.timeout_s,
+                tab, handle.connection, url, page, timeout_s=ctx.timeout_s,
                 idle_ms=self.options.idle_ms, fail_on=ctx.fail_on, tasks=self.options.tbt,
                 bodies=self.options.har_bodies,
             )  # fmt: skip
@@ -241,27 +212,28 @@ class Chromium:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
             if tab is not None and handle.alive():
                 with contextlib.suppress(*DEVTOOLS_FAILED):
-                    dispose(handle.cdp, tab).result(TAB_TIMEOUT_S)
+                    dispose(handle.connection, tab).result(TAB_TIMEOUT_S)
             raise
         except DEVTOOLS_FAILED as exc:
             if tab is not None:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
-            _take_keys(handle, ctx)  # before the browser is closed
-            raise self._failure(handle, protocol, exc) from None
+            handle.take_keys(ctx.keylog)  # before the browser is closed
+            # the pipe closes when Chromium dies; the wrapper writes its status right after
+            raise self._failure(handle, protocol, exc, isinstance(exc, PipeClosed)) from None
         finally:
-            _take_keys(handle, ctx)
+            handle.take_keys(ctx.keylog)
         # Off the critical path from here: the context goes (Chromium does that while we go
         # on), the analysis runs on one thread while the next trial's tab is made on another
         # (Chromium's work, mostly a renderer starting). The tab may still be in the making
         # when this returns; the next load waits for it. Neither overlaps a measured load.
         # (It cannot start earlier: a renderer starting while the trace runs joins the trace
         # and holds Tracing.end for 5 s.)
-        handle.disposing = dispose(handle.cdp, tab)
+        handle.disposing = dispose(handle.connection, tab)
         analysis = self._threads().submit(self._analyse, raw, url, ctx)
         if self.options.restart:
             self._browsers.close_browser(handle)
             return analysis.result()
-        spare = self._threads().submit(self._new_tab, handle.cdp)
+        spare = self._threads().submit(self._new_tab, handle.connection)
         result = analysis.result()
         # Nothing of this browser may still be starting when the next load begins, in this
         # browser or in another (h1s and h2s alternate between two): the next tab is made and
@@ -275,7 +247,7 @@ class Chromium:
         ready, handle.ready = handle.ready, None
         if ready is not None:
             return ready
-        return self._settle(handle, self._new_tab(handle.cdp))
+        return self._settle(handle, self._new_tab(handle.connection))
 
     def _settle(self, handle: _Browser, tab: Tab) -> Tab:
         """``tab`` once the last trial's context is gone and the browser is quiet: a load never
@@ -284,7 +256,7 @@ class Chromium:
         if disposing is not None:
             with contextlib.suppress(*DEVTOOLS_FAILED):
                 disposing.result(TAB_TIMEOUT_S)
-        wait_quiet(handle.cdp)
+        wait_quiet(handle.connection)
         return tab
 
     def _new_tab(self, cdp: CdpPipe) -> Tab:
@@ -299,20 +271,6 @@ class Chromium:
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
         return analysis.result
 
-    def _failure(self, handle: _Browser, protocol: str, exc: BaseException) -> H2LabError:
-        """Why a load failed: a crashed browser (with its exit signal) or the protocol's line."""
-        # the pipe closes when Chromium dies; the wrapper writes its status right after
-        died = isinstance(exc, PipeClosed) or not handle.alive()
-        return self._browsers.failure(handle, protocol, exc, died)
-
-
-def _take_keys(handle: _Browser, ctx: LoadContext) -> None:
-    """The keys the browser logged during the trial, into the trial's keylog (if it wants
-    them). By the load's end the browser has written them: it logs a connection's secrets
-    during its handshake."""
-    if ctx.keylog is not None and handle.keys is not None:
-        handle.keys.take(ctx.keylog)
-
 
 def _stop(handle: _Browser) -> None:
     """Close a browser: ``Browser.close``, then its exit (killed if it does not go). A NetLog
@@ -320,8 +278,8 @@ def _stop(handle: _Browser) -> None:
     loaded (it covers every trial since the browser started)."""
     handle.ready = None
     with contextlib.suppress(Exception):
-        handle.cdp.call("Browser.close", timeout_s=2)
-    handle.cdp.close()
+        handle.connection.call("Browser.close", timeout_s=2)
+    handle.connection.close()
     stop_process(handle)
     for log in handle.logs:
         if log.exists() and handle.last_artifacts is not None:

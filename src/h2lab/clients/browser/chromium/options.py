@@ -24,10 +24,12 @@ main thread's tasks, so no ``tbt_ms``; tracing them costs a load about 1%).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from h2lab.clients.browser.options import (
+    Device,
     check_known,
     device,
     idle_ms,
@@ -35,8 +37,7 @@ from h2lab.clients.browser.options import (
     switches,
 )
 from h2lab.net import userns
-from h2lab.pages import Page
-from h2lab.servers import PORTS, url_for
+from h2lab.servers import PORTS
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
 
 DISABLED_FEATURES = (
@@ -191,6 +192,16 @@ def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> t
     return tuple(flags)
 
 
-def page_url(page: Page, protocol: str) -> str:
-    """The URL the browser navigates to: the page's entry over ``protocol``."""
-    return url_for(page.entry, protocol)
+def browser_args(flags: Sequence[str], device: Device, profile: Path) -> list[str]:
+    """Chromium's switches, after its binary: Playwright's, ``flags`` (:func:`launch_flags`),
+    the headless ones, a window the size of ``device``, the ``profile`` folder and the DevTools
+    pipe (:class:`~h2lab.clients.browser.chromium.cdp.CdpPipe`), no window of its own."""
+    return [
+        *PLAYWRIGHT_FLAGS,
+        *flags,
+        *HEADLESS_FLAGS,
+        f"--window-size={device.width},{device.height}",
+        f"--user-data-dir={profile}",
+        "--remote-debugging-pipe",
+        "--no-startup-window",
+    ]

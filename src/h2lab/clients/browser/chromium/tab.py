@@ -17,13 +17,14 @@ import base64
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from h2lab.clients.browser import log as browser_log
 from h2lab.clients.browser import pool as browser_pool
 from h2lab.clients.browser.chromium.analysis import RawLoad
 from h2lab.clients.browser.chromium.cdp import PIPE_CLOSED, CdpError, DevTools, PipeClosed, Reply
+from h2lab.clients.browser.load import no_load_event, time_left, wait_network_idle
 from h2lab.clients.browser.options import Device
 from h2lab.clients.browser.result import LAYOUT_SHIFTS_JS
 from h2lab.errors import TrialFailed
@@ -384,17 +385,11 @@ def measure(
     the finished responses' bodies are read into the log once the trace is in
     (:func:`read_bodies`). ``tasks``: trace the threads' tasks too (:data:`TASKS_CATEGORY`,
     for TBT)."""
-    deadline = time.monotonic() + timeout_s
+    left = time_left(timeout_s)
     s = tab.session
 
     def timed_out() -> TrialFailed:
-        return TrialFailed(
-            f"page did not finish loading within the trial timeout of {timeout_s:g} s "
-            f"(no load event for {url}{browser_log.describe_unfinished(tab.log)})"
-        )
-
-    def left() -> float:
-        return max(0.0, deadline - time.monotonic())
+        return no_load_event(url, timeout_s, tab.log)
 
     def check() -> None:
         if tab.closed:
@@ -429,7 +424,7 @@ def measure(
                 raise timed_out()
             tab.signal.clear()
         check()
-        _wait_network_idle(tab, idle_ms, left)
+        wait_network_idle(tab, idle_ms, left)
         incomplete()
         timing = _after_load(cdp, s)
         tracing = False
@@ -441,18 +436,6 @@ def measure(
             with contextlib.suppress(Exception):
                 _stop_tracing(tab, cdp)
     return RawLoad(trace, timing, tab.log)
-
-
-def _wait_network_idle(tab: Tab, idle_ms: float, left: Callable[[], float]) -> None:
-    """With option ``idle``: wait until no Network event came for ``idle_ms`` (WebPageTest's
-    rule; bounded by the trial's deadline: a page that never goes quiet ends its wait there
-    without failing)."""
-    idle_s = idle_ms / 1000
-    while idle_s and left() > 0:
-        quiet = time.monotonic() - tab.last_network_s
-        if quiet >= idle_s:
-            return
-        time.sleep(min(idle_s - quiet, left()))
 
 
 def _after_load(cdp: DevTools, session: str) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from pathlib import Path
 from h2lab import procs
 from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser import pool as browser_pool
+from h2lab.clients.browser.client import BrowserClient
 from h2lab.clients.browser.firefox import frames
 from h2lab.clients.browser.firefox.bidi import BidiConnection, BidiError, ConnectionClosed
 from h2lab.clients.browser.firefox.events import RawLoad, analyse
@@ -61,7 +62,6 @@ from h2lab.clients.browser.firefox.options import (
     ALT_SVC_MAPPING,
     PROTOCOLS,
     Options,
-    page_url,
     parse_options,
     profile_prefs,
     user_js,
@@ -77,8 +77,9 @@ from h2lab.clients.browser.firefox.tab import (
 )
 from h2lab.clients.browser.firefox.websocket import WebSocket, WebSocketClosed
 from h2lab.clients.browser.keylog import KeylogSlices
+from h2lab.clients.browser.load import page_url
 from h2lab.clients.browser.options import DEVICES
-from h2lab.clients.browser.pool import BrowserPool, stop_process
+from h2lab.clients.browser.pool import Running, stop_process
 from h2lab.clients.browser.result import keep_failed_log, write_artifacts
 from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, telling_line
 from h2lab.net import netns, userns
@@ -107,34 +108,19 @@ CA_NICKNAME = "h2lab local CA"
 
 
 @dataclass
-class _Browser:
-    proc: subprocess.Popen[bytes]
-    bidi: BidiConnection
-    netns: str
-    generation: int
-    status_file: Path
-    pid_file: Path
+class _Browser(Running[BidiConnection]):
     chrome: str
     """the browser window's chrome context (where the frames are recorded)"""
     tabs: list[Tab] = field(default_factory=list)
     """the trial's tab (the events' listener routes to the last one)"""
-    keys: KeylogSlices | None = None
-    """its SSLKEYLOGFILE (when a trial wants keys), in the slices of its trials"""
-
-    def alive(self) -> bool:
-        return not self.bidi.closed.is_set()
 
 
-class Firefox:
+class Firefox(BrowserClient[_Browser, Options]):
     name = "firefox"
     protocols = PROTOCOLS
-    protocol_note = (
-        "Firefox has no HTTP/1.1 pipelining and no cleartext HTTP/2: use h1c, h1s, h2s, h3"
-    )
 
     def __init__(self, options: Options) -> None:
-        self.options = options
-        self._pool: BrowserPool[_Browser] = BrowserPool(self.name, _stop)
+        super().__init__(options, _stop)
         self._version: str | None = None
 
     def version(self) -> str:
@@ -151,21 +137,21 @@ class Firefox:
         keys = ctx.keylog is not None
         key = json.dumps([prefs, str(ctx.tls_dir), keys], sort_keys=True)
         prime = ALT_SVC_MAPPING in prefs
-        return self._pool.get(key, ctx, lambda: self._launch(user_js(prefs), ctx, prime, keys))
+        return self._browsers.get(key, ctx, lambda: self._launch(user_js(prefs), ctx, prime, keys))
 
     def _launch(self, prefs_js: str, ctx: LoadContext, prime_alt_svc: bool, keys: bool) -> _Browser:
         # in a UTS namespace of its own named localhost (see the module's text)
         inner = 'hostname localhost && exec "$@"'
         firefox = shlex.join(userns.unprivileged([str(FIREFOX)]))  # the user's, rootless
         command = f"ip netns exec {ctx.netns} unshare --uts sh -c '{inner}' sh {firefox}"
-        files = self._pool.launch_files(command)
+        files = self._browsers.launch_files(command)
         _make_profile(files.profile, prefs_js, ctx.tls_dir)
         args = ["--headless", "--no-remote", "--profile", str(files.profile)]
         # system access: the composition recorder is a privileged API (firefox.frames)
         args += ["--remote-debugging-port=0", "--remote-allow-system-access", "about:blank"]
-        env = {**os.environ, **ENVIRONMENT, **self._pool.runtime_env()}
-        env["HOME"] = str(self._pool.workdir())
-        keylog = self._pool.workdir() / f"keylog-{files.n}.txt"
+        env = {**os.environ, **ENVIRONMENT, **self._browsers.runtime_env()}
+        env["HOME"] = str(self._browsers.workdir())
+        keylog = self._browsers.workdir() / f"keylog-{files.n}.txt"
         if keys:
             env["SSLKEYLOGFILE"] = str(keylog)
         with open(files.log, "wb") as out:
@@ -200,13 +186,6 @@ class Firefox:
         bidi.listen(lambda method, params: _route(handle, method, params))
         return handle
 
-    def close(self) -> None:
-        self._pool.close()
-
-    def browser_pid(self, protocol: str) -> int | None:
-        """The Firefox main process that ran ``protocol`` last (tests kill it)."""
-        return self._pool.browser_pid(protocol)
-
     # -- one page load
 
     def prepare(self, protocol: str, ctx: LoadContext) -> None:
@@ -216,16 +195,15 @@ class Firefox:
             self._browser(protocol, ctx)
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
-        if protocol not in PROTOCOLS:
-            raise TrialFailed(f"firefox cannot run {protocol} ({self.protocol_note})")
+        self.check_protocol(protocol)
         handle = self._browser(protocol, ctx)
-        self._pool.used(protocol, handle)
+        self._browsers.used(protocol, handle)
         _wait_quiet(handle.proc.pid)
         url = page_url(page, protocol)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         tab: Tab | None = None
         try:
-            tab = new_tab(handle.bidi, DEVICES[self.options.device], self.version())
+            tab = new_tab(handle.connection, DEVICES[self.options.device], self.version())
             handle.tabs = [tab]
             raw = self._measure(handle, tab, url, page, ctx)
         except TrialFailed:
@@ -233,18 +211,18 @@ class Firefox:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
                 if handle.alive():
                     with contextlib.suppress(TrialFailed, *BIDI_FAILED):
-                        frames.discard(handle.bidi, handle.chrome)
-                    dispose(handle.bidi, tab)
+                        frames.discard(handle.connection, handle.chrome)
+                    dispose(handle.connection, tab)
             raise
         except BIDI_FAILED as exc:
             if tab is not None:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
-            raise self._failure(handle, protocol, exc) from None
+            # the connection closes when Firefox dies; the wrapper writes its status after
+            raise self._failure(handle, protocol, exc, isinstance(exc, ConnectionClosed)) from None
         finally:
             handle.tabs = []
-            if ctx.keylog is not None and handle.keys is not None:
-                handle.keys.take(ctx.keylog)
-        dispose(handle.bidi, tab)
+            handle.take_keys(ctx.keylog)
+        dispose(handle.connection, tab)
         o = self.options
         analysis = analyse(raw, url, network=o.network, mode=o.speed_index, idle=o.idle_ms > 0)
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
@@ -256,30 +234,24 @@ class Firefox:
         """The load, with the compositor's frames recorded around it (option ``visual``)."""
         visual = self.options.visual
         if visual:
-            frames.start(handle.bidi, handle.chrome)
+            frames.start(handle.connection, handle.chrome)
         raw = measure(
-            tab, handle.bidi, url, page, timeout_s=ctx.timeout_s,
+            tab, handle.connection, url, page, timeout_s=ctx.timeout_s,
             idle_ms=self.options.idle_ms, fail_on=ctx.fail_on,
         )  # fmt: skip
         if visual:
-            recording = frames.stop(handle.bidi, handle.chrome)
+            recording = frames.stop(handle.connection, handle.chrome)
             origin = raw.timing.get("timeOrigin")
             if isinstance(origin, int | float):
                 raw.frames = frames.decode(recording, float(origin))
         return raw
 
-    def _failure(self, handle: _Browser, protocol: str, exc: BaseException) -> H2LabError:
-        """Why a load failed: a crashed browser (with its exit signal) or BiDi's line."""
-        # the connection closes when Firefox dies; the wrapper writes its status after
-        died = isinstance(exc, ConnectionClosed) or not handle.alive()
-        return self._pool.failure(handle, protocol, exc, died)
-
 
 def _stop(handle: _Browser) -> None:
     """Close a browser: ``browser.close``, then its exit (killed if it does not go)."""
     with contextlib.suppress(*BIDI_FAILED):
-        handle.bidi.call("browser.close", timeout_s=2)
-    handle.bidi.close()
+        handle.connection.call("browser.close", timeout_s=2)
+    handle.connection.close()
     stop_process(handle)
 
 

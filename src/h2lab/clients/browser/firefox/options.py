@@ -43,8 +43,7 @@ from h2lab.clients.browser.options import (
     speed_index_mode,
     switches,
 )
-from h2lab.pages import Page
-from h2lab.servers import PORTS, url_for
+from h2lab.servers import PORTS
 from h2lab.spec.protocols import H1C, H1S, H2S, H3
 
 PrefValue = bool | int | str
@@ -267,8 +266,3 @@ def user_js(prefs: Mapping[str, PrefValue]) -> str:
     as JSON literals, which is what the file's syntax takes for booleans, numbers and
     strings)."""
     return "".join(f"user_pref({json.dumps(k)}, {json.dumps(v)});\n" for k, v in prefs.items())
-
-
-def page_url(page: Page, protocol: str) -> str:
-    """The URL the browser navigates to: the page's entry over ``protocol``."""
-    return url_for(page.entry, protocol)

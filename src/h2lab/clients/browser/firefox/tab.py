@@ -18,7 +18,6 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from h2lab.clients.browser import log as browser_log
@@ -30,6 +29,7 @@ from h2lab.clients.browser.firefox.bidi import (
     Reply,
 )
 from h2lab.clients.browser.firefox.events import BidiNetwork, RawLoad
+from h2lab.clients.browser.load import no_load_event, time_left, wait_network_idle
 from h2lab.clients.browser.options import Device
 from h2lab.clients.browser.result import LAYOUT_SHIFTS_JS
 from h2lab.errors import TrialFailed
@@ -212,10 +212,7 @@ def measure(
     """The page load itself: navigate, wait for the tab's load event, read the timing. A load
     whose document fails (``fail_on="document"``), or in which any request for the page's
     own resources fails (``"any"``), fails then, or after the load if it failed later."""
-    deadline = time.monotonic() + timeout_s
-
-    def left() -> float:
-        return max(0.0, deadline - time.monotonic())
+    left = time_left(timeout_s)
 
     def check() -> None:
         if tab.closed:
@@ -239,15 +236,12 @@ def measure(
         if nav.done():
             _navigation_error(nav, url)
         if left() <= 0:
-            raise TrialFailed(
-                f"page did not finish loading within the trial timeout of {timeout_s:g} s "
-                f"(no load event for {url}{browser_log.describe_unfinished(tab.log)})"
-            )
+            raise no_load_event(url, timeout_s, tab.log)
         # the navigation's answer sets no signal: look at it every NAV_POLL_S
         if tab.signal.wait(min(left(), NAV_POLL_S)):
             tab.signal.clear()
     check()
-    _wait_network_idle(tab, idle_ms, left)
+    wait_network_idle(tab, idle_ms, left)
     incomplete()
     return RawLoad(_after_load(bidi, tab.context, left()), tab.log)
 
@@ -258,17 +252,6 @@ def _navigation_error(nav: Reply, url: str) -> None:
         nav.result(0)
     except BidiError as exc:
         raise TrialFailed(f"firefox could not load {url}: {exc.message or exc.error}") from None
-
-
-def _wait_network_idle(tab: Tab, idle_ms: float, left: Callable[[], float]) -> None:
-    """With option ``idle``: wait until no network event came for ``idle_ms`` (WebPageTest's
-    rule; bounded by the trial's deadline)."""
-    idle_s = idle_ms / 1000
-    while idle_s and left() > 0:
-        quiet = time.monotonic() - tab.last_network_s
-        if quiet >= idle_s:
-            return
-        time.sleep(min(idle_s - quiet, left()))
 
 
 def _after_load(bidi: Bidi, context: str, timeout_s: float) -> dict[str, Any]:
