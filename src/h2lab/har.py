@@ -1,7 +1,7 @@
 """The pieces of a HAR 1.2 log (http://www.softwareishard.com/blog/har-12-spec/) that every
 HAR h2lab writes is made of: the log and its page, dates, headers, cookies and query strings,
 and timings. Pure: the clients' own HAR builders
-(:meth:`h2lab.clients.browser_log.NetworkLog.har`, :func:`h2lab.clients.h2load.h2load_har`)
+(:meth:`h2lab.clients.browser.log.NetworkLog.har`, :func:`h2lab.clients.h2load.h2load_har`)
 put them together.
 
 What HAR 1.2 asks and h2lab keeps to: dates are ISO 8601 with a zone (UTC here, ms

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from playwright.sync_api import ConsoleMessage, Request, sync_playwright
 
-from h2lab.clients.chromium import CHROMIUM
+from h2lab.clients.browser.chromium.client import CHROMIUM
 from h2lab.report import write_report
 from h2lab.report.html import SECTIONS
 from tests.integration.conftest import run_experiment

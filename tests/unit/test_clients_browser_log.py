@@ -1,4 +1,4 @@
-"""h2lab.clients.browser_log: browser-neutral network events -> resource rows, HAR and the
+"""h2lab.clients.browser.log: browser-neutral network events -> resource rows, HAR and the
 lines that name what a failed load was missing. Events are built here, no browser."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from h2lab.clients.browser_log import (
+from h2lab.clients.browser.log import (
     BodyRead,
     DataReceived,
     NetworkLog,

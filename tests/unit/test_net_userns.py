@@ -151,7 +151,7 @@ def test_rootless_mode_runs_servers_and_browsers_as_the_user(
 ) -> None:
     """In rootless mode a server or a browser runs as the user's own uid (nested user
     namespace), Chromium keeps its sandbox; root mode is unchanged."""
-    from h2lab.clients.chromium_options import sandbox_flags
+    from h2lab.clients.browser.chromium.options import sandbox_flags
     from h2lab.servers import ServeContext
 
     ctx = ServeContext("h2lab-s", {}, Path("/s"), Path("/t"))

@@ -12,8 +12,8 @@ from h2lab import record
 from h2lab.cli_record import parse_host_map
 from h2lab.errors import SpecError
 from h2lab.pages.importers import import_warc
-from h2lab.pages.recording import RecordLog
-from tests.unit.test_pages_recording import A, small_load
+from h2lab.record.log import RecordLog
+from tests.unit.test_record_log import A, small_load
 
 
 def _no_browser(*args: Any, **kwargs: Any) -> tuple[RecordLog, tuple[str, ...]]:

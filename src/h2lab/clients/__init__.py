@@ -90,10 +90,19 @@ def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapt
 
 
 ADAPTERS = tuple(
-    f"h2lab.clients.{m}" for m in ("chromium", "firefox", "h2load", "nghttp", "okhttp")
+    f"h2lab.clients.{m}"
+    for m in (
+        "browser.chromium.client",
+        "browser.firefox.client",
+        "h2load",
+        "nghttp",
+        "okhttp",
+    )
 )
-"""The modules that register a client when imported. Loaded by name, as plug-ins: the registry
-depends on none of them, they depend on it (no import cycle)."""
+"""The modules that register a client when imported, one line each (the only place that names
+them: a browser engine is a folder of :mod:`h2lab.clients.browser` and its line here). Loaded
+by name, as plug-ins: the registry depends on none of them, they depend on it (no import
+cycle)."""
 
 
 def _load() -> None:

@@ -1,0 +1,332 @@
+"""Chromium (Debian's ``/usr/lib/chromium/chromium``) loading a page, driven over the DevTools
+protocol on its own pipe (``--remote-debugging-pipe``), with no Playwright in between.
+
+This module keeps the browsers and runs the trials; the rest is in its neighbours: the options
+and launch flags in :mod:`~h2lab.clients.browser.chromium.options`, the DevTools pipe in
+:mod:`~h2lab.clients.browser.chromium.cdp`, a trial's tab and its measured load in
+:mod:`~h2lab.clients.browser.chromium.tab`, the metrics in
+:mod:`~h2lab.clients.browser.chromium.analysis`, and in the engines' shared part
+(:mod:`h2lab.clients.browser`) the requests (resources, HAR, what failed) in
+:mod:`~h2lab.clients.browser.log`.
+
+Where the browser runs. h2lab starts a small wrapper script that enters the client namespace
+(``ip netns exec``) and runs Chromium there, so every packet of the page load crosses the
+emulated link; the DevTools pipe (fds 3 and 4) passes through it unchanged. The wrapper stays
+Chromium's parent and writes its exit status (how a crashed trial names the signal that killed
+it). The browser is kept between trials while the client namespace stays the same (the runner
+reuses a link only when it holds no state, see ``runner.run.link_is_stateless``) and started
+again when the namespace is a new one. One browser per launch-flag set: ``h1s`` needs
+``--disable-http2``, a browser-wide switch. The switches Playwright 1.65 used to pass are kept
+(:data:`~h2lab.clients.browser.chromium.options.PLAYWRIGHT_FLAGS`), so the browser behaves as it did
+when Playwright drove it.
+
+One trial, in order: the tab made ready after the previous trial is taken (a new browser
+context and a blank page, attached by a flat DevTools session with Network and Page events
+on); tracing starts; ``Page.navigate``; the load event; two animation frames and
+:data:`~h2lab.clients.browser.chromium.tab.SCREENSHOT_SETTLE_MS` (the page's timing read meanwhile);
+the trace is read back as one stream. Then, off the page load: the context is closed without
+waiting, the analysis (trace, SpeedIndex, HAR) runs on one thread while the next trial's
+context and page are made on another (mostly Chromium starting a renderer); ``load`` returns
+when the analysis is done, the old context is gone and Chromium is quiet again
+(:func:`~h2lab.clients.browser.chromium.tab.wait_quiet`: a new context's window goes on working
+after its tab answers, and a load begun meanwhile is slower). Only DevTools calls cross
+threads; the connection (:class:`~h2lab.clients.browser.chromium.cdp.CdpPipe`) is safe for that.
+
+Clean state per trial. Each trial gets a new browser context (Chromium's off-the-record
+profile): its own HTTP cache, cookies, socket pools and HTTP/2 sessions, all dropped when the
+context closes. Names never reach a resolver: ``--host-resolver-rules`` maps each lab origin
+to its address and every other name to "not found", so no DNS cache exists to carry over.
+The lab CA is trusted by its SPKI pin (``--ignore-certificate-errors-spki-list``), not by
+ignoring certificate errors.
+
+Artifacts of a trial: its requests as HAR (:data:`~h2lab.artifacts.PAGE_HAR`, a failed load's
+too), its visual progress, with option ``filmstrip`` its screenshots, and with ``netlog`` or
+``keylog`` the browser's logs in the last trial it loaded (:mod:`h2lab.artifacts`). A trial
+with a packet capture gets the keys of its own connections
+(:class:`~h2lab.clients.browser.keylog.KeylogSlices`): its browser logs them whatever
+``keylog`` says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from h2lab import procs
+from h2lab.artifacts import (
+    KEYLOG,
+    NETLOG,
+)
+from h2lab.clients import LoadContext, LoadResult, register
+from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
+from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, PipeClosed, Reply
+from h2lab.clients.browser.chromium.options import (
+    PROTOCOLS,
+    Options,
+    browser_args,
+    launch_flags,
+    parse_options,
+)
+from h2lab.clients.browser.chromium.tab import (
+    TAB_TIMEOUT_S,
+    Tab,
+    dispose,
+    measure,
+    new_tab,
+    wait_quiet,
+)
+from h2lab.clients.browser.client import BrowserClient
+from h2lab.clients.browser.keylog import KeylogSlices
+from h2lab.clients.browser.load import page_url
+from h2lab.clients.browser.options import DEVICES
+from h2lab.clients.browser.pool import Running, stop_process
+from h2lab.clients.browser.result import keep_failed_log, write_artifacts
+from h2lab.errors import TrialFailed, telling_line
+from h2lab.net import userns
+from h2lab.pages import Page
+
+CHROMIUM = Path("/usr/lib/chromium/chromium")
+"""Debian's binary, without the /usr/bin/chromium shell wrapper (and its /etc/chromium.d)."""
+
+LAUNCH_TIMEOUT_S = 30.0
+"""Longest wait for a browser to answer its first DevTools command (Playwright's default)."""
+
+DEVTOOLS_FAILED = (TimeoutError, PipeClosed, CdpError)
+"""How a DevTools call fails: no answer in time, the browser gone, or an error answer."""
+
+
+@dataclass
+class _Browser(Running[CdpPipe]):
+    ready: Tab | None = None
+    """the next trial's tab, made after the previous trial's trace, the browser quiet since"""
+    disposing: Reply | None = None
+    """the previous trial's context, being closed"""
+    logs: tuple[Path, ...] = ()
+    """the browser's NetLog / SSLKEYLOGFILE (options netlog, keylog), complete when it exits"""
+    last_artifacts: Path | None = None
+    """the artifacts folder of the last trial it loaded: its logs are moved there at exit"""
+
+
+class Chromium(BrowserClient[_Browser, Options]):
+    name = "chromium"
+    protocols = PROTOCOLS
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options, _stop)
+        self._spki: dict[Path, str] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def version(self) -> str:
+        out = procs.version_text([str(CHROMIUM), "--version"])
+        parts = out.split()
+        return parts[1] if len(parts) > 1 else out.strip()
+
+    # -- browsers
+
+    def _threads(self) -> ThreadPoolExecutor:
+        # two: a trial's analysis and the next trial's tab
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(2, thread_name_prefix="chromium")
+        return self._pool
+
+    def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
+        spki = None
+        if ctx.tls_dir is not None:
+            if ctx.tls_dir not in self._spki:
+                from h2lab.tls import LocalCA
+
+                self._spki[ctx.tls_dir] = LocalCA(ctx.tls_dir).spki_sha256()
+            spki = self._spki[ctx.tls_dir]
+        flags = launch_flags(protocol, ctx.hosts, spki)
+        keys = self.options.keylog or ctx.keylog is not None
+        return self._browsers.get((flags, keys), ctx, lambda: self._launch(flags, keys, ctx))
+
+    def _launch(self, flags: tuple[str, ...], keys: bool, ctx: LoadContext) -> _Browser:
+        # the wrapper closes its own copy of the DevTools pipe, so that the pipe ends when
+        # Chromium does
+        chromium = shlex.join(userns.unprivileged([str(CHROMIUM)]))  # the user's, rootless
+        files = self._browsers.launch_files(
+            f"ip netns exec {ctx.netns} {chromium}", before_wait="exec 3<&- 4>&-\n"
+        )
+        work, n = self._browsers.workdir(), files.n
+        args = browser_args(flags, DEVICES[self.options.device], files.profile)
+        netlog, keylog = work / NETLOG.format(n=n), work / KEYLOG.format(n=n)
+        if self.options.netlog:
+            args.append(f"--log-net-log={netlog}")
+        env = {**os.environ, **self._browsers.runtime_env()}
+        if keys:
+            env["SSLKEYLOGFILE"] = str(keylog)
+        log = files.log
+        proc, cdp = spawn_browser([str(files.wrapper), *args], env, log)
+        handle = _Browser(
+            proc, cdp, ctx.netns, ctx.link_generation, files.status_file, files.pid_file
+        )
+        handle.keys = KeylogSlices(keylog) if keys else None
+        handle.logs = tuple(
+            path
+            for path, on in ((netlog, self.options.netlog), (keylog, self.options.keylog))
+            if on
+        )
+        try:
+            cdp.call("Browser.getVersion", timeout_s=LAUNCH_TIMEOUT_S)
+        except DEVTOOLS_FAILED as exc:
+            _stop(handle)
+            said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
+            raise TrialFailed(f"chromium did not start: {said or exc}") from None
+        return handle
+
+    def close(self) -> None:
+        super().close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    # -- one page load
+
+    def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+        self.check_protocol(protocol)
+        handle = self._browser(protocol, ctx)
+        self._browsers.used(protocol, handle)
+        handle.last_artifacts = ctx.artifacts_dir
+        url = page_url(page, protocol)
+        ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        tab: Tab | None = None
+
+        try:
+            tab = self._take_ready(handle)
+            raw = measure(
+                tab, handle.connection, url, page, timeout_s=ctx.timeout_s,
+                idle_ms=self.options.idle_ms, fail_on=ctx.fail_on, tasks=self.options.tbt,
+                bodies=self.options.har_bodies,
+            )  # fmt: skip
+        except TrialFailed:
+            if tab is not None:
+                keep_failed_log(tab.log, url, ctx.artifacts_dir)
+            if tab is not None and handle.alive():
+                with contextlib.suppress(*DEVTOOLS_FAILED):
+                    dispose(handle.connection, tab).result(TAB_TIMEOUT_S)
+            raise
+        except DEVTOOLS_FAILED as exc:
+            if tab is not None:
+                keep_failed_log(tab.log, url, ctx.artifacts_dir)
+            handle.take_keys(ctx.keylog)  # before the browser is closed
+            # the pipe closes when Chromium dies; the wrapper writes its status right after
+            raise self._failure(handle, protocol, exc, isinstance(exc, PipeClosed)) from None
+        finally:
+            handle.take_keys(ctx.keylog)
+        # Off the critical path from here: the context goes (Chromium does that while we go
+        # on), the analysis runs on one thread while the next trial's tab is made on another
+        # (Chromium's work, mostly a renderer starting). The tab may still be in the making
+        # when this returns; the next load waits for it. Neither overlaps a measured load.
+        # (It cannot start earlier: a renderer starting while the trace runs joins the trace
+        # and holds Tracing.end for 5 s.)
+        handle.disposing = dispose(handle.connection, tab)
+        analysis = self._threads().submit(self._analyse, raw, url, ctx)
+        if self.options.restart:
+            self._browsers.close_browser(handle)
+            return analysis.result()
+        spare = self._threads().submit(self._new_tab, handle.connection)
+        result = analysis.result()
+        # Nothing of this browser may still be starting when the next load begins, in this
+        # browser or in another (h1s and h2s alternate between two): the next tab is made and
+        # the browser quiet before this returns. A failure here is the next trial's to meet.
+        with contextlib.suppress(*DEVTOOLS_FAILED):
+            handle.ready = self._settle(handle, spare.result(timeout=LAUNCH_TIMEOUT_S))
+        return result
+
+    def _take_ready(self, handle: _Browser) -> Tab:
+        """The tab made ready after the last trial, or a new one made ready now."""
+        ready, handle.ready = handle.ready, None
+        if ready is not None:
+            return ready
+        return self._settle(handle, self._new_tab(handle.connection))
+
+    def _settle(self, handle: _Browser, tab: Tab) -> Tab:
+        """``tab`` once the last trial's context is gone and the browser is quiet: a load never
+        shares the browser with another context's renderer, or the CPU with one starting."""
+        disposing, handle.disposing = handle.disposing, None
+        if disposing is not None:
+            with contextlib.suppress(*DEVTOOLS_FAILED):
+                disposing.result(TAB_TIMEOUT_S)
+        wait_quiet(handle.connection)
+        return tab
+
+    def _new_tab(self, cdp: CdpPipe) -> Tab:
+        return new_tab(cdp, DEVICES[self.options.device], self.options.cpu_slowdown)
+
+    def _analyse(self, raw: RawLoad, url: str, ctx: LoadContext) -> LoadResult:
+        """The load's result, its artifacts written."""
+        options = self.options
+        analysis = analyse(
+            raw, url, mode=options.speed_index, idle=options.idle_ms > 0, tbt=options.tbt
+        )
+        write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
+        return analysis.result
+
+
+def _stop(handle: _Browser) -> None:
+    """Close a browser: ``Browser.close``, then its exit (killed if it does not go). A NetLog
+    is complete only once the browser has exited: it goes with the last trial this browser
+    loaded (it covers every trial since the browser started)."""
+    handle.ready = None
+    with contextlib.suppress(Exception):
+        handle.connection.call("Browser.close", timeout_s=2)
+    handle.connection.close()
+    stop_process(handle)
+    for log in handle.logs:
+        if log.exists() and handle.last_artifacts is not None:
+            handle.last_artifacts.mkdir(parents=True, exist_ok=True)
+            shutil.move(log, handle.last_artifacts / log.name)
+
+
+def spawn_browser(
+    argv: list[str], env: Mapping[str, str], log: Path
+) -> tuple[subprocess.Popen[bytes], CdpPipe]:
+    """Start the browser (``argv``: the wrapper and its switches), its output in ``log``, and
+    connect to its DevTools pipe."""
+    # fd 3 of the browser reads our commands, fd 4 writes its answers; the copies sit
+    # above 10 so that placing them at 3 and 4 in the child cannot overwrite each other.
+    cmd_read, cmd_write = os.pipe()
+    out_read, out_write = os.pipe()
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (cmd_read, out_write)]
+    os.close(cmd_read)
+    os.close(out_write)
+
+    def child() -> None:
+        os.dup2(high[0], 3)
+        os.dup2(high[1], 4)
+
+    try:
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                pass_fds=(3, 4),
+                start_new_session=True,  # Ctrl-C reaches h2lab only; it closes the pipe
+                preexec_fn=child,
+            )
+    except OSError as exc:
+        for fd in (*high, cmd_write, out_read):
+            os.close(fd)
+        raise TrialFailed(f"chromium did not start: {exc}") from None
+    for fd in high:
+        os.close(fd)
+    return proc, CdpPipe(cmd_write, out_read)
+
+
+def _make(options: Mapping[str, str]) -> Chromium:
+    return Chromium(parse_options(options))
+
+
+register("chromium", _make)
