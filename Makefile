@@ -21,6 +21,7 @@ lint: setup
 
 # The whole suite: lanes side by side, then the tests marked `alone`, then the 20 slowest
 # (tests/suite.py; docs/testing.md). LANES=1 runs it one test at a time.
+export LANES
 test: setup lint
 	$(VENV)/python tests/suite.py
 
@@ -33,10 +34,10 @@ durations: setup
 	$(VENV)/python tests/suite.py --durations-out tests/durations.json
 
 unit: setup
-	$(VENV)/pytest tests/unit
+	$(VENV)/python tests/suite.py tests/unit
 
 integration: setup
-	$(VENV)/pytest tests/integration
+	$(VENV)/python tests/suite.py tests/integration
 
 clean: setup
 	$(VENV)/h2lab clean

@@ -90,7 +90,7 @@ def slowest(reports: list[Path], n: int = SLOWEST) -> list[tuple[float, str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--durations-out", type=Path)
-    parser.add_argument("--lanes", type=int, default=int(os.environ.get("LANES", DEFAULT_LANES)))
+    parser.add_argument("--lanes", type=int, default=int(os.environ.get("LANES") or DEFAULT_LANES))
     args, extra = parser.parse_known_args()
     codes = []
     with tempfile.TemporaryDirectory(prefix="h2lab-suite-") as tmp:
