@@ -62,7 +62,7 @@ from h2lab.artifacts import (
     KEYLOG,
     NETLOG,
 )
-from h2lab.clients import LoadContext, LoadResult, register
+from h2lab.clients import ClientAdapter, LoadContext, LoadResult, register
 from h2lab.clients.browser_options import DEVICES
 from h2lab.clients.browser_pool import BrowserPool, stop_process
 from h2lab.clients.browser_result import keep_failed_log, write_artifacts
@@ -116,7 +116,7 @@ class _Browser:
         return not self.cdp.closed.is_set()
 
 
-class Chromium:
+class Chromium(ClientAdapter):
     name = "chromium"
     protocols = PROTOCOLS
     protocol_note = (

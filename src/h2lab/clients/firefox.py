@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from h2lab import procs
-from h2lab.clients import LoadContext, LoadResult, browser_pool, register
+from h2lab.clients import ClientAdapter, LoadContext, LoadResult, browser_pool, register
 from h2lab.clients import firefox_frames as frames
 from h2lab.clients.bidi import BidiConnection, BidiError, ConnectionClosed
 from h2lab.clients.browser_options import DEVICES
@@ -123,7 +123,7 @@ class _Browser:
         return not self.bidi.closed.is_set()
 
 
-class Firefox:
+class Firefox(ClientAdapter):
     name = "firefox"
     protocols = PROTOCOLS
     protocol_note = (
