@@ -139,17 +139,20 @@ class Counters:
 
 
 def client_iface(devs: Mapping[str, object]) -> str:
+    """The client namespace's end of the Rattan link among its devices (its one ``vL1-L*``)."""
     names = [n for n in devs if n.startswith("vL1-L")]
     if len(names) != 1:
         raise H2LabError(f"client namespace has no single Rattan veth: {sorted(devs)}")
     return names[0]
 
 
-CounterReader = Callable[["TrialLink", str], Counters]
+CounterReader = Callable[[TrialLink, str], Counters]
 """``read(link, servers_ns)``: the link's byte and TCP counters (:func:`read_counters`)."""
 
 
 def read_counters(link: TrialLink, servers_ns: str) -> Counters:
+    """The link's counters now: bytes on the client's veth, the client's TCP opens, the
+    servers' retransmits, Rattan's drops."""
     devs = parse_dev(netns.read_proc_net(link.client_ns, "dev"))
     iface = devs[client_iface(devs)]
     client_tcp = parse_snmp(netns.read_proc_net(link.client_ns, "snmp"))

@@ -19,7 +19,6 @@ from h2lab.report.svg.charts import (
     heatmap,
     line_chart,
     ratio_colour,
-    shorten,
     step_chart,
 )
 from h2lab.report.svg.frame import (
@@ -40,6 +39,7 @@ from h2lab.report.svg.frame import (
     num,
     padded,
     plot_area,
+    shorten,
     svg_root,
 )
 from h2lab.report.svg.tree import (

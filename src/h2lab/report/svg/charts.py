@@ -23,6 +23,7 @@ from h2lab.report.svg.frame import (
     num,
     padded,
     plot_area,
+    shorten,
     svg_root,
 )
 
@@ -316,7 +317,3 @@ def ci_chart(
     body.append(f'<text x="{num((left + right) / 2)}" y="{num(bottom + 32)}" '
                 f'text-anchor="middle">{esc(x_label)}</text>')  # fmt: skip
     return svg_root(WIDTH, bottom + 42, body, title)
-
-
-def shorten(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"

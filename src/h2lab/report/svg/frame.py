@@ -201,3 +201,8 @@ def legend(names: Sequence[str], x0: float, y0: float) -> list[str]:
 
 def plot_area(width: float = WIDTH, height: float = HEIGHT) -> tuple[float, float, float, float]:
     return MARGIN_LEFT, width - MARGIN_RIGHT, height - MARGIN_BOTTOM, MARGIN_TOP
+
+
+def shorten(text: str, n: int) -> str:
+    """``text``, cut to ``n`` characters with an ellipsis when longer (a label in a chart)."""
+    return text if len(text) <= n else text[: n - 1] + "…"

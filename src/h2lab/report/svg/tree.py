@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from h2lab.analysis.tree import TreeNode
-from h2lab.report.svg.charts import shorten
-from h2lab.report.svg.frame import LABEL_COLOURS, esc, num, svg_root
+from h2lab.report.svg.frame import LABEL_COLOURS, esc, num, shorten, svg_root
 
 NODE_W, NODE_H, LEVEL_H, GAP = 156.0, 46.0, 86.0, 14.0
 

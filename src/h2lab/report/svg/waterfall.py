@@ -5,8 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from h2lab.report.svg.charts import shorten
-from h2lab.report.svg.frame import PALETTE, Scale, empty_chart, esc, fmt_number, num, svg_root
+from h2lab.report.svg.frame import (
+    PALETTE,
+    Scale,
+    empty_chart,
+    esc,
+    fmt_number,
+    num,
+    shorten,
+    svg_root,
+)
 
 
 @dataclass(frozen=True)
