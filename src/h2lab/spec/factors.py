@@ -14,8 +14,8 @@ adapters that act on it (see docs/architecture.md, "Where to add ...").
 
 Pure: a level that only a registry can judge (a server or client name, and the protocols it
 takes) is checked by a :data:`LevelCheck` the caller supplies (:mod:`h2lab.runner.levels` has the
-registries'), so this layer imports none of them. Parsers of pages and server specs import their
-helpers when called, never at import time.
+registries'), so this layer imports none of them. The page parser imports its checker when
+called, never at import time.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 
 from h2lab.errors import SpecError
 from h2lab.spec.network import NetworkProfile, parse_network
+from h2lab.spec.options import base_dir, resolve_paths
 from h2lab.spec.protocols import QUIC, TLS_VERSIONS
 from h2lab.spec.tcp import CONGESTION_CONTROLS, TcpSettings
 
@@ -123,8 +124,6 @@ def _as_written(value: str, source: str, key: str) -> str:
 def _server(value: str, source: str, key: str) -> str:
     """A server spec as written, but a relative ``conf=FILE`` made absolute (relative to the
     experiment file), so that the trial records the file it ran with."""
-    from h2lab.servers.fragment import base_dir, resolve_paths
-
     return resolve_paths(value, base_dir(source), source, key)
 
 
