@@ -38,7 +38,7 @@ def load(
     capture: Annotated[
         list[str] | None, typer.Option("--capture", metavar="pcap", help=CAPTURE_HELP)
     ] = None,
-    **levels: Any,
+    **levels: Any,  # one level per factor, by name: its parameters come from _with_factors
 ) -> None:
     """Run K trials of one cell without an experiment file and print the metrics."""
     from h2lab.runner.levels import validate_factors
