@@ -16,7 +16,8 @@ import itertools
 import sys
 import time
 
-from h2lab.net.check import binomial_interval, check_static
+from h2lab.net.check import check_static
+from h2lab.net.check.estimators import binomial_interval
 from h2lab.net.lab import Lab
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings

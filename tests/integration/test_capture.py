@@ -25,7 +25,8 @@ from h2lab.net import netns
 from h2lab.net.capture import PacketCapture, tcpdump_counts, whole_records_bytes
 from h2lab.net.lab import CLIENT_NET, PROBE_IP, Lab
 from h2lab.runner.matrix import expand
-from h2lab.runner.run import _client_iface, run_trials
+from h2lab.runner.run import run_trials
+from h2lab.runner.trial import client_iface
 from h2lab.spec.experiment import Experiment, validate_factors
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
@@ -177,7 +178,7 @@ def test_the_size_cap_keeps_a_valid_pcap_of_whole_packets(tmp_path: Path) -> Non
     cap_bytes = 20_000
     pcap, log = tmp_path / CAPTURE_PCAP, tmp_path / CAPTURE_LOG
     with Lab() as lab, lab.link(parse_network("rtt=2ms"), 1, TcpSettings()) as link:
-        iface = _client_iface(parse_dev(netns.read_proc_net(link.client_ns, "dev")))
+        iface = client_iface(parse_dev(netns.read_proc_net(link.client_ns, "dev")))
         with PacketCapture(link.client_ns, iface, pcap, log, cap_bytes=cap_bytes):
             ping = ["ping", "-q", "-c", "100", "-i", "0.005", "-s", "1000", PROBE_IP]
             procs.run(netns.exec_argv(link.client_ns, ping))

@@ -16,7 +16,7 @@ import pytest
 from h2lab import procs
 from h2lab.clients import LoadContext, get
 from h2lab.net import calibration, netns
-from h2lab.net.check import rtt_tolerance_ms
+from h2lab.net.check.estimators import rtt_tolerance_ms
 from h2lab.net.lab import PROBE_IP, Lab, Link
 from h2lab.net.probe import median_rtt_ms
 from h2lab.net.rmem import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT

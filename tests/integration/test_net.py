@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from h2lab.net.check import check, udp_probe
+from h2lab.net.check import check
+from h2lab.net.check.probes import udp_probe
 from h2lab.net.lab import Lab
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings

@@ -14,9 +14,9 @@ import pytest
 
 from h2lab.net.lab import Lab
 from h2lab.pages import resolve_page
+from h2lab.runner.levels import load_experiment
 from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
-from h2lab.spec.experiment import load_experiment
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
 from tests.integration.conftest import ROOT, lab_processes

@@ -12,7 +12,7 @@ import pytest
 
 from h2lab.clients import LoadContext
 from h2lab.clients import get as get_client
-from h2lab.net.check import rtt_tolerance_ms
+from h2lab.net.check.estimators import rtt_tolerance_ms
 from h2lab.net.lab import Lab
 from h2lab.pages import resolve_page
 from h2lab.servers import ServeContext

@@ -23,7 +23,7 @@ from h2lab.clients.browser.firefox.options import (
 from h2lab.clients.browser.firefox.websocket import GUID, accept_key, encode_frame
 from h2lab.clients.browser.log import Phases
 from h2lab.errors import SpecError, TrialFailed
-from h2lab.spec.experiment import validate_factors
+from h2lab.runner.levels import validate_factors
 from tests.har_schema import assert_valid_har
 
 HOSTS = {"b.h2lab.test": "10.1.2.2", "a.h2lab.test": "10.1.2.1"}

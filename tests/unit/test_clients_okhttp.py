@@ -30,7 +30,7 @@ from h2lab.errors import SpecError, TrialFailed
 from h2lab.metrics.okhttp import parse_result
 from h2lab.pages import Page
 from h2lab.pages.synthetic import layout, parse
-from h2lab.spec.experiment import validate_factors
+from h2lab.runner.levels import validate_factors
 from h2lab.spec.protocols import H1C, H1S, H2C, H2S
 from tests.unit.test_metrics_okhttp import call, result
 

@@ -1,4 +1,5 @@
-"""h2lab.net.check: the pure helpers behind ``h2lab net check`` (no probes, no namespaces)."""
+"""h2lab.net.check.estimators: the pure helpers behind ``h2lab net check`` (no probes, no
+namespaces)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from h2lab.net.check import (
-    CheckRow,
+from h2lab.net.check import CheckRow
+from h2lab.net.check.estimators import (
     binomial_interval,
     delivered_per_step_bps,
     effective_rate_bps,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from h2lab import paths
-from h2lab.cli_common import enter_lab_mode
+from h2lab.cli.common import enter_lab_mode
 from h2lab.errors import HostForbids
 from h2lab.net import userns
 

@@ -1,4 +1,4 @@
-"""h2lab.record and h2lab.cli_record without a browser: what is refused before one starts, and
+"""h2lab.record and h2lab.cli.record without a browser: what is refused before one starts, and
 that a failure after the recording leaves neither a page nor a WARC (a fake recorder)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from h2lab import record
-from h2lab.cli_record import parse_host_map
+from h2lab.cli.record import parse_host_map
 from h2lab.errors import SpecError
 from h2lab.pages.importers import import_warc
 from h2lab.record.log import RecordLog

@@ -25,7 +25,7 @@ FAKE_WORKER = """
 import json, os, pathlib, signal, sys, time
 from h2lab.runner import wire
 from h2lab.runner.executor import BlockDone, TrialDone
-from h2lab.runner.run import trial_record
+from h2lab.runner.trial import trial_record
 
 class Page:
     digest = "d"

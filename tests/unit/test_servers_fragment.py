@@ -11,10 +11,11 @@ import pytest
 from h2lab.errors import ProcessFailed, SpecError
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
+from h2lab.runner.levels import validate_factors
 from h2lab.servers import ServeContext, apache, h2o, haproxy, nginx
 from h2lab.servers import get as get_server
-from h2lab.servers.fragment import Fragment, base_dir, message, resolve_paths
-from h2lab.spec.experiment import validate_factors
+from h2lab.servers.fragment import Fragment, message
+from h2lab.spec.options import base_dir, resolve_paths
 from h2lab.tls import LocalCA
 
 HOST = "www.example.org"

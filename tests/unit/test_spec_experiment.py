@@ -8,12 +8,8 @@ import pytest
 
 from h2lab import clients
 from h2lab.errors import SpecError
-from h2lab.spec.experiment import (
-    Experiment,
-    load_experiment,
-    parse_experiment,
-    validate_factors,
-)
+from h2lab.runner.levels import load_experiment, parse_experiment, validate_factors
+from h2lab.spec.experiment import Experiment
 from h2lab.spec.limits import DEFAULT_TIMEOUT_S
 from h2lab.spec.network import parse_network
 

@@ -47,10 +47,22 @@ __all__ = [
 
 
 class ClientAdapter(Protocol):
+    """What the runner and the checks use of a client, all of it: an adapter inherits this
+    class for the defaults of :attr:`protocol_note` and :meth:`prepare`."""
+
     name: str
     protocols: frozenset[str]
+    protocol_note: str = ""
+    """why the protocols it does not run are not among :attr:`protocols`, said with a trial
+    that asks one of them ("": nothing to add)"""
 
     def version(self) -> str: ...
+
+    def prepare(self, protocol: str, ctx: LoadContext) -> None:
+        """Start what must not count as the trial's before the runner reads its counters (a
+        browser reached over a socket in the client namespace, Firefox's BiDi); by default
+        nothing."""
+        return None
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult: ...
 

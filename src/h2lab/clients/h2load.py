@@ -59,7 +59,7 @@ from typing import Any
 
 from h2lab import har, procs
 from h2lab.artifacts import H2LOAD_LOG, H2LOAD_OUT, PAGE_HAR
-from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
+from h2lab.clients import ClientAdapter, LoadContext, LoadResult, ResourceTiming, register
 from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import h2load as parse
 from h2lab.net import netns
@@ -132,7 +132,7 @@ def argv_for(conn: Connection, protocol: str, log_file: str, clients: int = 1) -
     ]
 
 
-class H2load:
+class H2load(ClientAdapter):
     name = "h2load"
     protocols = frozenset(_FLAGS)
 

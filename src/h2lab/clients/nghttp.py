@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from h2lab import procs
 from h2lab.artifacts import NGHTTP_HAR, NGHTTP_OUT
-from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
+from h2lab.clients import ClientAdapter, LoadContext, LoadResult, ResourceTiming, register
 from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import nghttp as parse
 from h2lab.net import netns
@@ -97,7 +97,7 @@ def argv_for(inv: Invocation, har_file: str) -> list[str]:
     ]
 
 
-class Nghttp:
+class Nghttp(ClientAdapter):
     name = "nghttp"
     protocols = PROTOCOLS
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from h2lab import procs
 from h2lab.artifacts import OKHTTP_OUT, OKHTTP_PLAN, OKHTTP_RESULT
-from h2lab.clients import LoadContext, LoadResult, ResourceTiming, register
+from h2lab.clients import ClientAdapter, LoadContext, LoadResult, ResourceTiming, register
 from h2lab.clients.okhttp_build import ensure_built, jar_version, java_binary
 from h2lab.errors import TrialFailed, WaitTimeout, telling_line
 from h2lab.metrics import okhttp as parse
@@ -212,7 +212,7 @@ def _between(start: float | None, end: float | None) -> float | None:
     return None if start is None or end is None else end - start
 
 
-class Okhttp:
+class Okhttp(ClientAdapter):
     name = "okhttp"
     protocols = PROTOCOLS
     protocol_note = PROTOCOL_NOTE

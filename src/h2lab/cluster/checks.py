@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from h2lab.errors import SpecError
 from h2lab.runner.executor import BlockJob
+from h2lab.runner.levels import REGISTRY_CHECKS
 from h2lab.runner.matrix import TrialSpec
 from h2lab.spec.factors import FACTORS
 from h2lab.spec.network import parse_network
@@ -32,8 +33,9 @@ def check_trial(t: TrialSpec) -> None:
             continue
         if f.parse(level, where, f.name) != level:
             raise SpecError(where, f.name, f"{level!r} does not parse back to itself")
-        if f.check is not None:
-            f.check(level, (t.protocol,), where, f.name)
+        for check in (f.check, REGISTRY_CHECKS.get(f.name)):
+            if check is not None:
+                check(level, (t.protocol,), where, f.name)
 
 
 def check_job(job: BlockJob) -> None:

@@ -41,7 +41,7 @@ from h2lab.errors import H2LabError, SpecError
 from h2lab.pages import Page, resolve_page
 from h2lab.runner import wire
 from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
-from h2lab.runner.run import trial_record
+from h2lab.runner.trial import trial_record
 from h2lab.store.sqlite import artifacts_dir
 
 POLL_S = 0.5

@@ -486,15 +486,6 @@ def find_page(name_or_id: str, root: Path | None = None) -> Path | None:
     return None
 
 
-def content_digest(docroot: Path, resources: tuple[Resource, ...]) -> str:
-    """Digest of hand-laid-out pages (bodies at ``docroot/<origin>/<path>``)."""
-    h = hashlib.sha256()
-    for r in resources:
-        h.update(f"{r.origin}{r.path}\0".encode())
-        h.update(hashlib.sha256((docroot / r.origin / r.path.lstrip("/")).read_bytes()).digest())
-    return h.hexdigest()[:16]
-
-
 def check_page_spec(spec: str, source: str = "page", field: str = "page") -> None:
     """Validate a page spec without generating or importing anything (``h2lab validate``)."""
     if spec.startswith("synthetic:"):

@@ -2,7 +2,7 @@
 WebPageTest's or Web Page Replay's record mode, so that the lab can replay it
 (docs/pages-import.md, "Recording a live page"). All of recording is in this package, above
 the clients and the pages it uses (nothing below it imports it; the command line,
-``h2lab.cli_record``, calls :func:`record_page`):
+``h2lab.cli.record``, calls :func:`record_page`):
 
 - :mod:`~h2lab.record.chromium`: Chromium loading the live page, every response and its body
   into a log (the browser started as the Chromium client starts its own);

@@ -21,7 +21,8 @@ from h2lab.analysis.compare import LevelRatio
 from h2lab.analysis.factors import Cell, CellFactors, cell_factors
 from h2lab.analysis.verdict import Analysis, CellStats, Verdict
 from h2lab.analysis.verdict import latest_ok as latest_ok  # the report's rule, kept here too
-from h2lab.report.svg import LinePoint, TimelineRow, WaterfallRow
+from h2lab.report.svg.charts import LinePoint
+from h2lab.report.svg.waterfall import TimelineRow, WaterfallRow
 from h2lab.results import BROWSER, LOAD, METRICS
 from h2lab.spec.factors import FACTORS, report_columns
 from h2lab.store import TrialRecord

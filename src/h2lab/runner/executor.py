@@ -2,8 +2,9 @@
 
 The driver (:func:`h2lab.runner.run.run_trials`) decides blocks, rounds, seeds, retries and
 resume, and alone writes the store. An executor decides where a block runs: in this process
-(:class:`h2lab.runner.run.SerialExecutor`), in worker processes on this machine
-(:class:`h2lab.runner.shards.LocalShardsExecutor`), later elsewhere. It is handed
+(:class:`h2lab.runner.trial.SerialExecutor`), in worker processes on this machine
+(:class:`h2lab.runner.shards.LocalShardsExecutor`), or on the lab nodes of a Ray cluster
+(:class:`h2lab.cluster.executor.RayExecutor`). It is handed
 :class:`BlockJob`\\ s and streams back one :class:`TrialDone` per attempt and a
 :class:`BlockDone` per block; a trial's artifacts go straight to the results folder the job
 names. Trial keys do not depend on the executor, so a run can move between executors and resume.

@@ -1,14 +1,14 @@
 """The user's own server configuration fragment: ``nginx:conf=FILE``, ``h2o:conf=FILE``,
 ``apache:conf=FILE`` (docs/servers.md, "Your own configuration").
 
-A relative ``FILE`` is relative to the experiment file (to the working directory on the
-command line); the server spec is stored with the absolute path (:func:`resolve_paths`), so a
-trial's ``server`` level names the file it ran with and the server's recorded version carries the
-file's digest (:attr:`Fragment.digest`). Where each server includes it is the adapter's choice;
-before any trial the adapter's ``check`` renders h2lab's configuration for a one-resource page
-with the fragment into a temporary folder and runs the server's own configuration test there
-(:func:`check_setup`), so a bad fragment fails validation with the server's own message and
-leaves nothing behind.
+A relative ``FILE`` is relative to the experiment file (to the working directory on the command
+line); the server spec is stored with the absolute path
+(:func:`h2lab.spec.options.resolve_paths`), so a trial's ``server`` level names the file it ran
+with and the server's recorded version carries the file's digest (:attr:`Fragment.digest`).
+Where each server includes it is the adapter's choice; before any trial the adapter's ``check``
+renders h2lab's configuration for a one-resource page with the fragment into a temporary folder
+and runs the server's own configuration test there (:func:`check_setup`), so a bad fragment
+fails validation with the server's own message and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from h2lab.errors import ProcessFailed, SpecError, telling_line
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
 from h2lab.servers import ServeContext
-from h2lab.spec.options import parse_named
+from h2lab.spec.options import CONF_OPTION
 
-OPTION = "conf"
+OPTION = CONF_OPTION
 NGINX_LOG_PREFIX = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d (\[\w+\]) \d+#\d+: ")
 INCLUDED_FROM = re.compile(r" \(included from file [^)]*\)")
 CHECK_HOST = "check.h2lab.test"
@@ -45,8 +45,8 @@ class Fragment:
 
     @classmethod
     def of(cls, value: str, server: str) -> Fragment:
-        """``conf=`` as given (absolute after :func:`resolve_paths`); ValueError with one line
-        when it is not a readable file."""
+        """``conf=`` as given (absolute after :func:`h2lab.spec.options.resolve_paths`);
+        ValueError with one line when it is not a readable file."""
         path = Path(value)
         if not path.is_absolute():
             path = path.resolve()
@@ -97,24 +97,6 @@ def message(output: str) -> str:
         if at + 1 < len(lines):
             said += " " + lines[at + 1]
     return said
-
-
-def resolve_paths(spec: str, base: Path, source: str = "server", field: str = "server") -> str:
-    """``spec`` with a relative ``conf=`` made absolute against ``base`` (the experiment
-    file's folder); any other spec as written."""
-    name, options = parse_named(spec, source, field, "server")
-    value = options.get(OPTION)
-    if value is None or Path(value).is_absolute():
-        return spec
-    options[OPTION] = str((base / value).resolve())
-    return f"{name}:" + ",".join(f"{k}={v}" for k, v in options.items())
-
-
-def base_dir(source: str) -> Path:
-    """The folder relative ``conf=`` paths are resolved in: the experiment file's, else the
-    working directory (``command line``)."""
-    path = Path(source)
-    return path.parent.resolve() if path.is_file() else Path.cwd()
 
 
 @dataclass(frozen=True)

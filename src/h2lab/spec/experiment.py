@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from h2lab.errors import SpecError
-from h2lab.spec.factors import BY_NAME, COMPARABLE, FACTORS, REQUIRED, Factor
+from h2lab.spec.factors import (
+    BY_NAME,
+    COMPARABLE,
+    FACTORS,
+    NO_CHECKS,
+    REQUIRED,
+    Factor,
+    LevelChecks,
+)
 from h2lab.spec.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 from h2lab.spec.network import parse_network
 from h2lab.spec.protocols import PROTOCOLS
@@ -152,7 +160,11 @@ def _levels(source: str, raw: dict[str, Any], prefix: str, spec: Factor) -> tupl
     return tuple(spec.parse(v, source, f"{key}[{i}]") for i, v in enumerate(written))
 
 
-def validate_factors(source: str, raw: dict[str, Any], prefix: str = "factors") -> Factors:
+def validate_factors(
+    source: str, raw: dict[str, Any], prefix: str = "factors", checks: LevelChecks = NO_CHECKS
+) -> Factors:
+    """One factor table, parsed and checked: the factors' own checks and ``checks`` (by factor
+    name: those a registry makes, :data:`h2lab.runner.levels.REGISTRY_CHECKS`)."""
     unknown = sorted(set(raw) - FACTOR_KEYS)
     if unknown:
         allowed = ", ".join(sorted(FACTOR_KEYS))
@@ -169,10 +181,11 @@ def validate_factors(source: str, raw: dict[str, Any], prefix: str = "factors") 
             )
     levels = tuple(_levels(source, raw, prefix, spec) for spec in FACTORS)
     for spec, values in zip(FACTORS, levels, strict=True):
-        if spec.check is None:
-            continue
-        for i, v in enumerate(values):
-            spec.check(v, protocol, source, f"{prefix}.{spec.name}[{i}]")
+        for check in (spec.check, checks.get(spec.name)):
+            if check is None:
+                continue
+            for i, v in enumerate(values):
+                check(v, protocol, source, f"{prefix}.{spec.name}[{i}]")
     return Factors(protocol, levels)
 
 
@@ -200,7 +213,11 @@ def apply_quick(raw: dict[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
-def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -> Experiment:
+def parse_experiment(
+    raw: dict[str, Any], source: str, *, quick: bool = False, checks: LevelChecks = NO_CHECKS
+) -> Experiment:
+    """The experiment ``raw`` says (its quick variant with ``quick``); ``checks`` as
+    :func:`validate_factors` takes them."""
     quick_raw = apply_quick(raw, source)  # its keys are checked either way
     if quick:
         raw = quick_raw
@@ -246,7 +263,9 @@ def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -
     if not tables or not all(isinstance(t, dict) for t in tables):
         raise SpecError(source, "factors", "missing table [factors] (or tables [[factors]])")
     matrices = tuple(
-        validate_factors(source, t, prefix="factors" if len(tables) == 1 else f"factors[{i}]")
+        validate_factors(
+            source, t, prefix="factors" if len(tables) == 1 else f"factors[{i}]", checks=checks
+        )
         for i, t in enumerate(tables)
     )
     compare = _compare(source, raw.get("compare"), matrices)
@@ -329,7 +348,10 @@ def _bounded_int(source: str, key: str, value: object, most: int) -> int:
     return value
 
 
-def load_experiment(path: Path, *, quick: bool = False) -> Experiment:
+def load_experiment(
+    path: Path, *, quick: bool = False, checks: LevelChecks = NO_CHECKS
+) -> Experiment:
+    """The experiment file at ``path``; ``checks`` as :func:`validate_factors` takes them."""
     source = str(path)
     try:
         text = path.read_text()
@@ -344,7 +366,7 @@ def load_experiment(path: Path, *, quick: bool = False) -> Experiment:
     for table in [*_tables(raw.get("factors")), *_tables(quick_factors)]:
         if isinstance(table.get("page"), list):
             table["page"] = [_relative_to(path.parent, p) for p in table["page"]]
-    return parse_experiment(raw, source, quick=quick)
+    return parse_experiment(raw, source, quick=quick, checks=checks)
 
 
 def _tables(factors: object) -> list[dict[str, Any]]:

@@ -12,7 +12,9 @@ block pairs (h2 against h1), listed per factor table.
 Adding a factor is a field here with its :class:`Factor`, the parser of its levels, and the
 adapters that act on it (see docs/architecture.md, "Where to add ...").
 
-Pure: parsers that check names against a registry (servers, clients, pages) import it when
+Pure: a level that only a registry can judge (a server or client name, and the protocols it
+takes) is checked by a :data:`LevelCheck` the caller supplies (:mod:`h2lab.runner.levels` has the
+registries'), so this layer imports none of them. The page parser imports its checker when
 called, never at import time.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 
 from h2lab.errors import SpecError
 from h2lab.spec.network import NetworkProfile, parse_network
+from h2lab.spec.options import base_dir, resolve_paths
 from h2lab.spec.protocols import QUIC, TLS_VERSIONS
 from h2lab.spec.tcp import CONGESTION_CONTROLS, TcpSettings
 
@@ -32,6 +35,14 @@ Stored = str | int
 """A level as the store keeps it (a network by its name, initcwnd as a number)."""
 
 MAX_INITCWND_PACKETS = 1000
+
+LevelCheck = Callable[[Any, tuple[str, ...], str, str], None]
+"""``check(level, protocols, source, key)``: raises :class:`SpecError` naming ``source`` and
+``key`` when ``level`` cannot go with a factor table's ``protocols``."""
+LevelChecks = Mapping[str, LevelCheck]
+"""Checks by factor name that need more than this layer knows (a registry of servers or
+clients), supplied by the caller of :func:`h2lab.spec.experiment.validate_factors`."""
+NO_CHECKS: LevelChecks = {}
 
 
 @dataclass(frozen=True)
@@ -61,9 +72,14 @@ class Factor:
     """``[compare] factor`` and ``--only`` may name it"""
     label: str = ""
     """the report's column for it; factors with one label share a column (default: its name)"""
-    check: Callable[[Any, tuple[str, ...], str, str], None] | None = None
-    """``check(level, protocols, source, key)``: a level that cannot go with a factor table's
-    protocols raises :class:`SpecError`"""
+    flag: str = ""
+    """its spelling on ``h2lab load``'s command line: an option (default ``--name``, ``_`` as
+    ``-``) or, in capitals, its argument (``PAGE``)"""
+    usage: str = ""
+    """the command line's help for it, how a level is written (default: :attr:`doc`)"""
+    check: LevelCheck | None = None
+    """a level that cannot go with a factor table's protocols raises :class:`SpecError` (a
+    check this layer can make: the rest come from the caller's :data:`LevelChecks`)"""
 
     @property
     def sql(self) -> str:
@@ -72,6 +88,11 @@ class Factor:
     @property
     def heading(self) -> str:
         return self.label or self.name
+
+    @property
+    def option(self) -> str:
+        """:attr:`flag`, or the default ``--name``."""
+        return self.flag or "--" + self.name.replace("_", "-")
 
     def key_part(self, value: Stored) -> str | None:
         """This level's part of a trial key (None: none, see :attr:`keyed_at_default`)."""
@@ -95,37 +116,15 @@ def _network(value: str, source: str, key: str) -> NetworkProfile:
 
 
 def _as_written(value: str, source: str, key: str) -> str:
-    """A name a registry checks (with the table's protocols, in the factor's ``check``)."""
+    """A name a registry checks (with the table's protocols, by the caller's
+    :data:`LevelChecks`)."""
     return value
 
 
 def _server(value: str, source: str, key: str) -> str:
     """A server spec as written, but a relative ``conf=FILE`` made absolute (relative to the
     experiment file), so that the trial records the file it ran with."""
-    from h2lab.servers.fragment import base_dir, resolve_paths
-
     return resolve_paths(value, base_dir(source), source, key)
-
-
-def _check_server(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
-    from h2lab import servers
-
-    served = servers.get(level, source, key)
-    unsupported = [p for p in protocols if p not in served.protocols]
-    if unsupported:
-        raise SpecError(source, key, f"{level} cannot serve protocol {unsupported[0]}")
-    served.check()  # the user's configuration fragment, with the server's own test
-
-
-def _check_client(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
-    from h2lab import clients
-
-    adapter = clients.get(level, source, key)
-    unsupported = [p for p in protocols if p not in adapter.protocols]
-    if unsupported:
-        note = getattr(adapter, "protocol_note", "")
-        why = f"{level} cannot run protocol {unsupported[0]}" + (f" ({note})" if note else "")
-        raise SpecError(source, key, why)
 
 
 def _one_of(allowed: tuple[str, ...]) -> Callable[[str, str, str], str]:
@@ -164,37 +163,42 @@ class TrialFactors:
     """One trial's levels of every factor (typed: a network is its parsed profile)."""
 
     page: str = field(
-        metadata=_is(Factor("page", "page", str, "page spec: synthetic, imported or id", _page))
-    )
+        metadata=_is(Factor(
+            "page", "page", str, "page spec: synthetic, imported or id", _page, flag="PAGE",
+            usage="synthetic:n=64,size=10KB,origins=1, warc:FILE, har:FILE, a page id",
+        ))
+    )  # fmt: skip
     network: NetworkProfile = field(
         metadata=_is(Factor(
             "network", "network", str, "network profile (preset or spec)", _network,
-            stored=lambda n: n.name,
+            stored=lambda n: n.name, usage="profile name or rtt=..,down=..,up=..,loss=..",
         ))
     )  # fmt: skip
     server: str = field(
         metadata=_is(Factor(
             "server", "server", str, "server adapter spec", _server, default="nginx",
-            check=_check_server,
+            usage="nginx, h2o, apache, origin:scheduler=fcfs, haproxy:backend=nginx,buffer=1MB; "
+            "nginx:conf=FILE adds your config fragment (h2o:, apache: too)",
         ))
     )  # fmt: skip
     client: str = field(
         metadata=_is(Factor(
             "client", "client", str, "client adapter spec", _as_written, default="h2load",
-            check=_check_client,
+            usage="h2load, nghttp, or chromium:device=mobile,cpu=4,filmstrip=1",
         ))
     )  # fmt: skip
     congestion_control: str = field(
         metadata=_is(Factor(
             "congestion_control", "congestion_control", str,
             "TCP congestion control of both namespaces", _one_of(CONGESTION_CONTROLS),
-            default="cubic", label="tcp",
+            default="cubic", label="tcp", flag="--cc", usage="TCP congestion control",
         ))
     )  # fmt: skip
     initcwnd: int = field(
         metadata=_is(Factor(
             "initcwnd", "initcwnd_packets", int, "initial congestion window, packets (RFC 6928)",
             _initcwnd, default=10, token=lambda v: f"iw{v}", label="tcp",
+            usage="initial congestion window, packets",
         ))
     )  # fmt: skip
     tls: str = field(
@@ -202,6 +206,7 @@ class TrialFactors:
             "tls", "tls", str, "the one TLS version servers offer for h1s/h2s (h3: 1.3)",
             _one_of(TLS_VERSIONS), default="1.3", token=lambda v: f"tls{v}",
             keyed_at_default=False, check=_check_tls,
+            usage="TLS version servers offer for h1s/h2s",
         ))
     )  # fmt: skip
 

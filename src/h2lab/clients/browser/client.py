@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from h2lab.clients import ClientAdapter
 from h2lab.clients.browser.pool import B, BrowserPool
 from h2lab.errors import H2LabError, TrialFailed
 
 OptionsT = TypeVar("OptionsT")
 
 
-class BrowserClient(Generic[B, OptionsT]):
+class BrowserClient(ClientAdapter, Generic[B, OptionsT]):
     """A browser engine's client, named ``name`` in the registry, told its ``options``."""
 
     name: str
@@ -25,10 +26,7 @@ class BrowserClient(Generic[B, OptionsT]):
         self.options = options
         self._browsers: BrowserPool[B] = BrowserPool(self.name, stop)
         """the browsers kept between trials; ``stop`` closes one the engine's way"""
-
-    @property
-    def protocol_note(self) -> str:
-        return (
+        self.protocol_note = (
             f"{self.name.capitalize()} has no HTTP/1.1 pipelining and no cleartext HTTP/2: "
             "use h1c, h1s, h2s, h3"
         )

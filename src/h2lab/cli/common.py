@@ -18,6 +18,12 @@ from rich.progress import (
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
+CAPTURE_HELP = (
+    "record this of every trial besides its measurements: pcap = a packet capture of the "
+    "client's side (capture.pcap, at most 64 MiB) with the TLS keys beside it (keylog.txt), "
+    "any client (docs/capture.md)"
+)
+
 
 def enter_lab_mode() -> None:
     """Root mode when h2lab runs as root. Otherwise rootless mode (docs/rootless.md): this

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from h2lab.cli_common import console, err
+from h2lab.cli.common import console, err
 from h2lab.errors import H2LabError, SpecError
 
 pages_app = typer.Typer(help="Pages: list, show, generate, import and check stored pages.")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from h2lab.cli_common import console, err
+from h2lab.cli.common import console, err
 from h2lab.errors import SpecError
 from h2lab.spec.limits import MAX_TIMEOUT_S
 

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from h2lab.cli_common import console
+from h2lab.cli.common import console
 from h2lab.errors import SpecError
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from h2lab.cli_common import console, enter_lab_mode, err
+from h2lab.cli.common import console, enter_lab_mode, err
 from h2lab.errors import SpecError
 
 net_app = typer.Typer(help="The emulated network: list profiles, check a link, open a shell.")

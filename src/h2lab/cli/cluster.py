@@ -1,6 +1,6 @@
 """``h2lab cluster``: the secrets, the head and the lab nodes of a Ray cluster (docs/cluster.md).
 
-``h2lab run --cluster`` (in cli.py) is the driver."""
+``h2lab run --cluster`` (in cli/run.py) is the driver."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from h2lab.cli_common import console, err
+from h2lab.cli.common import console, err
 from h2lab.errors import SpecError
 
 cluster_app = typer.Typer(

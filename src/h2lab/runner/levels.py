@@ -1,0 +1,58 @@
+"""Experiments checked against the registries: the levels only a server or client adapter can
+judge (its name, its options, the protocols it takes, a server's configuration fragment).
+
+:mod:`h2lab.spec` parses and checks what it can alone and takes these checks as an argument
+(:data:`h2lab.spec.factors.LevelChecks`), so the definitions import no adapter; this layer,
+which knows the registries, supplies them. The command line reads experiments through here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from h2lab import clients, servers
+from h2lab.errors import SpecError
+from h2lab.spec import experiment
+from h2lab.spec.experiment import Experiment, Factors
+from h2lab.spec.factors import LevelChecks
+
+
+def check_server(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+    """A known server (its options taken) that serves every protocol of the table, and whose
+    configuration fragment passes the server's own test."""
+    served = servers.get(level, source, key)
+    unsupported = [p for p in protocols if p not in served.protocols]
+    if unsupported:
+        raise SpecError(source, key, f"{level} cannot serve protocol {unsupported[0]}")
+    served.check()  # the user's configuration fragment, with the server's own test
+
+
+def check_client(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+    """A known client (its options taken) that runs every protocol of the table; the refusal
+    carries the client's :attr:`~h2lab.clients.ClientAdapter.protocol_note`."""
+    adapter = clients.get(level, source, key)
+    unsupported = [p for p in protocols if p not in adapter.protocols]
+    if unsupported:
+        note = adapter.protocol_note
+        why = f"{level} cannot run protocol {unsupported[0]}" + (f" ({note})" if note else "")
+        raise SpecError(source, key, why)
+
+
+REGISTRY_CHECKS: LevelChecks = {"server": check_server, "client": check_client}
+"""The checks of :mod:`h2lab.spec.experiment` that need the registries, by factor name."""
+
+
+def validate_factors(source: str, raw: dict[str, Any], prefix: str = "factors") -> Factors:
+    """:func:`h2lab.spec.experiment.validate_factors` with the registries' checks."""
+    return experiment.validate_factors(source, raw, prefix, checks=REGISTRY_CHECKS)
+
+
+def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -> Experiment:
+    """:func:`h2lab.spec.experiment.parse_experiment` with the registries' checks."""
+    return experiment.parse_experiment(raw, source, quick=quick, checks=REGISTRY_CHECKS)
+
+
+def load_experiment(path: Path, *, quick: bool = False) -> Experiment:
+    """:func:`h2lab.spec.experiment.load_experiment` with the registries' checks."""
+    return experiment.load_experiment(path, quick=quick, checks=REGISTRY_CHECKS)
