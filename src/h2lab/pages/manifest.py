@@ -28,6 +28,7 @@ from h2lab.errors import SpecError
 from h2lab.pages import synthetic_spec
 from h2lab.pages.closest import closest
 from h2lab.paths import cache_root
+from h2lab.spec.factors import IMPORT_KINDS
 
 FORMAT = "h2lab-page/1"
 
@@ -57,8 +58,6 @@ headers that would make the browser leave the lab or change protocol on its own:
 ``alt-svc`` (would try HTTP/3), ``strict-transport-security`` (would turn h1c into https),
 ``content-security-policy`` (``upgrade-insecure-requests`` does the same), reporting headers."""
 
-IMPORT_KINDS = ("warc", "har", "dir")
-"""Page specs that import on the fly: ``warc:FILE``, ``har:FILE``, ``dir:FOLDER#ENTRY``."""
 
 PAGE_ID_LEN = 16
 _ID_RE = re.compile(r"^[0-9a-f]{16}$")

@@ -13,7 +13,8 @@ from pathlib import Path
 from h2lab.errors import SpecError
 from h2lab.pages import synthetic
 from h2lab.pages.importers import import_source
-from h2lab.pages.manifest import IMPORT_KINDS, Page, find_page, load_page
+from h2lab.pages.manifest import Page, find_page, load_page
+from h2lab.spec.factors import IMPORT_KINDS
 
 
 def resolve_page(spec: str, source: str = "page") -> Page:

@@ -1,5 +1,6 @@
-"""Experiments checked against the registries: the levels only a server or client adapter can
-judge (its name, its options, the protocols it takes, a server's configuration fragment).
+"""Experiments checked against the registries: the levels only the page store or a server or
+client adapter can judge (a page spec's syntax and its page, an adapter's name, its options,
+the protocols it takes, a server's configuration fragment).
 
 :mod:`h2lab.spec` parses and checks what it can alone and takes these checks as an argument
 (:data:`h2lab.spec.factors.LevelChecks`), so the definitions import no adapter; this layer,
@@ -13,6 +14,7 @@ from typing import Any
 
 from h2lab import clients, servers
 from h2lab.errors import SpecError
+from h2lab.pages.manifest import check_page_spec
 from h2lab.spec import experiment
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.factors import LevelChecks
@@ -39,7 +41,13 @@ def check_client(level: str, protocols: tuple[str, ...], source: str, key: str) 
         raise SpecError(source, key, why)
 
 
-REGISTRY_CHECKS: LevelChecks = {"server": check_server, "client": check_client}
+def check_page(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+    """A page spec that parses (a synthetic page's keys), names a file that exists (an
+    import), or a page of the store, without generating or importing anything."""
+    check_page_spec(level, source, key)
+
+
+REGISTRY_CHECKS: LevelChecks = {"page": check_page, "server": check_server, "client": check_client}
 """The checks of :mod:`h2lab.spec.experiment` that need the registries, by factor name."""
 
 

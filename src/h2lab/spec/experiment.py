@@ -18,6 +18,7 @@ from h2lab.spec.factors import (
     BY_NAME,
     COMPARABLE,
     FACTORS,
+    IMPORT_KINDS,
     NO_CHECKS,
     REQUIRED,
     Factor,
@@ -376,8 +377,6 @@ def _tables(factors: object) -> list[dict[str, Any]]:
 
 def _relative_to(folder: Path, page: object) -> object:
     """``warc:corpus/x.warc.gz`` in an experiment file means relative to that file."""
-    from h2lab.pages.manifest import IMPORT_KINDS
-
     if not isinstance(page, str):
         return page
     kind, sep, rest = page.partition(":")

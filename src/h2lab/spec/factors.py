@@ -103,12 +103,9 @@ class Factor:
 
 # ----------------------------------------------------------------------- level parsers
 
-
-def _page(value: str, source: str, key: str) -> str:
-    from h2lab.pages.manifest import check_page_spec
-
-    check_page_spec(value, source, key)
-    return value
+IMPORT_KINDS = ("warc", "har", "dir")
+"""Page specs that import on the fly: ``warc:FILE``, ``har:FILE``, ``dir:FOLDER#ENTRY`` (a path
+relative to the experiment file that names it)."""
 
 
 def _network(value: str, source: str, key: str) -> NetworkProfile:
@@ -116,8 +113,8 @@ def _network(value: str, source: str, key: str) -> NetworkProfile:
 
 
 def _as_written(value: str, source: str, key: str) -> str:
-    """A name a registry checks (with the table's protocols, by the caller's
-    :data:`LevelChecks`)."""
+    """A name a registry checks (the page store, a server's or client's registry: with the
+    table's protocols, by the caller's :data:`LevelChecks`)."""
     return value
 
 
@@ -164,7 +161,7 @@ class TrialFactors:
 
     page: str = field(
         metadata=_is(Factor(
-            "page", "page", str, "page spec: synthetic, imported or id", _page, flag="PAGE",
+            "page", "page", str, "page spec: synthetic, imported or id", _as_written, flag="PAGE",
             usage="synthetic:n=64,size=10KB,origins=1, warc:FILE, har:FILE, a page id",
         ))
     )  # fmt: skip

@@ -14,7 +14,7 @@ Where the browser runs. h2lab starts a small wrapper script that enters the clie
 emulated link; the DevTools pipe (fds 3 and 4) passes through it unchanged. The wrapper stays
 Chromium's parent and writes its exit status (how a crashed trial names the signal that killed
 it). The browser is kept between trials while the client namespace stays the same (the runner
-reuses a link only when it holds no state, see ``runner.run.link_is_stateless``) and started
+reuses a link only when it holds no state, see ``runner.trial.link_is_stateless``) and started
 again when the namespace is a new one. One browser per launch-flag set: ``h1s`` needs
 ``--disable-http2``, a browser-wide switch. The switches Playwright 1.65 used to pass are kept
 (:data:`~h2lab.clients.browser.chromium.options.PLAYWRIGHT_FLAGS`), so the browser behaves as it did
