@@ -11,7 +11,9 @@ group that runs alone goes through it too. A lane is a new mount and PID namespa
   which the integration tests check are all gone after each test;
 - lab state and owners (``/run/h2lab``, ``/run/h2lab-owners``, ``/etc/netns``), which
   ``h2lab clean`` reads: a clean in one lane never takes another lane's live lab for stale;
-- processes (``pgrep``, ``pid_alive`` on a recorded owner): a lane sees only its own.
+- processes (``pgrep``, ``pid_alive`` on a recorded owner): a lane sees only its own;
+- temporary files: ``TMPDIR`` is a folder of the lane's, removed when it ends (a test that
+  counts the browser profiles left in the temporary folder counts its lane's).
 
 What stays shared is what h2lab already shares between concurrent labs (``run --jobs``): the
 host's network namespace, with loopback ports the tests pick apart, Rattan's address locks
@@ -30,9 +32,11 @@ run): PROGRAM runs as it is, without a lane.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 INSIDE = "--inside-lane"
@@ -111,7 +115,14 @@ def main() -> int:
     if args[0] != INSIDE:
         enter(args)
     furnish()
-    code = supervise(args[1:])
+    # short: Ray's socket paths under it must fit in 107 bytes (h2lab.cluster.local)
+    tmp = tempfile.mkdtemp(prefix="lane", dir="/tmp")
+    os.chmod(tmp, 0o1777)  # as /tmp: the rootless tests' user writes there too
+    os.environ["TMPDIR"] = tmp
+    try:
+        code = supervise(args[1:])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return code if code >= 0 else 128 - code
 
 

@@ -3,7 +3,9 @@
     python tests/suite.py [--lanes N] [PYTEST ARG...]
 
 1. Side by side: every test not marked ``alone``, in N lanes (pytest-xdist workers, each in a
-   lane of its own: tests/lane.py), the slowest known first (tests/conftest.py).
+   lane of its own: tests/lane.py), a test file's tests in one lane, one after another (its
+   module fixtures start once; its fixed ports and names are never in use twice), the files
+   with the slowest known tests first (tests/conftest.py).
 2. Alone: the tests marked ``alone`` (their assertions are about time: a measured RTT, a paint
    time, a bound on a duration), one after another in one lane, with nothing beside them.
 3. The 20 slowest tests of both, with their durations, read from the two JUnit XML reports.
@@ -43,7 +45,7 @@ def side_by_side(lanes: int, report: Path, extra: list[str]) -> list[str]:
         "-m",
         "not alone",
         "--dist",
-        "loadgroup",
+        "loadfile",
         "--tx",
         f"{lanes}*popen//python={worker}",
         f"--junitxml={report}",
@@ -52,7 +54,7 @@ def side_by_side(lanes: int, report: Path, extra: list[str]) -> list[str]:
 
 
 def alone(report: Path, extra: list[str]) -> list[str]:
-    pytest = [str(PYTHON), "-m", "pytest", "-m", "alone", "-p", "no:xdist"]
+    pytest = [str(PYTHON), "-m", "pytest", "-m", "alone"]
     return [str(PYTHON), str(LANE), *pytest, f"--junitxml={report}", *extra]
 
 

@@ -25,10 +25,6 @@ from h2lab.cluster.local import IP, LocalCluster
 from tests.integration.conftest import H2LAB, h2lab_netns, lab_processes
 from tests.integration.test_interrupt import _ok_keys
 
-# One lane starts these Ray clusters, one after another: the module's own once, and
-# /tmp/ray's current cluster is one cluster's at a time.
-pytestmark = pytest.mark.xdist_group("ray")
-
 QUICK = """
 name = "cluster-quick"
 seed = 30

@@ -204,7 +204,7 @@ def test_pdt_against_h2load_per_host_5(tmp_path: Path) -> None:
     assert conns[("okhttp", "h1s")] == conns[("h2load:per_host=5", "h1s")] == {5}
 
 
-class _KillsItsServerFirst:
+class _KillsItsServerFirst(clients.ClientAdapter):
     """okhttp, except that before its first load it kills its lab's origin server (SIGKILL, by
     pid: the origin whose configuration is in the lab's state folder), as a crash."""
 

@@ -17,8 +17,6 @@ from h2lab.report import write_report
 from h2lab.report.html import SECTIONS
 from tests.integration.conftest import run_experiment
 
-pytestmark = pytest.mark.xdist_group("report")  # the module's experiment runs once, in one lane
-
 FACTORS = {
     "protocol": ["h1s", "h2s"],
     "network": ["rtt=10ms"],

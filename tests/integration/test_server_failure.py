@@ -81,7 +81,7 @@ def test_missing_server_binary_fails_its_trials_and_the_run_goes_on(tmp_path: Pa
     assert lab_processes() == []
 
 
-class _KillsTheServerFirst:
+class _KillsTheServerFirst(clients.ClientAdapter):
     """h2load, except that before its first load it kills the server (SIGKILL), as a crash."""
 
     name = "h2load"

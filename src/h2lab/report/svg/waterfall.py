@@ -32,6 +32,23 @@ MAX_ROWS = 150
 """Resources drawn per waterfall; the rest are counted in a last line."""
 
 
+def _time_grid(x: Scale, left: float, right: float, top: float, bottom: float) -> list[str]:
+    """The plot's frame and a vertical line per time tick, its label (ms) under the plot."""
+    body = [
+        f'<rect x="{num(left)}" y="{num(top)}" width="{num(right - left)}" '
+        f'height="{num(bottom - top)}" fill="#fcfcfc" stroke="#ddd"/>'
+    ]
+    for t in x.ticks():
+        px = x(t)
+        body.append(
+            f'<line x1="{num(px)}" y1="{num(top)}" x2="{num(px)}" y2="{num(bottom)}" '
+            'stroke="#eee"/>'
+            f'<text x="{num(px)}" y="{num(bottom + 14)}" text-anchor="middle">'
+            f"{esc(fmt_number(t))}</text>"
+        )
+    return body
+
+
 def waterfall(
     rows: Sequence[WaterfallRow], *, t_max_ms: float, title: str, width: float = 470
 ) -> str:
@@ -51,18 +68,7 @@ def waterfall(
     extra = 1 if len(ordered) > len(shown) else 0
     bottom = top + ROW_H * (len(shown) + extra)
     height = bottom + 44
-    body = [
-        f'<rect x="{num(left)}" y="{num(top)}" width="{num(right - left)}" '
-        f'height="{num(bottom - top)}" fill="#fcfcfc" stroke="#ddd"/>'
-    ]
-    for t in x.ticks():
-        px = x(t)
-        body.append(
-            f'<line x1="{num(px)}" y1="{num(top)}" x2="{num(px)}" y2="{num(bottom)}" '
-            'stroke="#eee"/>'
-            f'<text x="{num(px)}" y="{num(bottom + 14)}" text-anchor="middle">'
-            f"{esc(fmt_number(t))}</text>"
-        )
+    body = _time_grid(x, left, right, top, bottom)
     for i, r in enumerate(shown):
         y = top + i * ROW_H
         c = conns[r.connection]
@@ -119,18 +125,7 @@ def timeline(
     x = Scale(0, max(t_max_ms, 1.0), left, right)
     extra = 1 if len(rows) > len(shown) else 0
     bottom = top + ROW_H * (len(shown) + extra)
-    body = [
-        f'<rect x="{num(left)}" y="{num(top)}" width="{num(right - left)}" '
-        f'height="{num(bottom - top)}" fill="#fcfcfc" stroke="#ddd"/>'
-    ]
-    for t in x.ticks():
-        px = x(t)
-        body.append(
-            f'<line x1="{num(px)}" y1="{num(top)}" x2="{num(px)}" y2="{num(bottom)}" '
-            'stroke="#eee"/>'
-            f'<text x="{num(px)}" y="{num(bottom + 14)}" text-anchor="middle">'
-            f"{esc(fmt_number(t))}</text>"
-        )
+    body = _time_grid(x, left, right, top, bottom)
     for i, r in enumerate(shown):
         y = top + i * ROW_H
         c = conns[r.connection]
