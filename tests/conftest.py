@@ -1,4 +1,4 @@
-"""The suite's order: the slowest known tests first, so that lanes side by side end together.
+"""The suite's order in lanes: the slowest known tests first, so that lanes end together.
 
 tests/durations.json holds each test's duration in seconds as measured in a whole-suite run
 (``make durations`` writes it again). Tests it does not know go after those it does, in
@@ -9,6 +9,7 @@ tests.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ def known_durations(path: Path = DURATIONS) -> dict[str, float]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # one test at a time (the alone group, a file): the order costs nothing
     durations = known_durations()
     if durations:
         # sorted() is stable: tests of equal (or no) known duration keep collection order

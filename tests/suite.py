@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -30,10 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LANE = ROOT / "tests" / "lane.py"
 PYTHON = ROOT / ".venv" / "bin" / "python"
-DEFAULT_LANES = 3
+DEFAULT_LANES = 4
 """Two cores, and most integration tests wait on an emulated network, not on a CPU:
 measured on this machine kind in docs/testing.md."""
 SLOWEST = 20
+REPORTS = ROOT / ".test-reports"
+"""The two runs' JUnit XML reports, kept after the run (for CI, and for the slowest list)."""
 
 
 def side_by_side(lanes: int, report: Path, extra: list[str]) -> list[str]:
@@ -95,23 +96,25 @@ def main() -> int:
     parser.add_argument("--lanes", type=int, default=int(os.environ.get("LANES") or DEFAULT_LANES))
     args, extra = parser.parse_known_args()
     codes = []
-    with tempfile.TemporaryDirectory(prefix="h2lab-suite-") as tmp:
-        reports = [Path(tmp) / "side-by-side.xml", Path(tmp) / "alone.xml"]
-        for title, argv in (
-            (f"side by side, {args.lanes} lanes", side_by_side(args.lanes, reports[0], extra)),
-            ("alone", alone(reports[1], extra)),
-        ):
-            print(f"\n=== {title} ===", flush=True)
-            t0 = time.monotonic()
-            code = subprocess.run(argv, cwd=ROOT).returncode
-            print(f"=== {title}: exit {code} in {time.monotonic() - t0:.0f} s ===", flush=True)
-            codes.append(0 if code == 5 else code)  # 5: nothing selected (e.g. -k)
-        if args.durations_out:
-            measured = {t: round(s, 2) for t, s in sorted(durations(reports).items())}
-            args.durations_out.write_text(json.dumps(measured, indent=0) + "\n")
-        print(f"\n=== the {SLOWEST} slowest tests ===")
-        for seconds, name in slowest(reports):
-            print(f"{seconds:8.1f} s  {name}")
+    REPORTS.mkdir(exist_ok=True)
+    reports = [REPORTS / "side-by-side.xml", REPORTS / "alone.xml"]
+    for report in reports:
+        report.unlink(missing_ok=True)
+    for title, argv in (
+        (f"side by side, {args.lanes} lanes", side_by_side(args.lanes, reports[0], extra)),
+        ("alone", alone(reports[1], extra)),
+    ):
+        print(f"\n=== {title} ===", flush=True)
+        t0 = time.monotonic()
+        code = subprocess.run(argv, cwd=ROOT).returncode
+        print(f"=== {title}: exit {code} in {time.monotonic() - t0:.0f} s ===", flush=True)
+        codes.append(0 if code == 5 else code)  # 5: nothing selected (e.g. -k)
+    if args.durations_out:
+        measured = {t: round(s, 2) for t, s in sorted(durations(reports).items())}
+        args.durations_out.write_text(json.dumps(measured, indent=0) + "\n")
+    print(f"\n=== the {SLOWEST} slowest tests ===")
+    for seconds, name in slowest(reports):
+        print(f"{seconds:8.1f} s  {name}")
     return next((c for c in codes if c), 0)
 
 

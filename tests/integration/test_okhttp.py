@@ -326,7 +326,6 @@ def _run_plan(tmp_path: Path, ca: LocalCA, port: int, n: int, timeout_ms: int) -
     return result
 
 
-@pytest.mark.alone
 def test_trusts_only_the_lab_ca_verifies_names_and_bounds_the_load(tmp_path: Path) -> None:
     """The program alone, on loopback: a certificate of another CA and one for another name
     are refused; a server that never answers is reported after the plan's bound, every call

@@ -11,6 +11,7 @@ machine). Rattan is linked into a folder of that user's: root's cache is private
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import pwd
@@ -30,6 +31,7 @@ from h2lab.artifacts import CAPTURE_KEYLOG, CAPTURE_LOG, CAPTURE_PCAP
 from h2lab.net import netns
 from h2lab.net.capture import dumpcap_counts, whole_records_bytes
 from h2lab.net.rattan import rattan_binary
+from h2lab.net.rmem import RMEM_LOCK
 from h2lab.servers.origin import ensure_built as origin_binary
 from tests.integration.conftest import ROOT
 from tests.integration.test_capture import client_headers_frames
@@ -153,7 +155,11 @@ def _host_state(uid: int) -> dict[str, list[str]]:
     processes and the host's net sysctls h2lab sets in its namespaces."""
     keys = ["net.core.rmem_default", "net.ipv4.tcp_allowed_congestion_control"]
     keys += ["net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"]
-    sysctls = subprocess.run(["sysctl", *keys], capture_output=True, text=True).stdout
+    # under the lock a lab holds while rmem_default is raised (net/rmem.py): the host's own
+    # value, not another lane's lab's for the moment its Rattan opens its sockets
+    with RMEM_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        sysctls = subprocess.run(["sysctl", *keys], capture_output=True, text=True).stdout
     procs = subprocess.run(["ps", "-u", str(uid), "-o", "pid=,args="], capture_output=True,
                            text=True).stdout  # fmt: skip
     return {

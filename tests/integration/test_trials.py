@@ -5,8 +5,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from h2lab.pages import resolve_page
 from tests.har_schema import assert_valid_har_file
 from tests.integration.conftest import run_experiment
@@ -14,7 +12,6 @@ from tests.integration.conftest import run_experiment
 DEMO_PAGE = "synthetic:n=32,size=10KB,origins=2"
 
 
-@pytest.mark.alone
 def test_all_protocols_run_and_land_in_store(tmp_path: Path) -> None:
     records = run_experiment(
         tmp_path,
