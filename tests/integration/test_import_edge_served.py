@@ -1,4 +1,4 @@
-"""Issue #31: the capture of every edge case (tests/unit/test_pages_import_edge.py: revisits,
+"""Issue #31: the capture of every edge case (tests/unit/test_pages_import_edge_all.py: revisits,
 304s, a redirect chain, malformed header lines, an IP-literal beacon, a bogus Content-Encoding)
 imported and served by the lab's servers: each stored response is answered with its status,
 Location and body, the beacon at its own address, and what was skipped gets 404."""
@@ -16,7 +16,8 @@ from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
-from tests.unit.test_pages_import_edge import everything, write
+from tests.unit.test_pages_import_edge import write
+from tests.unit.test_pages_import_edge_all import everything
 
 SKIPPED = ("https://www.b.test/gone.js", "https://www.b.test/style.css")
 """a revisit of a response not in the file, a 304 with no body to serve"""

@@ -67,7 +67,6 @@ def _net_check(profile: str, *extra: str) -> tuple[int, list[dict[str, object]]]
     return done.returncode, json.loads(done.stdout)
 
 
-@pytest.mark.alone
 def test_net_check_json_rows_pass_for_a_static_profile() -> None:
     profile = "rtt=40ms,down=10Mbps,up=2Mbps,loss=1%"
     rc, rows = _net_check(profile, "--quick")
@@ -98,7 +97,6 @@ def test_net_check_json_rows_pass_for_a_static_profile() -> None:
             assert r["pass"] is not False, r
 
 
-@pytest.mark.alone
 def test_codel_keeps_the_queue_short_where_droptail_fills_it() -> None:
     _, droptail = _net_check("rtt=20ms,rate=10Mbps,queue=200", "--quick")
     _, codel = _net_check("rtt=20ms,rate=10Mbps,queue=200,aqm=codel", "--quick")
@@ -109,7 +107,6 @@ def test_codel_keeps_the_queue_short_where_droptail_fills_it() -> None:
     assert q_codel < 25 < q_tail
 
 
-@pytest.mark.alone
 def test_mahimahi_trace_sets_the_rate(tmp_path: Path) -> None:
     trace = tmp_path / "12mbps.trace"  # one 1500-byte packet per ms = 12 Mbit/s
     trace.write_text("".join(f"{ms}\n" for ms in range(1, 1001)))

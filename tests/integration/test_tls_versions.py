@@ -21,8 +21,6 @@ from h2lab.spec.network import parse_network
 from h2lab.spec.protocols import H2S
 from h2lab.spec.tcp import TcpSettings
 
-pytestmark = pytest.mark.alone  # connect times between n and n + 1 round trips
-
 SERVERS = ["nginx", "h2o", "apache", "origin", "haproxy:backend=origin,buffer=1MB"]
 VERSIONS = ("1.2", "1.3")
 RTT_MS = 20.0
