@@ -67,6 +67,7 @@ def _net_check(profile: str, *extra: str) -> tuple[int, list[dict[str, object]]]
     return done.returncode, json.loads(done.stdout)
 
 
+@pytest.mark.alone
 def test_net_check_json_rows_pass_for_a_static_profile() -> None:
     profile = "rtt=40ms,down=10Mbps,up=2Mbps,loss=1%"
     rc, rows = _net_check(profile, "--quick")

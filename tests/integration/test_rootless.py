@@ -190,6 +190,7 @@ def _user_processes(uid: int) -> list[str]:
     return out.splitlines()
 
 
+@pytest.mark.alone
 def test_net_check_as_an_ordinary_user_passes_every_row_and_leaves_nothing(
     home: UserHome,
 ) -> None:
