@@ -19,11 +19,11 @@ lint: setup
 	cd origin && GOTOOLCHAIN=local $(GO) vet -tags http2legacy ./... \
 	  && GOTOOLCHAIN=local $(GO) test -count=1 -tags http2legacy ./...
 
-# The whole suite: lanes side by side, then the tests marked `alone`, then the 20 slowest
-# (tests/suite.py; docs/testing.md). LANES=1 runs it one test at a time.
+# The whole suite: lint beside the lanes side by side, then the tests marked `alone`, then the
+# 20 slowest (tests/suite.py; docs/testing.md). LANES=1 runs it one test at a time.
 export LANES
-test: setup lint
-	$(VENV)/python tests/suite.py
+test: setup
+	$(VENV)/python tests/suite.py --lint "$(MAKE) --no-print-directory lint"
 
 # The quick tier: lint and the unit tests, side by side (a couple of minutes).
 quick: setup lint

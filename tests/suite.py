@@ -10,6 +10,8 @@
    time, a bound on a duration), one after another in one lane, with nothing beside them.
 3. The 20 slowest tests of both, with their durations, read from the two JUnit XML reports.
 
+``--lint CMD`` runs the lint command CMD (``make test``: ``make lint``) beside the side-by-side
+run, its output shown after it (lint is a few seconds of CPU; the lanes mostly wait).
 ``--durations-out FILE`` also writes every test's duration there (tests/durations.json, which
 orders the next run). Both groups always run; the exit status is the first failing group's,
 else 0. Extra arguments go to both pytest runs (``-x``, ``-k NAME``, a path).
@@ -90,9 +92,19 @@ def slowest(reports: list[Path], n: int = SLOWEST) -> list[tuple[float, str]]:
     return sorted(((s, t) for t, s in durations(reports).items()), reverse=True)[:n]
 
 
+def finish_lint(lint: subprocess.Popen[bytes]) -> int:
+    """Wait for the lint command, show what it printed; its exit status."""
+    out, _ = lint.communicate()
+    print("\n=== lint ===", flush=True)
+    sys.stdout.write(out.decode(errors="replace"))
+    print(f"=== lint: exit {lint.returncode} ===", flush=True)
+    return lint.returncode
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--durations-out", type=Path)
+    parser.add_argument("--lint", help="a command run beside the side-by-side run")
     parser.add_argument("--lanes", type=int, default=int(os.environ.get("LANES") or DEFAULT_LANES))
     args, extra = parser.parse_known_args()
     codes = []
@@ -100,6 +112,11 @@ def main() -> int:
     reports = [REPORTS / "side-by-side.xml", REPORTS / "alone.xml"]
     for report in reports:
         report.unlink(missing_ok=True)
+    lint = None
+    if args.lint:
+        lint = subprocess.Popen(
+            args.lint, shell=True, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
     for title, argv in (
         (f"side by side, {args.lanes} lanes", side_by_side(args.lanes, reports[0], extra)),
         ("alone", alone(reports[1], extra)),
@@ -109,6 +126,9 @@ def main() -> int:
         code = subprocess.run(argv, cwd=ROOT).returncode
         print(f"=== {title}: exit {code} in {time.monotonic() - t0:.0f} s ===", flush=True)
         codes.append(0 if code == 5 else code)  # 5: nothing selected (e.g. -k)
+        if lint is not None:
+            codes.insert(0, finish_lint(lint))
+            lint = None
     if args.durations_out:
         measured = {t: round(s, 2) for t, s in sorted(durations(reports).items())}
         args.durations_out.write_text(json.dumps(measured, indent=0) + "\n")
