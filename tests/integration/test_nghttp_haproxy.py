@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from h2lab.clients import LoadContext, LoadResult
 from h2lab.clients import get as get_client
 from h2lab.net.lab import Lab
@@ -83,6 +85,7 @@ def _late_css_page(root: Path) -> Page:
         return w.commit(f"https://{HOST}/index.html")
 
 
+@pytest.mark.alone
 def test_haproxy_buffer_holds_back_a_late_high_priority_stylesheet(tmp_path: Path) -> None:
     page = _late_css_page(tmp_path / "pages")
     profile = parse_network("rtt=40ms,rate=10Mbps")

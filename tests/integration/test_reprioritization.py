@@ -20,6 +20,9 @@ import pytest
 
 from h2lab.reprio import study as reprio
 
+# bounds on when the stylesheet ends: 2.1 s against 1.5 s with lanes beside it
+pytestmark = pytest.mark.alone
+
 FIRST_WITHIN_MS = {
     "h2o": 1500.0,
     "nginx": 1500.0,
@@ -59,7 +62,6 @@ def test_late_stylesheet_ends_after_every_image(server: str, tmp_path: Path) -> 
     assert o.high_ms > 3000
 
 
-@pytest.mark.alone
 def test_haproxy_buffer_adds_its_megabyte_to_h2o(tmp_path: Path) -> None:
     alone = _one("h2o", tmp_path / "alone")
     behind = _one("haproxy:backend=h2o,buffer=1MB", tmp_path / "behind")
@@ -67,7 +69,6 @@ def test_haproxy_buffer_adds_its_megabyte_to_h2o(tmp_path: Path) -> None:
     assert behind.high_ms > alone.high_ms + 800  # 1 MB at 10 Mbit/s
 
 
-@pytest.mark.alone
 def test_h2o_latency_optimization_from_a_conf_fragment_sends_it_sooner(tmp_path: Path) -> None:
     """``h2o:conf=`` (docs/servers.md): H2O's own TCP_NOTSENT_LOWAT-like setting, off by
     default, keeps less in the send buffer (default: 367-774 ms, 0.41-0.90 MB ahead)."""
