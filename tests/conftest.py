@@ -1,4 +1,4 @@
-"""The suite's order in lanes: the slowest known tests first, so that lanes end together.
+"""The suite's order in lanes: the slowest known files first, so that lanes end together.
 
 tests/durations.json holds each test's duration in seconds as measured in a whole-suite run
 (``make durations`` writes it again). Tests it does not know go after those it does, in
@@ -33,5 +33,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return  # one test at a time (the alone group, a file): the order costs nothing
     durations = known_durations()
     if durations:
-        # sorted() is stable: tests of equal (or no) known duration keep collection order
-        items.sort(key=lambda item: -durations.get(item.nodeid, 0.0))
+        # A lane takes a whole file (--dist loadfile): the files with the most known seconds
+        # first (longest processing time first), each file's tests in their own order.
+        # sorted() is stable: files of equal (or no) known duration keep collection order.
+        per_file: dict[str, float] = {}
+        for item in items:
+            path = item.nodeid.split("::", 1)[0]
+            per_file[path] = per_file.get(path, 0.0) + durations.get(item.nodeid, 0.0)
+        items.sort(key=lambda item: -per_file[item.nodeid.split("::", 1)[0]])

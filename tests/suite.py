@@ -5,7 +5,7 @@
 1. Side by side: every test not marked ``alone``, in N lanes (pytest-xdist workers, each in a
    lane of its own: tests/lane.py), a test file's tests in one lane, one after another (its
    module fixtures start once; its fixed ports and names are never in use twice), the files
-   with the slowest known tests first (tests/conftest.py).
+   with the most known seconds first (tests/conftest.py).
 2. Alone: the tests marked ``alone`` (their assertions are about time: a measured RTT, a paint
    time, a bound on a duration), one after another in one lane, with nothing beside them.
 3. The 20 slowest tests of both, with their durations, read from the two JUnit XML reports.
