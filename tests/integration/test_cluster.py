@@ -81,6 +81,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield c
 
 
+@pytest.mark.alone  # medians of two runs made minutes apart: 749 ms / 599 ms beside lanes
 def test_a_cluster_run_stores_what_a_local_run_stores(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
