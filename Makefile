@@ -19,8 +19,9 @@ lint: setup
 	cd origin && GOTOOLCHAIN=local $(GO) vet -tags http2legacy ./... \
 	  && GOTOOLCHAIN=local $(GO) test -count=1 -tags http2legacy ./...
 
-# The whole suite: lint beside the lanes side by side, then the tests marked `alone`, then the
-# 20 slowest (tests/suite.py; docs/testing.md). LANES=1 runs it one test at a time.
+# The whole suite: the integration tests in lanes side by side, then the tests marked `alone`
+# with the unit tests and lint beside them at the idle scheduling class, then the 20 slowest
+# (tests/suite.py; docs/testing.md). LANES=1 runs the side-by-side part one test at a time.
 export LANES
 test: setup
 	$(VENV)/python tests/suite.py --lint "$(MAKE) --no-print-directory lint"

@@ -1,25 +1,28 @@
 """The whole suite, as ``make test`` runs it: side by side, then alone, then the slowest.
 
-    python tests/suite.py [--lanes N] [PYTEST ARG...]
+    python tests/suite.py [--lanes N] [--lint CMD] [PYTEST ARG...]
 
-1. Side by side: every test not marked ``alone``, in N lanes (pytest-xdist workers, each in a
-   lane of its own: tests/lane.py), a test file's tests in one lane, one after another (its
-   module fixtures start once; its fixed ports and names are never in use twice), the files
-   with the most known seconds first (tests/conftest.py).
+1. Side by side: every integration test not marked ``alone``, in N lanes (pytest-xdist
+   workers, each in a lane of its own: tests/lane.py), a test file's tests in one lane, one
+   after another (its module fixtures start once; its fixed ports and names are never in use
+   twice), the files with the most known seconds first (tests/conftest.py).
 2. Alone: the tests marked ``alone`` (their assertions are about time: a measured RTT, a paint
-   time, a bound on a duration), one after another in one lane, with nothing beside them.
-3. Again, alone: a test that failed side by side (at most ``AGAIN_AT_MOST`` of them) runs
-   once more, alone, as every test ran before the lanes. A timing bound that holds on a free
-   core may not hold beside three busy lanes; a broken test fails twice. The run names every
-   test that needed this, so that a test that keeps needing it is marked ``alone``.
+   time, a bound on a duration), one after another in one lane. Beside them, at the idle
+   scheduling class (``SCHED_IDLE``: a core they leave free, never one they want), the unit
+   tests in a lane of their own and the lint command (``--lint CMD``; ``make test``: ``make
+   lint``): the alone tests use about one of the two cores, and the side-by-side run uses both,
+   so work that waits for nothing goes where a core is idle. Their output comes after.
+3. Again, alone: a test that failed side by side or beside (at most ``AGAIN_AT_MOST`` of them)
+   runs once more, alone, as every test ran before the lanes. A timing bound that holds on a
+   free core may not hold beside three busy lanes; a broken test fails twice. The run names
+   every test that needed this, so that a test that keeps needing it is marked ``alone``.
 4. The 20 slowest tests, with their durations, read from the runs' JUnit XML reports.
 
-``--lint CMD`` runs the lint command CMD (``make test``: ``make lint``) beside the side-by-side
-run, its output shown after it (lint is a few seconds of CPU; the lanes mostly wait).
 ``--durations-out FILE`` also writes every test's duration there (tests/durations.json, which
-orders the next run). Both groups always run; the exit status is the first failing group's
-(the side-by-side run counts as passed when every test that failed there passed again alone),
-else 0. Extra arguments go to both pytest runs (``-x``, ``-k NAME``, a path).
+orders the next run). Every group always runs; the exit status is the first failing group's
+(a group counts as passed when every test that failed there passed again alone), else 0.
+Extra arguments go to every pytest run (``-x``, ``-k NAME``, a path: a path under tests/unit
+goes to the unit run only, any other to the side-by-side and alone runs).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -36,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LANE = ROOT / "tests" / "lane.py"
 PYTHON = ROOT / ".venv" / "bin" / "python"
+UNIT = ROOT / "tests" / "unit"
 DEFAULT_LANES = 4
 """Two cores, and most integration tests wait on an emulated network, not on a CPU:
 measured on this machine kind in docs/testing.md."""
@@ -44,36 +50,56 @@ AGAIN_AT_MOST = 8
 """More failures side by side than this is not a busy machine but a broken tree: no rerun."""
 PYTEST_TESTS_FAILED = 1
 PYTEST_NO_TESTS = 5
+IDLE = ["chrt", "--idle", "0"]
+"""Linux's idle scheduling class: runs only on a core nothing else wants, and gives it up at
+once when something else does."""
 REPORTS = ROOT / ".test-reports"
-"""The two runs' JUnit XML reports, kept after the run (for CI, and for the slowest list)."""
+"""The runs' JUnit XML reports, kept after the run (for CI, and for the slowest list)."""
 
 
-def side_by_side(lanes: int, report: Path, extra: list[str]) -> list[str]:
+def under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def split_paths(extra: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """``extra`` -> (options, paths for the integration runs, paths for the unit run). No path
+    given: the whole suite (``tests`` without its unit folder, and the unit folder)."""
+    is_path = [(ROOT / a.split("::")[0]).exists() for a in extra]
+    options = [a for a, p in zip(extra, is_path, strict=True) if not p]
+    paths = [a for a, p in zip(extra, is_path, strict=True) if p] or ["tests"]
+    unit, rest = [], []
+    for a in paths:
+        full = (ROOT / a.split("::")[0]).resolve()
+        if under(full, UNIT):
+            unit.append(a)
+        else:
+            rest.append(a)
+            if under(UNIT, full):  # a folder holding the unit tests
+                unit.append(str(UNIT.relative_to(ROOT)))
+    return options, rest, unit
+
+
+def pytest(marker: str, report: Path, args: list[str]) -> list[str]:
+    return [str(PYTHON), "-m", "pytest", "-m", marker, f"--junitxml={report}", *args]
+
+
+def side_by_side(lanes: int, report: Path, args: list[str]) -> list[str]:
     worker = f"{PYTHON} {LANE} {PYTHON}"
-    return [
-        str(PYTHON),
-        "-m",
-        "pytest",
-        "-m",
-        "not alone",
-        "--dist",
-        "loadfile",
-        "--tx",
-        f"{lanes}*popen//python={worker}",
-        f"--junitxml={report}",
-        *extra,
-    ]
+    xdist = ["--dist", "loadfile", "--tx", f"{lanes}*popen//python={worker}"]
+    return pytest("not alone", report, [*xdist, f"--ignore={UNIT}", *args])
 
 
-def alone(report: Path, extra: list[str], marker: str = "alone") -> list[str]:
-    pytest = [str(PYTHON), "-m", "pytest", "-m", marker]
-    return [str(PYTHON), str(LANE), *pytest, f"--junitxml={report}", *extra]
+def alone(report: Path, args: list[str], marker: str = "alone") -> list[str]:
+    return [str(PYTHON), str(LANE), *pytest(marker, report, args)]
 
 
-def again(report: Path, failed: list[str], extra: list[str]) -> list[str]:
-    """The tests ``failed`` side by side, alone (``extra`` without its paths: the ids select)."""
-    paths = [a for a in extra if (ROOT / a.split("::")[0]).exists()]
-    options = [a for a in extra if a not in paths]
+def unit_beside(report: Path, args: list[str]) -> list[str]:
+    """The unit tests in a lane, at the idle scheduling class."""
+    return [*IDLE, *alone(report, ["-q", *args], marker="not alone")]
+
+
+def again(report: Path, failed: list[str], options: list[str]) -> list[str]:
+    """The tests ``failed`` side by side, alone (selected by their ids)."""
     return alone(report, [*options, *failed], marker="not alone")
 
 
@@ -119,15 +145,6 @@ def slowest(reports: list[Path], n: int = SLOWEST) -> list[tuple[float, str]]:
     return sorted(((s, t) for t, s in durations(reports).items()), reverse=True)[:n]
 
 
-def finish_lint(lint: subprocess.Popen[bytes]) -> int:
-    """Wait for the lint command, show what it printed; its exit status."""
-    out, _ = lint.communicate()
-    print("\n=== lint ===", flush=True)
-    sys.stdout.write(out.decode(errors="replace"))
-    print(f"=== lint: exit {lint.returncode} ===", flush=True)
-    return lint.returncode
-
-
 def run(title: str, argv: list[str]) -> int:
     """Run one pytest phase, framed by its title and its exit status and seconds."""
     print(f"\n=== {title} ===", flush=True)
@@ -137,47 +154,80 @@ def run(title: str, argv: list[str]) -> int:
     return 0 if code == PYTEST_NO_TESTS else code  # nothing selected (e.g. -k)
 
 
-def run_again(code: int, side: Path, report: Path, extra: list[str]) -> int:
-    """The side-by-side run's status once its failures (if few) have run again alone."""
-    failures = failed(side) if code == PYTEST_TESTS_FAILED else []
+class Beside:
+    """A command run in the background, its output kept in a file and shown, with its own
+    seconds, when it is waited for."""
+
+    def __init__(self, title: str, argv: list[str]) -> None:
+        self.title = title
+        self.out = tempfile.TemporaryFile()  # noqa: SIM115 (closed by wait)
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=self.out, stderr=subprocess.STDOUT)
+        self.ended: tuple[int, float] | None = None
+
+        def watch() -> None:
+            self.ended = (proc.wait(), time.monotonic() - t0)
+
+        self.watcher = threading.Thread(target=watch, daemon=True)
+        self.watcher.start()
+
+    def wait(self) -> int:
+        self.watcher.join()
+        assert self.ended is not None
+        code, seconds = self.ended
+        self.out.seek(0)
+        print(f"\n=== {self.title} (beside the alone run) ===", flush=True)
+        sys.stdout.write(self.out.read().decode(errors="replace"))
+        print(f"=== {self.title}: exit {code} in {seconds:.0f} s ===", flush=True)
+        self.out.close()
+        return 0 if code == PYTEST_NO_TESTS else code
+
+
+def run_again(codes: dict[Path, int], report: Path, options: list[str]) -> dict[Path, int]:
+    """Each group's status once its failures (if few in all) have run again alone."""
+    retry = {r for r, code in codes.items() if code == PYTEST_TESTS_FAILED}
+    failures = [t for r in sorted(retry) for t in failed(r)]
     if not failures or len(failures) > AGAIN_AT_MOST:
-        return code
+        return codes
     title = f"again, alone: {len(failures)} failed side by side"
-    again_code = run(title, again(report, failures, extra))
+    again_code = run(title, again(report, failures, options))
     passed = list(dict.fromkeys(test_id(c) for c in cases([report]) if not bad(c)))
     print(f"\n=== {len(passed)} of {len(failures)} failed beside other lanes, passed alone ===")
     for name in passed:
         print(f"  {name}")
-    return again_code
+    return {r: (again_code if r in retry else code) for r, code in codes.items()}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--durations-out", type=Path)
-    parser.add_argument("--lint", help="a command run beside the side-by-side run")
+    parser.add_argument("--lint", help="a command run beside the alone run")
     parser.add_argument("--lanes", type=int, default=int(os.environ.get("LANES") or DEFAULT_LANES))
     args, extra = parser.parse_known_args()
+    options, paths, unit_paths = split_paths(extra)
     REPORTS.mkdir(exist_ok=True)
-    side, lone, repeat = (REPORTS / f"{n}.xml" for n in ("side-by-side", "alone", "again"))
-    reports = [side, lone, repeat]
+    names = ("side-by-side", "alone", "unit", "again")
+    side, lone, unit, repeat = (REPORTS / f"{n}.xml" for n in names)
+    reports = [side, unit, lone, repeat]
     for report in reports:
         report.unlink(missing_ok=True)
-    lint = None
-    if args.lint:
-        lint = subprocess.Popen(
-            args.lint, shell=True, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-    side_code = run(f"side by side, {args.lanes} lanes", side_by_side(args.lanes, side, extra))
-    lint_code = finish_lint(lint) if lint is not None else 0
-    alone_code = run("alone", alone(lone, extra))
-    side_code = run_again(side_code, side, repeat, extra)
+    codes = {side: 0, unit: 0}
+    if paths:
+        title = f"side by side, {args.lanes} lanes"
+        codes[side] = run(title, side_by_side(args.lanes, side, [*options, *paths]))
+    units = Beside("unit tests", unit_beside(unit, [*options, *unit_paths])) if unit_paths else None
+    lint = Beside("lint", [*IDLE, "sh", "-c", args.lint]) if args.lint else None
+    alone_code = run("alone", alone(lone, [*options, *paths])) if paths else 0
+    codes[unit] = units.wait() if units else 0
+    lint_code = lint.wait() if lint else 0
+    codes = run_again(codes, repeat, options)
     if args.durations_out:
         measured = {t: round(s, 2) for t, s in sorted(durations(reports).items())}
         args.durations_out.write_text(json.dumps(measured, indent=0) + "\n")
     print(f"\n=== the {SLOWEST} slowest tests ===")
     for seconds, name in slowest(reports):
         print(f"{seconds:8.1f} s  {name}")
-    return next((c for c in (lint_code, side_code, alone_code) if c), 0)
+    return next((c for c in (lint_code, codes[side], codes[unit], alone_code) if c), 0)
 
 
 if __name__ == "__main__":

@@ -32,13 +32,31 @@ def test_failures_and_errors_are_named_as_pytest_names_them_once(tmp_path: Path)
     assert suite.failed(tmp_path / "absent.xml") == []
 
 
-def test_again_selects_by_id_keeps_options_and_drops_paths(tmp_path: Path) -> None:
+def test_again_selects_by_id_with_the_options() -> None:
     ids = ["tests/unit/test_suite_runner.py::test_bound[x]"]
-    argv = suite.again(tmp_path / "again.xml", ids, ["-x", "-k", "bound", "tests/unit"])
+    argv = suite.again(Path("again.xml"), ids, ["-x", "-k", "bound"])
     assert argv[:2] == [str(suite.PYTHON), str(suite.LANE)]
     assert argv[argv.index("pytest") + 1 : argv.index("pytest") + 3] == ["-m", "not alone"]
     assert argv[-4:] == ["-x", "-k", "bound", *ids]
-    assert "tests/unit" not in argv
+
+
+def test_paths_go_to_the_unit_run_or_the_integration_runs() -> None:
+    assert suite.split_paths([]) == ([], ["tests"], ["tests/unit"])
+    assert suite.split_paths(["-x", "-k", "net", "tests/integration/test_net.py"]) == (
+        ["-x", "-k", "net"],
+        ["tests/integration/test_net.py"],
+        [],
+    )
+    unit = "tests/unit/test_suite_runner.py::test_ok"
+    assert suite.split_paths([unit, "tests/integration"]) == ([], ["tests/integration"], [unit])
+    assert suite.split_paths(["tests/unit"]) == ([], [], ["tests/unit"])
+
+
+def test_the_unit_run_and_lint_leave_the_alone_run_its_cores() -> None:
+    argv = suite.unit_beside(Path("unit.xml"), ["tests/unit"])
+    assert argv[:3] == ["chrt", "--idle", "0"] and str(suite.LANE) in argv
+    side = suite.side_by_side(4, Path("side.xml"), ["tests"])
+    assert f"--ignore={suite.UNIT}" in side
 
 
 def test_a_broken_tree_is_not_run_again(tmp_path: Path) -> None:
@@ -48,6 +66,8 @@ def test_a_broken_tree_is_not_run_again(tmp_path: Path) -> None:
         for i in range(suite.AGAIN_AT_MOST + 1)
     )
     report.write_text(f"<testsuites><testsuite>{many}</testsuite></testsuites>")
-    assert suite.run_again(1, report, tmp_path / "again.xml", []) == 1
+    codes = {report: 1, tmp_path / "unit.xml": 0}
+    assert suite.run_again(codes, tmp_path / "again.xml", []) == codes
     assert not (tmp_path / "again.xml").exists()
-    assert suite.run_again(2, report, tmp_path / "again.xml", []) == 2  # interrupted: as it was
+    interrupted = {report: 2}
+    assert suite.run_again(interrupted, tmp_path / "again.xml", []) == interrupted
