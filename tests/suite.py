@@ -2,27 +2,29 @@
 
     python tests/suite.py [--lanes N] [--lint CMD] [PYTEST ARG...]
 
-1. Side by side: every integration test not marked ``alone``, in N lanes (pytest-xdist
+1. Side by side: the integration tests not marked ``alone``, in N lanes (pytest-xdist
    workers, each in a lane of its own: tests/lane.py), a test file's tests in one lane, one
    after another (its module fixtures start once; its fixed ports and names are never in use
-   twice), the files with the most known seconds first (tests/conftest.py).
+   twice), the files with the most known seconds first (tests/conftest.py). This run keeps
+   both cores busy.
 2. Alone: the tests marked ``alone`` (their assertions are about time: a measured RTT, a paint
-   time, a bound on a duration), one after another in one lane. Beside them, at the idle
-   scheduling class (``SCHED_IDLE``: a core they leave free, never one they want), the unit
-   tests in a lane of their own and the lint command (``--lint CMD``; ``make test``: ``make
-   lint``): the alone tests use about one of the two cores, and the side-by-side run uses both,
-   so work that waits for nothing goes where a core is idle. Their output comes after.
-3. Again, alone: a test that failed side by side or beside (at most ``AGAIN_AT_MOST`` of them)
-   runs once more, alone, as every test ran before the lanes. A timing bound that holds on a
-   free core may not hold beside three busy lanes; a broken test fails twice. The run names
-   every test that needed this, so that a test that keeps needing it is marked ``alone``.
+   time, a bound on a duration), one after another in one lane. They mostly wait on an
+   emulated network and leave most of the machine idle, so beside them, at the idle
+   scheduling class (``SCHED_IDLE``: a core they leave free, never one they want), run the
+   :data:`IDLE_FILES` in :data:`IDLE_LANES` lanes, the unit tests in a lane, and the lint
+   command (``--lint CMD``; ``make test``: ``make lint``). Their output comes after.
+3. Again, alone: a test that failed in its first run (at most ``AGAIN_AT_MOST`` in all) runs
+   once more, with nothing beside it, as every test ran before the lanes. A timing bound that
+   holds on a free core may not hold beside three busy lanes; a broken test fails twice. The
+   run names every test that needed this, so that one that keeps needing it is marked
+   ``alone``.
 4. The 20 slowest tests, with their durations, read from the runs' JUnit XML reports.
 
 ``--durations-out FILE`` also writes every test's duration there (tests/durations.json, which
 orders the next run). Every group always runs; the exit status is the first failing group's
 (a group counts as passed when every test that failed there passed again alone), else 0.
-Extra arguments go to every pytest run (``-x``, ``-k NAME``, a path: a path under tests/unit
-goes to the unit run only, any other to the side-by-side and alone runs).
+Extra arguments go to every pytest run (``-x``, ``-k NAME``, a path or test id: each run takes
+the paths that are its own).
 """
 
 from __future__ import annotations
@@ -36,12 +38,23 @@ import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LANE = ROOT / "tests" / "lane.py"
 PYTHON = ROOT / ".venv" / "bin" / "python"
 UNIT = ROOT / "tests" / "unit"
+IDLE_FILES = tuple(
+    ROOT / "tests" / "integration" / f"test_{name}.py"
+    for name in ("seed_experiments", "interrupt", "cli")
+)
+"""Integration files that run beside the alone group at the idle scheduling class, in
+``IDLE_LANES`` lanes, instead of side by side: long (the seed experiments' quick runs, killed
+runs, the demo: 464 s of lane time side by side), and their assertions are about what is
+stored and printed, not about time. The alone group leaves about 1.8 cores idle for most of
+its 5 minutes (vmstat, docs/testing.md)."""
+IDLE_LANES = 2
 DEFAULT_LANES = 4
 """Two cores, and most integration tests wait on an emulated network, not on a CPU:
 measured on this machine kind in docs/testing.md."""
@@ -61,36 +74,60 @@ def under(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def split_paths(extra: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """``extra`` -> (options, paths for the integration runs, paths for the unit run). No path
-    given: the whole suite (``tests`` without its unit folder, and the unit folder)."""
+@dataclass
+class Selection:
+    """Which paths each run takes: ``make test`` gives none, meaning the whole suite."""
+
+    options: list[str] = field(default_factory=list)
+    lanes: list[str] = field(default_factory=list)
+    """side by side (without the unit folder and the idle files)"""
+    idle: list[str] = field(default_factory=list)
+    unit: list[str] = field(default_factory=list)
+    alone: list[str] = field(default_factory=list)
+
+
+def split_paths(extra: list[str]) -> Selection:
+    """``extra`` (pytest options and paths or test ids) -> what each run selects."""
     is_path = [(ROOT / a.split("::")[0]).exists() for a in extra]
-    options = [a for a, p in zip(extra, is_path, strict=True) if not p]
-    paths = [a for a, p in zip(extra, is_path, strict=True) if p] or ["tests"]
-    unit, rest = [], []
-    for a in paths:
+    chosen = Selection(options=[a for a, p in zip(extra, is_path, strict=True) if not p])
+    for a in [a for a, p in zip(extra, is_path, strict=True) if p] or ["tests"]:
         full = (ROOT / a.split("::")[0]).resolve()
         if under(full, UNIT):
-            unit.append(a)
-        else:
-            rest.append(a)
-            if under(UNIT, full):  # a folder holding the unit tests
-                unit.append(str(UNIT.relative_to(ROOT)))
-    return options, rest, unit
+            chosen.unit.append(a)
+            continue
+        chosen.alone.append(a)
+        if any(under(full, f) for f in IDLE_FILES):
+            chosen.idle.append(a)
+            continue
+        chosen.lanes.append(a)
+        chosen.idle += [str(f.relative_to(ROOT)) for f in IDLE_FILES if under(f, full)]
+        if under(UNIT, full):  # a folder holding the unit tests
+            chosen.unit.append(str(UNIT.relative_to(ROOT)))
+    return chosen
 
 
 def pytest(marker: str, report: Path, args: list[str]) -> list[str]:
     return [str(PYTHON), "-m", "pytest", "-m", marker, f"--junitxml={report}", *args]
 
 
-def side_by_side(lanes: int, report: Path, args: list[str]) -> list[str]:
+def in_lanes(lanes: int) -> list[str]:
+    """pytest-xdist options: ``lanes`` workers, each in a lane, a file's tests in one."""
     worker = f"{PYTHON} {LANE} {PYTHON}"
-    xdist = ["--dist", "loadfile", "--tx", f"{lanes}*popen//python={worker}"]
-    return pytest("not alone", report, [*xdist, f"--ignore={UNIT}", *args])
+    return ["--dist", "loadfile", "--tx", f"{lanes}*popen//python={worker}"]
+
+
+def side_by_side(lanes: int, report: Path, args: list[str]) -> list[str]:
+    ignored = [f"--ignore={p}" for p in (UNIT, *IDLE_FILES)]
+    return pytest("not alone", report, [*in_lanes(lanes), *ignored, *args])
+
+
+def idle_lanes(report: Path, args: list[str]) -> list[str]:
+    """The :data:`IDLE_FILES`, in :data:`IDLE_LANES` lanes at the idle scheduling class."""
+    return [*IDLE, *pytest("not alone", report, [*in_lanes(IDLE_LANES), "-q", *args])]
 
 
 def alone(report: Path, args: list[str], marker: str = "alone") -> list[str]:
-    return [str(PYTHON), str(LANE), *pytest(marker, report, args)]
+    return [str(PYTHON), str(LANE), *pytest(marker, report, [f"--ignore={UNIT}", *args])]
 
 
 def unit_beside(report: Path, args: list[str]) -> list[str]:
@@ -99,8 +136,8 @@ def unit_beside(report: Path, args: list[str]) -> list[str]:
 
 
 def again(report: Path, failed: list[str], options: list[str]) -> list[str]:
-    """The tests ``failed`` side by side, alone (selected by their ids)."""
-    return alone(report, [*options, *failed], marker="not alone")
+    """The tests ``failed`` in their first run, alone (selected by their ids, any marker)."""
+    return [str(PYTHON), str(LANE), *pytest("", report, [*options, *failed])]
 
 
 def module_file(parts: list[str]) -> str:
@@ -189,10 +226,10 @@ def run_again(codes: dict[Path, int], report: Path, options: list[str]) -> dict[
     failures = [t for r in sorted(retry) for t in failed(r)]
     if not failures or len(failures) > AGAIN_AT_MOST:
         return codes
-    title = f"again, alone: {len(failures)} failed side by side"
+    title = f"again, alone: {len(failures)} failed in their first run"
     again_code = run(title, again(report, failures, options))
     passed = list(dict.fromkeys(test_id(c) for c in cases([report]) if not bad(c)))
-    print(f"\n=== {len(passed)} of {len(failures)} failed beside other lanes, passed alone ===")
+    print(f"\n=== {len(passed)} of {len(failures)} failed beside other work, passed alone ===")
     for name in passed:
         print(f"  {name}")
     return {r: (again_code if r in retry else code) for r, code in codes.items()}
@@ -204,30 +241,39 @@ def main() -> int:
     parser.add_argument("--lint", help="a command run beside the alone run")
     parser.add_argument("--lanes", type=int, default=int(os.environ.get("LANES") or DEFAULT_LANES))
     args, extra = parser.parse_known_args()
-    options, paths, unit_paths = split_paths(extra)
+    chosen = split_paths(extra)
+    opts = chosen.options
     REPORTS.mkdir(exist_ok=True)
-    names = ("side-by-side", "alone", "unit", "again")
-    side, lone, unit, repeat = (REPORTS / f"{n}.xml" for n in names)
-    reports = [side, unit, lone, repeat]
+    names = ("side-by-side", "idle", "unit", "alone", "again")
+    reports = [REPORTS / f"{n}.xml" for n in names]
+    side, idle, unit, lone, repeat = reports
     for report in reports:
         report.unlink(missing_ok=True)
-    codes = {side: 0, unit: 0}
-    if paths:
+    codes = {side: 0, idle: 0, unit: 0, lone: 0}
+    if chosen.lanes:
         title = f"side by side, {args.lanes} lanes"
-        codes[side] = run(title, side_by_side(args.lanes, side, [*options, *paths]))
-    units = Beside("unit tests", unit_beside(unit, [*options, *unit_paths])) if unit_paths else None
+        codes[side] = run(title, side_by_side(args.lanes, side, [*opts, *chosen.lanes]))
+    beside = {
+        idle: Beside(f"idle lanes ({IDLE_LANES})", idle_lanes(idle, [*opts, *chosen.idle]))
+        if chosen.idle
+        else None,
+        unit: Beside("unit tests", unit_beside(unit, [*opts, *chosen.unit]))
+        if chosen.unit
+        else None,
+    }
     lint = Beside("lint", [*IDLE, "sh", "-c", args.lint]) if args.lint else None
-    alone_code = run("alone", alone(lone, [*options, *paths])) if paths else 0
-    codes[unit] = units.wait() if units else 0
+    if chosen.alone:
+        codes[lone] = run("alone", alone(lone, [*opts, *chosen.alone]))
+    codes.update({r: b.wait() for r, b in beside.items() if b is not None})
     lint_code = lint.wait() if lint else 0
-    codes = run_again(codes, repeat, options)
+    codes = run_again(codes, repeat, opts)
     if args.durations_out:
         measured = {t: round(s, 2) for t, s in sorted(durations(reports).items())}
         args.durations_out.write_text(json.dumps(measured, indent=0) + "\n")
     print(f"\n=== the {SLOWEST} slowest tests ===")
     for seconds, name in slowest(reports):
         print(f"{seconds:8.1f} s  {name}")
-    return next((c for c in (lint_code, codes[side], codes[unit], alone_code) if c), 0)
+    return next((c for c in (lint_code, *codes.values()) if c), 0)
 
 
 if __name__ == "__main__":

@@ -36,20 +36,26 @@ def test_again_selects_by_id_with_the_options() -> None:
     ids = ["tests/unit/test_suite_runner.py::test_bound[x]"]
     argv = suite.again(Path("again.xml"), ids, ["-x", "-k", "bound"])
     assert argv[:2] == [str(suite.PYTHON), str(suite.LANE)]
-    assert argv[argv.index("pytest") + 1 : argv.index("pytest") + 3] == ["-m", "not alone"]
+    assert argv[argv.index("pytest") + 1 : argv.index("pytest") + 3] == ["-m", ""]  # any marker
     assert argv[-4:] == ["-x", "-k", "bound", *ids]
 
 
-def test_paths_go_to_the_unit_run_or_the_integration_runs() -> None:
-    assert suite.split_paths([]) == ([], ["tests"], ["tests/unit"])
-    assert suite.split_paths(["-x", "-k", "net", "tests/integration/test_net.py"]) == (
-        ["-x", "-k", "net"],
-        ["tests/integration/test_net.py"],
-        [],
+def test_paths_go_to_the_runs_they_belong_to() -> None:
+    whole = suite.split_paths([])
+    idle = [f"tests/integration/test_{n}.py" for n in ("seed_experiments", "interrupt", "cli")]
+    assert (whole.lanes, whole.idle, whole.unit, whole.alone) == (
+        ["tests"],
+        idle,
+        ["tests/unit"],
+        ["tests"],
     )
+    one = suite.split_paths(["-x", "-k", "net", "tests/integration/test_net.py"])
+    assert one.options == ["-x", "-k", "net"]
+    assert (one.lanes, one.idle, one.unit) == (["tests/integration/test_net.py"], [], [])
     unit = "tests/unit/test_suite_runner.py::test_ok"
-    assert suite.split_paths([unit, "tests/integration"]) == ([], ["tests/integration"], [unit])
-    assert suite.split_paths(["tests/unit"]) == ([], [], ["tests/unit"])
+    cli = "tests/integration/test_cli.py::test_demo_runs_the_shipped_experiment_and_exports"
+    mixed = suite.split_paths([unit, cli])
+    assert (mixed.lanes, mixed.idle, mixed.unit, mixed.alone) == ([], [cli], [unit], [cli])
 
 
 def test_the_unit_run_and_lint_leave_the_alone_run_its_cores() -> None:
@@ -57,6 +63,9 @@ def test_the_unit_run_and_lint_leave_the_alone_run_its_cores() -> None:
     assert argv[:3] == ["chrt", "--idle", "0"] and str(suite.LANE) in argv
     side = suite.side_by_side(4, Path("side.xml"), ["tests"])
     assert f"--ignore={suite.UNIT}" in side
+    assert all(f"--ignore={f}" in side for f in suite.IDLE_FILES)
+    idle = suite.idle_lanes(Path("idle.xml"), ["tests/integration/test_cli.py"])
+    assert idle[:3] == ["chrt", "--idle", "0"] and f"{suite.IDLE_LANES}*popen" in " ".join(idle)
 
 
 def test_a_broken_tree_is_not_run_again(tmp_path: Path) -> None:
