@@ -61,11 +61,13 @@ fi
 
 # 4. The image. Rattan loses its debug info (169 MB -> 13 MB); mtimes are kept so that an
 # unchanged build is a cached layer.
-read -r rattan origin jar < <(.venv/bin/python -c '
+read -r rattan origin jar debian13 < <(.venv/bin/python -c '
+from h2lab import debian13
 from h2lab.clients import okhttp_build
 from h2lab.net.rattan import RATTAN_VERSION
 from h2lab.servers import origin
-print(f"rattan-{RATTAN_VERSION}", origin.ensure_built(), okhttp_build.ensure_built())')
+print(f"rattan-{RATTAN_VERSION}", origin.ensure_built(), okhttp_build.ensure_built(),
+      debian13.ensure_made())')
 rm -rf "$STAGE"
 for f in "$origin" "$jar"; do
   d="$STAGE/$(basename "$(dirname "$f")")"
@@ -75,6 +77,7 @@ mkdir -p "$STAGE/$rattan/bin"
 strip --strip-debug -o "$STAGE/$rattan/bin/rattan" "$CACHE/$rattan/bin/rattan"
 touch -r "$CACHE/$rattan/bin/rattan" "$STAGE/$rattan/bin/rattan"
 cp -a "$CACHE/npm" "$STAGE/"
+cp -a "$debian13" "$STAGE/"   # Debian 13's nginx 1.26, HAProxy 3.0, curl 8.14 (src/h2lab/debian13.py)
 say "building $IMAGE from deploy/Containerfile on $BASE"
 # The host's CA bundle for PyPI over TLS (with any local CA of the host's: an egress proxy's).
 "${PODMAN[@]}" build --network=host "${ULIMITS[@]}" --layers --build-context artifacts="$STAGE" \

@@ -14,7 +14,8 @@ UV_VERSION=0.13.8
 DEB_PACKAGES=(nginx h2o apache2 haproxy nghttp2-client curl iperf3 iproute2 iputils-ping
               util-linux procps chromium firefox-esr libnss3-tools apache2-doc
               default-jdk-headless maven   # the OkHttp client (okhttp/): Java 17+, Maven
-              tcpdump tshark)              # capture=pcap, and the tests that decode its pcaps
+              tcpdump tshark               # capture=pcap, and the tests that decode its pcaps
+              mmdebstrap)                  # Debian 13's servers (below; src/h2lab/debian13.py)
 # References the tests check h2lab against, from the npm registry as tarballs (no npm, no
 # install scripts, no driver downloads): the HAR 1.2 JSON schema and browsertime's visualmetrics.
 NPM_TARBALLS=(
@@ -85,6 +86,12 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 # once, then a jar cached under $CACHE/okhttp-<source hash> (the adapter rebuilds on a change).
 .venv/bin/python -c "from h2lab.clients.okhttp_build import ensure_built; ensure_built()" \
   || { say "building the OkHttp client failed"; exit 1; }
+
+# Debian 13's nginx 1.26 (QUIC), HAProxy 3.0 (QUIC) and curl 8.14 (HTTP/3), which Debian 12
+# lacks: their files once, under $CACHE/debian13-<hash>, each version checked; h2lab runs them
+# through that folder's own loader (src/h2lab/debian13.py).
+.venv/bin/python -c "from h2lab.debian13 import ensure_made; ensure_made()" \
+  || { say "making Debian 13's root filesystem failed"; exit 1; }
 
 t1=$(date +%s%N)
 say "ready in $(( (t1 - t0) / 1000000 )) ms (rattan $RATTAN_VERSION, $(nginx -v 2>&1 | cut -d/ -f2), h2load $(h2load --version | awk '{print $2}'))"

@@ -112,11 +112,27 @@ def checks() -> list[Check]:
         Check("h2lab origin (Go)", built.exists(), str(built) if built.exists() else "make setup")
     )
     out += _okhttp_checks()
+    out += _debian13_checks()
     cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
     avail = cc.read_text().split() if cc.exists() else []
     out.append(Check("tcp congestion control", "cubic" in avail, " ".join(avail) or "unknown"))
     out.append(_mode_check())
     return out
+
+
+def _debian13_checks() -> list[Check]:
+    """Debian 13's builds (:mod:`h2lab.debian13`), as their folder recorded them when made."""
+    from h2lab import debian13
+
+    found = debian13.versions()
+    return [
+        Check(
+            f"{program} (Debian 13)",
+            program in found,
+            f"{found[program]} ({debian13.root()})" if program in found else "make setup",
+        )
+        for program in debian13.PACKAGES
+    ]
 
 
 def _mode_check() -> Check:

@@ -27,6 +27,10 @@ def test_doctor_reports_versions() -> None:
     row = rf"rattan delay overhead\s*│\s*ok\s*│\s*{overhead_ms:.3f} ms per direction, measured"
     assert re.search(row, out), out
     assert "nginx" in out and "1.22" in out
+    # Debian 13's builds, as setup.sh made them: nginx 1.26 (QUIC), HAProxy 3.0, curl 8.14
+    assert re.search(r"nginx \(Debian 13\)\s*│\s*ok\s*│\s*1\.26\.", out), out
+    assert re.search(r"haproxy \(Debian 13\)\s*│\s*ok\s*│\s*3\.0\.", out), out
+    assert re.search(r"curl \(Debian 13\)\s*│\s*ok\s*│\s*8\.14\.", out), out
     assert "h2load" in out and "1.52" in out
     assert "missing" not in out
 

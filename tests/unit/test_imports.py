@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
                 "h2lab.procs",
                 "h2lab.tls",
                 "h2lab.machine",
+                "h2lab.debian13",
                 "h2lab.spec",
                 "h2lab.results",
                 "h2lab.artifacts",

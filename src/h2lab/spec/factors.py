@@ -174,7 +174,8 @@ class TrialFactors:
     server: str = field(
         metadata=_is(Factor(
             "server", "server", str, "server adapter spec", _server, default="nginx",
-            usage="nginx, h2o, apache, origin:scheduler=fcfs, haproxy:backend=nginx,buffer=1MB; "
+            usage="nginx, nginx@1.26 (h3), h2o, apache, origin:scheduler=fcfs, "
+            "haproxy:backend=nginx,buffer=1MB; "
             "nginx:conf=FILE adds your config fragment (h2o:, apache: too)",
         ))
     )  # fmt: skip

@@ -1,0 +1,124 @@
+"""Programs as deployed today: Debian 13's builds of nginx 1.26 (with its QUIC module), HAProxy
+3.0 (with QUIC) and curl 8.14 (with HTTP/3), which Debian 12, the lab's host, does not have.
+
+``scripts/setup.sh`` makes a root filesystem of them once (``mmdebstrap --variant=extract``
+of :data:`SUITE` with :data:`PACKAGES` and what they depend on: the packages' files, nothing
+configured or run), under the cache root. h2lab runs a program from it through the root
+filesystem's own dynamic loader and libraries (:func:`argv`): no chroot, so root and rootless
+mode alike, and every path the adapters write (the state folder, certificates, page bodies)
+stays where it is on the host. Each program's version is checked when the folder is made
+(:data:`VERSIONS`): a mirror that moved to another upstream release fails ``setup.sh``, it
+does not change the lab's servers behind a user's back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+from h2lab import procs
+from h2lab.errors import ProcessFailed
+from h2lab.paths import cache_root
+
+SUITE = "trixie"
+"""Debian 13"""
+MIRROR = "http://deb.debian.org/debian"
+PACKAGES = ("nginx", "haproxy", "curl")
+VERSIONS = {"nginx": "1.26.", "haproxy": "3.0.", "curl": "8.14."}
+"""The upstream release each package must be, as its version starts (Debian 13's, with
+security updates)."""
+PROGRAMS = {"nginx": "usr/sbin/nginx", "haproxy": "usr/sbin/haproxy", "curl": "usr/bin/curl"}
+LIBS = "usr/lib/x86_64-linux-gnu"
+LOADER = f"{LIBS}/ld-linux-x86-64.so.2"
+READY = ".h2lab-ready"
+"""Written last, with the programs' versions: a folder without it is a half-made one."""
+VERSION_FLAGS = {"nginx": "-v", "haproxy": "-v", "curl": "--version"}
+VERSION_PATTERNS = {
+    "nginx": r"nginx/(\S+)",
+    "haproxy": r"HAProxy version (\S+)",
+    "curl": r"^curl (\S+)",
+}
+MAKE_TIMEOUT_S = 900.0
+
+
+def root() -> Path:
+    """The root filesystem's folder: named by the suite and package list, so a change to
+    either makes a new one beside the old."""
+    digest = hashlib.sha256(f"{SUITE} {' '.join(PACKAGES)}".encode()).hexdigest()[:12]
+    return cache_root() / f"debian13-{digest}"
+
+
+def installed() -> bool:
+    return (root() / READY).is_file()
+
+
+class NotInstalled(RuntimeError):
+    """A Debian 13 program was asked for before ``scripts/setup.sh`` made the folder."""
+
+
+def argv(program: str) -> list[str]:
+    """The command that runs Debian 13's ``program`` (a key of :data:`PROGRAMS`) on this host;
+    :class:`NotInstalled` before setup.sh has made the root filesystem."""
+    if not installed():
+        raise NotInstalled(
+            f"Debian 13's {program} is not installed (scripts/setup.sh makes {root()})"
+        )
+    return _argv(root(), program)
+
+
+def _argv(base: Path, program: str) -> list[str]:
+    return [str(base / LOADER), "--library-path", str(base / LIBS), str(base / PROGRAMS[program])]
+
+
+def version_of(program: str, text: str) -> str | None:
+    """``program``'s version in what its version flag printed (``text``); None if absent."""
+    m = re.search(VERSION_PATTERNS[program], text, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def versions() -> dict[str, str]:
+    """Each program's version, as the folder's :data:`READY` file recorded it when made;
+    empty before it is made."""
+    ready = root() / READY
+    if not ready.is_file():
+        return {}
+    pairs = (line.split(" ", 1) for line in ready.read_text().splitlines() if " " in line)
+    return {name: version for name, version in pairs}
+
+
+def _check_versions(base: Path) -> dict[str, str]:
+    found = {}
+    for program, flag in VERSION_FLAGS.items():
+        argv = _argv(base, program)
+        version = version_of(program, procs.version_text([*argv, flag]))
+        if version is None or not version.startswith(VERSIONS[program]):
+            raise ProcessFailed(
+                argv, None, f"{program} {version or 'did not run'}: expected {VERSIONS[program]}x"
+            )
+        found[program] = version
+    return found
+
+
+def ensure_made() -> Path:
+    """The root filesystem, made if missing (into a temporary folder, then renamed: an
+    interrupted make leaves nothing that looks made). ``mmdebstrap`` runs as root, or in a
+    user namespace of its own for an ordinary user (its ``auto`` mode)."""
+    target = root()
+    if installed():
+        return target
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    argv = ["mmdebstrap", "--quiet", "--variant=extract", f"--include={','.join(PACKAGES)}"]
+    try:
+        procs.run([*argv, SUITE, str(tmp), MIRROR], timeout_s=MAKE_TIMEOUT_S)
+        shutil.rmtree(tmp / "dev")  # its device nodes: nothing runs chrooted in it
+        found = _check_versions(tmp)
+        (tmp / READY).write_text("".join(f"{k} {v}\n" for k, v in found.items()))
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
