@@ -1,5 +1,5 @@
 """Servers as deployed today (Debian 13's builds, :mod:`h2lab.debian13`): each loads a page in
-Chromium and in Firefox over HTTP/3, every request over QUIC and no TCP connection, and over
+Chromium, Firefox and curl over HTTP/3, every request over QUIC and no TCP connection, and over
 h2s in the same run, every request over TCP."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ PAGE = "synthetic:n=8,size=10KB,origins=2"
 H3_SERVERS = ("nginx@1.26",)
 
 
-@pytest.mark.parametrize("client", ["chromium", "firefox"])
+@pytest.mark.parametrize("client", ["chromium", "firefox", "curl"])
 @pytest.mark.parametrize("server", H3_SERVERS)
 def test_every_request_over_h3_and_no_tcp_h2s_over_tcp(
     server: str, client: str, tmp_path: Path
@@ -49,6 +49,8 @@ def test_every_request_over_h3_and_no_tcp_h2s_over_tcp(
     assert by["h3"].tcp_connections == 0
     assert {p for _, p, _ in rows["h2s"]} == {"h2"}
     assert (by["h2s"].tcp_connections or 0) >= len(page.origins)
+    if client == "curl":  # a page download: from the first request to the last byte
+        assert all(r.pdt_ms is not None and 0 < r.pdt_ms < 2000 for r in records)
 
 
 ONE_OBJECT = "synthetic:n=1,size=1KB,origins=1"  # its HTML is the first byte

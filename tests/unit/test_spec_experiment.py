@@ -228,9 +228,9 @@ def _factors(**overrides: object) -> dict[str, object]:
             "nginx takes only conf=FILE, got workers",
         ),
         (
-            _factors(client=["curl"]),
+            _factors(client=["wget"]),
             "factors.client[0]",
-            f"unknown client 'curl' (known: {', '.join(clients.names())})",
+            f"unknown client 'wget' (known: {', '.join(clients.names())})",
         ),
         (
             _factors(congestion_control=["vegas"]),

@@ -106,6 +106,7 @@ ADAPTERS = tuple(
     for m in (
         "browser.chromium.client",
         "browser.firefox.client",
+        "curl",
         "h2load",
         "nghttp",
         "okhttp",

@@ -182,7 +182,8 @@ class TrialFactors:
     client: str = field(
         metadata=_is(Factor(
             "client", "client", str, "client adapter spec", _as_written, default="h2load",
-            usage="h2load, nghttp, or chromium:device=mobile,cpu=4,filmstrip=1",
+            usage="h2load, nghttp, curl (h3), okhttp, firefox, or "
+            "chromium:device=mobile,cpu=4,filmstrip=1",
         ))
     )  # fmt: skip
     congestion_control: str = field(
