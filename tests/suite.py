@@ -59,7 +59,7 @@ DEFAULT_LANES = 4
 """Two cores, and most integration tests wait on an emulated network, not on a CPU:
 measured on this machine kind in docs/testing.md."""
 SLOWEST = 20
-AGAIN_AT_MOST = 8
+AGAIN_AT_MOST = 12
 """More failures side by side than this is not a busy machine but a broken tree: no rerun."""
 PYTEST_TESTS_FAILED = 1
 PYTEST_NO_TESTS = 5
