@@ -175,7 +175,7 @@ class TrialFactors:
         metadata=_is(Factor(
             "server", "server", str, "server adapter spec", _server, default="nginx",
             usage="nginx, nginx@1.26 (h3), h2o, apache, origin:scheduler=fcfs, "
-            "haproxy:backend=nginx,buffer=1MB; "
+            "haproxy:backend=nginx,buffer=1MB, haproxy@3.0:backend=nginx (h3); "
             "nginx:conf=FILE adds your config fragment (h2o:, apache: too)",
         ))
     )  # fmt: skip
