@@ -171,7 +171,7 @@ class Haproxy:
             render_config(origin_ips, backends, self.tuning, str(ctx.state_dir / "haproxy.pid"))
         )
         procs.run(ctx.exec_argv(["haproxy", "-c", "-q", "-f", str(conf)]))
-        with _lan_route(ctx.netns), self.backend.serve(page, backend_ctx) as backend:
+        with lan_route(ctx.netns), self.backend.serve(page, backend_ctx) as backend:
             argv = ctx.exec_argv(["haproxy", "-db", "-f", str(conf)])
             log = ctx.state_dir / "haproxy.out"
             proc = procs.spawn(argv, log=log)
@@ -197,7 +197,7 @@ class Haproxy:
 
 
 @contextmanager
-def _lan_route(ns: str) -> Iterator[None]:
+def lan_route(ns: str) -> Iterator[None]:
     """The backend hop as an Ethernet LAN: a route for the backend prefix with MTU 1500. On
     plain loopback (MTU 65536) the server's socket towards HAProxy autotunes its send buffer
     to 2.6 MB at once (2 x cwnd 10 x 64 KiB segments; measured with ``ss -m``), a buffer no

@@ -36,7 +36,7 @@ from h2lab.servers import (
     get,
     register,
 )
-from h2lab.servers.haproxy import READY_TIMEOUT_S, SOURCE_IP, _lan_route, backend_ips
+from h2lab.servers.haproxy import READY_TIMEOUT_S, SOURCE_IP, backend_ips, lan_route
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -128,7 +128,7 @@ class Haproxy3:
         conf.write_text(render_config(origin_ips, backends, certs, ctx.tls_version, pid))
         haproxy = debian13.argv("haproxy")
         procs.run(ctx.exec_argv([*haproxy, "-c", "-q", "-f", str(conf)]))
-        with _lan_route(ctx.netns), self.backend.serve(page, backend_ctx) as backend:
+        with lan_route(ctx.netns), self.backend.serve(page, backend_ctx) as backend:
             log = ctx.state_dir / "haproxy.out"
             proc = procs.spawn(ctx.exec_argv([*haproxy, "-db", "-f", str(conf)]), log=log)
             try:
