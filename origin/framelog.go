@@ -50,9 +50,9 @@ func (l *FrameLog) Close() error {
 }
 
 // Wrap returns a scheduler factory whose schedulers log what they pop.
-func (l *FrameLog) Wrap(inner func() http2.WriteScheduler) func() http2.WriteScheduler {
-	return func() http2.WriteScheduler {
-		return &loggingScheduler{WriteScheduler: inner(), log: l, conn: l.conns.Add(1)}
+func (l *FrameLog) Wrap(inner schedulerFactory) schedulerFactory {
+	return func(sig *Signals) http2.WriteScheduler {
+		return &loggingScheduler{WriteScheduler: inner(sig), log: l, conn: l.conns.Add(1)}
 	}
 }
 

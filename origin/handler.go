@@ -25,6 +25,8 @@ type Handler struct {
 	// Think is added before every response (server think time).
 	Think    time.Duration
 	Unserved *UnservedLog
+	// H3Priority, when set, replaces the client's priority of every HTTP/3 response (h3prio.go).
+	H3Priority *Urgency
 }
 
 // UnservedLog is unserved.log: one "METHOD scheme://host/target" line per request that no
@@ -65,6 +67,9 @@ func requestHost(r *http.Request) string {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.H3Priority != nil && r.ProtoMajor == 3 {
+		setH3Priority(w, *h.H3Priority)
+	}
 	host, target := requestHost(r), requestTarget(r)
 	res := h.Page.Lookup(r.Method, host, target)
 	if res == nil {

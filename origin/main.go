@@ -15,27 +15,20 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/http3"
 	"golang.org/x/net/http2"
 )
 
@@ -48,7 +41,7 @@ type Config struct {
 	StateDir string         `json:"state_dir"` // unserved.log, frames.tsv, qlog/
 	Origins  []OriginConfig `json:"origins"`
 	Ports    Ports          `json:"ports"`
-	// Scheduler is the HTTP/2 write scheduler: client, rr or fcfs.
+	// Scheduler is the write scheduler: client, rr, fcfs or rfc9218 (sched.go, h3prio.go).
 	Scheduler  string             `json:"scheduler"`
 	Push       Selection          `json:"push"`
 	EarlyHints Selection          `json:"early_hints"`
@@ -163,19 +156,6 @@ func loadConfig(path string) (*Config, error) {
 	return &c, nil
 }
 
-// server is everything one run listens with, so that shutdown can close it.
-type server struct {
-	closers []io.Closer
-	errs    chan error
-}
-
-func (s *server) fail(err error) {
-	select {
-	case s.errs <- err:
-	default:
-	}
-}
-
 func run(configPath string, tlsVersion uint16) error {
 	start := time.Now()
 	cfg, err := loadConfig(configPath)
@@ -209,8 +189,9 @@ func run(configPath string, tlsVersion uint16) error {
 	defer h.Unserved.Close()
 	sched, ok := newScheduler(cfg.Scheduler)
 	if !ok {
-		return fmt.Errorf("unknown scheduler %q (known: client, rr, fcfs)", cfg.Scheduler)
+		return fmt.Errorf("unknown scheduler %q (known: client, rr, fcfs, rfc9218)", cfg.Scheduler)
 	}
+	h.H3Priority = h3Priority(cfg.Scheduler)
 	if cfg.FrameLog {
 		fl, err := OpenFrameLog(filepath.Join(cfg.StateDir, "frames.tsv"), start)
 		if err != nil {
@@ -224,17 +205,20 @@ func run(configPath string, tlsVersion uint16) error {
 		tracer = qlogTracer(filepath.Join(cfg.StateDir, "qlog"))
 	}
 
-	srv := &server{errs: make(chan error, 1)}
-	errorLog := log.New(os.Stderr, "h2lab-origin: ", 0)
-	h2s := &http2.Server{
-		// As nginx's http2_max_concurrent_streams in servers/nginx.py: every stream of the
-		// largest synthetic page at once.
-		MaxConcurrentStreams: 1000,
-		NewWriteScheduler:    sched,
-		IdleTimeout:          cfg.idleTimeout(),
-	}
+	srv := &server{errs: make(chan error, 1), cfg: cfg, tlsVersion: tlsVersion, handler: h,
+		tracer: tracer, errorLog: log.New(os.Stderr, "h2lab-origin: ", 0),
+		h2: h2Conns{
+			srv: &http2.Server{
+				// As nginx's http2_max_concurrent_streams in servers/nginx.py: every stream of
+				// the largest synthetic page at once.
+				MaxConcurrentStreams: 1000,
+				IdleTimeout:          cfg.idleTimeout(),
+			},
+			sched: sched,
+			sniff: sniffs(cfg.Scheduler),
+		}}
 	for _, o := range cfg.Origins {
-		if err := srv.listen(o, cfg, tlsVersion, h, h2s, tracer, errorLog); err != nil {
+		if err := srv.listen(o); err != nil {
 			srv.close()
 			return err
 		}
@@ -251,119 +235,4 @@ func run(configPath string, tlsVersion uint16) error {
 		srv.close()
 		return err
 	}
-}
-
-func (s *server) close() {
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		_ = s.closers[i].Close()
-	}
-}
-
-func (s *server) listen(o OriginConfig, cfg *Config, tlsVersion uint16, h http.Handler,
-	h2s *http2.Server, tracer func(context.Context, bool, quic.ConnectionID) qlogTrace,
-	errorLog *log.Logger) error {
-	cert, err := tls.LoadX509KeyPair(o.Cert, o.Key)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.Host, err)
-	}
-	addr := func(port int) string { return net.JoinHostPort(o.IP, strconv.Itoa(port)) }
-	tune := func(c net.Conn) net.Conn {
-		if cfg.NotsentLowatBytes > 0 {
-			setNotsentLowat(c, cfg.NotsentLowatBytes)
-		}
-		return c
-	}
-	clientTimeout := 30 * time.Second
-	if cfg.ClientTimeoutS > 0 {
-		clientTimeout = time.Duration(cfg.ClientTimeoutS * float64(time.Second))
-	}
-	h1 := &http.Server{Handler: h, ErrorLog: errorLog, IdleTimeout: cfg.idleTimeout(),
-		ReadHeaderTimeout: clientTimeout}
-	s.closers = append(s.closers, h1)
-	opts := &http2.ServeConnOpts{Handler: h, BaseConfig: h1}
-
-	if cfg.Ports.H1c > 0 {
-		ln, err := net.Listen("tcp", addr(cfg.Ports.H1c))
-		if err != nil {
-			return err
-		}
-		go func() { s.fail(ignoreClosed(h1.Serve(tunedListener{ln, tune}))) }()
-	}
-	if cfg.Ports.TLS > 0 {
-		ln, err := net.Listen("tcp", addr(cfg.Ports.TLS))
-		if err != nil {
-			return err
-		}
-		s.closers = append(s.closers, ln)
-		h1s := newChanListener(ln.Addr())
-		go func() { s.fail(ignoreClosed(h1.Serve(h1s))) }()
-		tlsConf := tcpTLSConfig(cert, tlsVersion)
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					s.fail(ignoreClosed(err))
-					return
-				}
-				go func() {
-					tc := tls.Server(tune(c), tlsConf)
-					_ = tc.SetDeadline(time.Now().Add(clientTimeout))
-					if err := tc.Handshake(); err != nil {
-						_ = c.Close()
-						return
-					}
-					_ = tc.SetDeadline(time.Time{})
-					if tc.ConnectionState().NegotiatedProtocol == "h2" {
-						h2s.ServeConn(tc, opts)
-						return
-					}
-					h1s.put(tc)
-				}()
-			}
-		}()
-	}
-	if cfg.Ports.H2c > 0 {
-		ln, err := net.Listen("tcp", addr(cfg.Ports.H2c))
-		if err != nil {
-			return err
-		}
-		s.closers = append(s.closers, ln)
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					s.fail(ignoreClosed(err))
-					return
-				}
-				go h2s.ServeConn(tune(c), opts)
-			}
-		}()
-	}
-	if cfg.Ports.H3 > 0 {
-		qconf := &quic.Config{MaxIncomingStreams: 1000}
-		if tracer != nil {
-			qconf.Tracer = tracer
-		}
-		h3 := &http3.Server{
-			Addr:       addr(cfg.Ports.H3),
-			Handler:    h,
-			TLSConfig:  http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
-			QUICConfig: qconf,
-		}
-		udp, err := net.ListenPacket("udp", addr(cfg.Ports.H3))
-		if err != nil {
-			return err
-		}
-		s.closers = append(s.closers, h3, udp)
-		go func() { s.fail(ignoreClosed(h3.Serve(udp))) }()
-	}
-	return nil
-}
-
-func ignoreClosed(err error) error {
-	if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) ||
-		errors.Is(err, quic.ErrServerClosed) {
-		return nil
-	}
-	return err
 }

@@ -153,19 +153,31 @@ func isStreamReset(wr http2.FrameWriteRequest) bool {
 	return wr.DataSize() == 0 && strings.HasSuffix(wr.String(), "writer=http2.StreamError]")
 }
 
-// newScheduler returns the x/net write-scheduler factory for a scheduler name.
-func newScheduler(name string) (func() http2.WriteScheduler, bool) {
-	type fwr = http2.FrameWriteRequest
-	switch name {
-	case "fcfs":
-		return func() http2.WriteScheduler { return &FCFS[fwr]{streams: streams[fwr]{reset: isStreamReset}} }, true
-	case "rr":
-		return func() http2.WriteScheduler {
-			return &RoundRobin[fwr]{streams: streams[fwr]{reset: isStreamReset}}
-		}, true
-	case "client":
-		// RFC 7540 §5.3 dependency tree and weights, as the client sends them (priority.go).
-		return func() http2.WriteScheduler { return &Priority[fwr]{reset: isStreamReset} }, true
-	}
-	return nil, false
+// schedulerFactory makes a connection's write scheduler; sig is the connection's priority
+// signals (read only when the connection is sniffed: Sniffs).
+type schedulerFactory func(sig *Signals) http2.WriteScheduler
+
+// schedulers are the origin's HTTP/2 write schedulers by name.
+var schedulers = map[string]schedulerFactory{
+	"fcfs": func(*Signals) http2.WriteScheduler {
+		return &FCFS[fwr]{streams: streams[fwr]{reset: isStreamReset}}
+	},
+	"rr": func(*Signals) http2.WriteScheduler {
+		return &RoundRobin[fwr]{streams: streams[fwr]{reset: isStreamReset}}
+	},
+	// RFC 7540 §5.3 dependency tree and weights, as the client sends them (priority.go).
+	"client": func(*Signals) http2.WriteScheduler { return &Priority[fwr]{reset: isStreamReset} },
+	// RFC 9218 urgency and incremental (rfc9218.go), from the connection's signals.
+	"rfc9218": func(sig *Signals) http2.WriteScheduler { return NewRFC9218(sig, isStreamReset) },
 }
+
+type fwr = http2.FrameWriteRequest
+
+// newScheduler returns the scheduler factory for a scheduler name.
+func newScheduler(name string) (schedulerFactory, bool) {
+	f, ok := schedulers[name]
+	return f, ok
+}
+
+// sniffs tells whether a scheduler reads the client's RFC 9218 signals (h2sniff.go).
+func sniffs(name string) bool { return name == "rfc9218" }

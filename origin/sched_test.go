@@ -183,9 +183,9 @@ func TestControlFramesAndFramesOfUnknownStreamsGoFirst(t *testing.T) {
 	}
 }
 
-func TestNewSchedulerKnowsTheThreeNames(t *testing.T) {
-	for _, name := range []string{"client", "rr", "fcfs"} {
-		if f, ok := newScheduler(name); !ok || f() == nil {
+func TestNewSchedulerKnowsTheFourNames(t *testing.T) {
+	for _, name := range []string{"client", "rr", "fcfs", "rfc9218"} {
+		if f, ok := newScheduler(name); !ok || f(&Signals{}) == nil {
 			t.Errorf("%s: no scheduler", name)
 		}
 	}

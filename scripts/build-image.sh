@@ -77,7 +77,7 @@ mkdir -p "$STAGE/$rattan/bin"
 strip --strip-debug -o "$STAGE/$rattan/bin/rattan" "$CACHE/$rattan/bin/rattan"
 touch -r "$CACHE/$rattan/bin/rattan" "$STAGE/$rattan/bin/rattan"
 cp -a "$CACHE/npm" "$STAGE/"
-cp -a "$debian13" "$STAGE/"   # Debian 13's nginx 1.26, HAProxy 3.0, curl 8.14 (src/h2lab/debian13.py)
+cp -a "$debian13" "$STAGE/"   # Debian 13's nginx, HAProxy, curl, Caddy (src/h2lab/debian13.py)
 say "building $IMAGE from deploy/Containerfile on $BASE"
 # The host's CA bundle for PyPI over TLS (with any local CA of the host's: an egress proxy's).
 "${PODMAN[@]}" build --network=host "${ULIMITS[@]}" --layers --build-context artifacts="$STAGE" \

@@ -1,5 +1,7 @@
 """Programs as deployed today: Debian 13's builds of nginx 1.26 (with its QUIC module), HAProxy
-3.0 (with QUIC) and curl 8.14 (with HTTP/3), which Debian 12, the lab's host, does not have.
+3.0 (with QUIC), curl 8.14 (with HTTP/3) and Caddy 2.6 (with quic-go), which Debian 12, the
+lab's host, does not have (Debian 12's Caddy is 2.6.2 too, but built against quic-go 0.29;
+Debian 13's against 0.50).
 
 ``scripts/setup.sh`` makes a root filesystem of them once (``mmdebstrap --variant=extract``
 of :data:`SUITE` with :data:`PACKAGES` and what they depend on: the packages' files, nothing
@@ -26,20 +28,26 @@ from h2lab.paths import cache_root
 SUITE = "trixie"
 """Debian 13"""
 MIRROR = "http://deb.debian.org/debian"
-PACKAGES = ("nginx", "haproxy", "curl")
-VERSIONS = {"nginx": "1.26.", "haproxy": "3.0.", "curl": "8.14."}
+PACKAGES = ("nginx", "haproxy", "curl", "caddy")
+VERSIONS = {"nginx": "1.26.", "haproxy": "3.0.", "curl": "8.14.", "caddy": "2.6."}
 """The upstream release each package must be, as its version starts (Debian 13's, with
 security updates)."""
-PROGRAMS = {"nginx": "usr/sbin/nginx", "haproxy": "usr/sbin/haproxy", "curl": "usr/bin/curl"}
+PROGRAMS = {
+    "nginx": "usr/sbin/nginx",
+    "haproxy": "usr/sbin/haproxy",
+    "curl": "usr/bin/curl",
+    "caddy": "usr/bin/caddy",  # Go, built with cgo: linked against libc, so run as the others
+}
 LIBS = "usr/lib/x86_64-linux-gnu"
 LOADER = f"{LIBS}/ld-linux-x86-64.so.2"
 READY = ".h2lab-ready"
 """Written last, with the programs' versions: a folder without it is a half-made one."""
-VERSION_FLAGS = {"nginx": "-v", "haproxy": "-v", "curl": "--version"}
+VERSION_FLAGS = {"nginx": "-v", "haproxy": "-v", "curl": "--version", "caddy": "version"}
 VERSION_PATTERNS = {
     "nginx": r"nginx/(\S+)",
     "haproxy": r"HAProxy version (\S+)",
     "curl": r"^curl (\S+)",
+    "caddy": r"^v?(\d+\.\d+\.\d+\S*)",  # Debian's prints the bare version: "2.6.2"
 }
 MAKE_TIMEOUT_S = 900.0
 

@@ -29,6 +29,12 @@ class ResourceTiming:
     error: str | None = None
     """why the request failed, as the client reports it (Chromium: ``net::ERR_BLOCKED_BY_ORB``,
     ...); None: it finished"""
+    priority_field: str | None = None
+    """the RFC 9218 ``priority`` header field the client sent with the request (``u=0, i``;
+    None: it sent none, or does not say)"""
+    priority_update: str | None = None
+    """the priority the client changed the request to after sending it (Chromium's
+    ``Network.resourceChangedPriority``: VeryHigh..VeryLow, sent as a PRIORITY_UPDATE frame)"""
 
 
 @dataclass(frozen=True)

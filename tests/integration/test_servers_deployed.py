@@ -14,7 +14,9 @@ from h2lab.pages import resolve_page
 from tests.integration.conftest import run_experiment
 
 PAGE = "synthetic:n=8,size=10KB,origins=2"
-H3_SERVERS = ("nginx@1.26", "haproxy@3.0:backend=nginx")
+BUILDS = {"nginx@1.26": "1.26", "haproxy@3.0:backend=nginx": "3.0", "caddy": "2.6"}
+"""Each server level as deployed, and the release its recorded version names."""
+H3_SERVERS = tuple(BUILDS)
 
 
 @pytest.mark.parametrize("client", ["chromium", "firefox", "curl"])
@@ -35,6 +37,8 @@ def test_every_request_over_h3_and_no_tcp_h2s_over_tcp(
     db = sqlite3.connect(tmp_path / RESULTS_DB)
     sql = "SELECT url, protocol, bytes FROM resources WHERE trial_id = ?"
     rows = {r.protocol: db.execute(sql, (r.id,)).fetchall() for r in records}
+    signals = "SELECT priority_field FROM resources WHERE trial_id = ?"
+    fields = {r.protocol: [f for (f,) in db.execute(signals, (r.id,))] for r in records}
     versions = {r.protocol: r.versions_json for r in records}
     db.close()
     by = {r.protocol: r for r in records}
@@ -44,14 +48,17 @@ def test_every_request_over_h3_and_no_tcp_h2s_over_tcp(
         # every resource of the page, in full, and nothing else
         fetched = {url: size for url, _, size in rows[protocol]}
         assert fetched == {res.url("https"): res.size_bytes for res in page.resources}
-        build = server.split("@")[1].split(":")[0]
-        assert build in (versions[protocol] or "")  # the build that served
+        assert BUILDS[server] in (versions[protocol] or "")  # the build that served
     assert {p for _, p, _ in rows["h3"]} == {"h3"}
     assert by["h3"].tcp_connections == 0
     assert {p for _, p, _ in rows["h2s"]} == {"h2"}
     assert (by["h2s"].tcp_connections or 0) >= len(page.origins)
     if client == "curl":  # a page download: from the first request to the last byte
         assert all(r.pdt_ms is not None and 0 < r.pdt_ms < 2000 for r in records)
+    else:  # a browser sends an RFC 9218 priority field with every request over h3
+        # ("u=0, i" for the document; one browser sends a bare "i", urgency 3, for some)
+        print(f"priority fields over h3: {sorted(set(fields['h3']))}")
+        assert all(f and ("u=" in f or f == "i") for f in fields["h3"])
 
 
 ONE_OBJECT = "synthetic:n=1,size=1KB,origins=1"  # its HTML is the first byte

@@ -1,4 +1,4 @@
-"""h2o and Apache serve a manifest page as nginx does (tests/integration/test_replay.py): by
+"""h2o, Apache and Caddy serve a manifest page as nginx does (tests/integration/test_replay.py): by
 method + URL, exact first, then by path, with the recorded status, content type and kept
 headers, logging what they could not serve; and h2load fetches every byte of a synthetic page
 over each protocol the server lists."""
@@ -25,7 +25,7 @@ from h2lab.spec.tcp import TcpSettings
 
 HOST = "www.example.org"
 CDN = "static.cdn.example.net"
-SERVERS = ["h2o", "apache"]
+SERVERS = ["h2o", "apache", "caddy"]
 
 
 @pytest.fixture

@@ -109,7 +109,27 @@ def test_network_events_translate_to_browser_log_events() -> None:
     assert network_event("Network.loadingFinished", done) == browser_log.RequestFinished(
         "1", 2.0, 700
     )
-    assert network_event("Network.resourceChangedPriority", {"requestId": "1"}) is None
+    assert network_event("Network.webSocketCreated", {"requestId": "1"}) is None
+
+
+def test_priority_field_and_changes_become_the_requests_priority_signals() -> None:
+    extra = {"requestId": "1", "headers": {":path": "/a.css", "priority": "u=0"}}
+    assert network_event("Network.requestWillBeSentExtraInfo", extra) == (
+        browser_log.PrioritySignals("1", field="u=0")
+    )
+    h1 = {"requestId": "2", "headers": {"Host": "o1", "Accept": "*/*"}}
+    assert network_event("Network.requestWillBeSentExtraInfo", h1) is None
+    changed = {"requestId": "1", "newPriority": "High", "timestamp": 1.5}
+    assert network_event("Network.resourceChangedPriority", changed) == (
+        browser_log.PrioritySignals("1", update="High")
+    )
+    log = browser_log.NetworkLog()
+    log.add(browser_log.RequestSent("1", "https://o1/a.css", 1.0, "VeryHigh"))
+    log.add(network_event("Network.requestWillBeSentExtraInfo", extra))  # type: ignore[arg-type]
+    log.add(network_event("Network.resourceChangedPriority", changed))  # type: ignore[arg-type]
+    log.add(browser_log.RequestFinished("1", 2.0, 100))
+    (row,) = log.resources(1.0)
+    assert (row.priority, row.priority_field, row.priority_update) == ("VeryHigh", "u=0", "High")
 
 
 def test_resource_timing_becomes_the_phases_of_a_request() -> None:

@@ -46,5 +46,7 @@ def test_versions_are_read_as_each_program_prints_them() -> None:
     assert debian13.version_of("haproxy", said) == "3.0.11-1+deb13u4"
     said = "curl 8.14.1 (x86_64-pc-linux-gnu) libcurl/8.14.1 OpenSSL/3.5.9\n"
     assert debian13.version_of("curl", said) == "8.14.1"
+    assert debian13.version_of("caddy", "2.6.2\n") == "2.6.2"  # Debian's `caddy version`
+    assert debian13.version_of("caddy", "v2.6.2 h1:abc=\n") == "2.6.2"  # upstream's
     assert debian13.version_of("nginx", "") is None
     assert all(debian13.VERSIONS[p] for p in debian13.PACKAGES)

@@ -19,6 +19,7 @@ from h2lab.reprio.client import (
     PING,
     PREFACE,
     PRIORITY_FLAG,
+    PRIORITY_UPDATE,
     SETTINGS,
     STATUS_200,
     WINDOW_UPDATE,
@@ -176,3 +177,22 @@ def test_session_gives_a_streams_window_back_when_half_used() -> None:
     assert [(f.kind, f.stream_id, struct.unpack(">I", f.payload)[0]) for f in out] == [
         (WINDOW_UPDATE, 1, 32_768)
     ]
+
+
+def test_rfc9218_plan_sends_priority_fields_without_weights_and_priority_updates() -> None:
+    plan = Plan(
+        "o1", ("/a", "/b"), "/c.css", 20_000, also_high=("/d.js",), low_priority="u=5, i",
+        high_priority="u=5, i", high_update="u=0", rfc7540=False,
+    )  # fmt: skip
+    s = Session(plan, now_ms=0.0)
+    heads = _frames(s.start()[len(PREFACE) :])[2:]
+    assert all(f.flags == END_STREAM | END_HEADERS for f in heads)  # no RFC 7540 fields
+    assert all(f.payload.endswith(b"\x08priority\x06u=5, i") for f in heads)
+    late = _frames(s.receive(Frame(DATA, 0, 1, b"x" * 20_000), 10.0))
+    assert [(f.kind, f.stream_id) for f in late] == [
+        (HEADERS, 5), (PRIORITY_UPDATE, 0), (HEADERS, 7), (PRIORITY_UPDATE, 0),
+    ]  # fmt: skip
+    assert late[1].payload == struct.pack(">I", 5) + b"u=0"
+    assert late[3].payload == struct.pack(">I", 7) + b"u=0"
+    assert s.streams[5].late and s.streams[7].late and not s.streams[1].late
+    assert not s.done

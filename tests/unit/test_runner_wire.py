@@ -160,6 +160,8 @@ def resource() -> ResourceTiming:
         status=200,
         pushed=True,
         error="net::ERR_BLOCKED_BY_ORB",
+        priority_field="u=0",
+        priority_update="High",
     )
 
 

@@ -220,8 +220,8 @@ def _factors(**overrides: object) -> dict[str, object]:
         (
             _factors(server=["iis"]),
             "factors.server[0]",
-            "unknown server 'iis' (known: apache, h2o, haproxy, haproxy@3.0, nginx, nginx@1.26, "
-            "origin)",
+            "unknown server 'iis' (known: apache, caddy, h2o, haproxy, haproxy@3.0, nginx, "
+            "nginx@1.26, origin)",
         ),
         (
             _factors(server=["nginx:workers=2"]),

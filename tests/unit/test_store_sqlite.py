@@ -145,6 +145,8 @@ def test_resources_of_a_trial(store: Store) -> None:
         "status": None,
         "pushed": 0,
         "error": None,
+        "priority_field": None,
+        "priority_update": None,
     }
     assert rows[0]["ttfb_ms"] is None
     assert store.resources(other_id) == []
@@ -305,7 +307,7 @@ def test_a_store_of_schema_7_gains_machine_from_the_recorded_host(tmp_path: Path
         s.close()
     db = sqlite3.connect(tmp_path / "results.sqlite")
     try:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
         cols = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
         assert sorted(cols) == sorted(TRIAL_COLUMNS) and cols[-1] == "machine"
     finally:

@@ -29,6 +29,7 @@ from h2lab.report.browser_metrics import browser_metrics_part
 from h2lab.report.coverage import coverage_part
 from h2lab.report.export import export_tables
 from h2lab.report.failed import failed_part
+from h2lab.report.priorities import priorities_part
 from h2lab.store import Store, TrialRecord
 from h2lab.store.sqlite import CPU_SATURATED_PCT
 
@@ -105,6 +106,7 @@ def write_report(
         sections += timed("chosen cell", lambda: _chosen_cell(store, trials, cell))
         failed = timed("failed requests", lambda: failed_part(store, trials))
         failed += timed("coverage", lambda: coverage_part(store, trials))
+        failed += timed("priority signals", lambda: priorities_part(store))
         sections.append(h.section("repro", _repro(out_dir, trials, rng_seed, failed)))
         n_ok = len(model.latest_ok(trials))
         subtitle = (

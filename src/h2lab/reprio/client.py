@@ -37,6 +37,8 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE = (
     0, 1, 2, 3, 4, 5, 6, 7, 8,
 )  # fmt: skip
+PRIORITY_UPDATE = 0x10
+"""RFC 9218 §7.1"""
 END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY_FLAG = 0x1, 0x1, 0x4, 0x8, 0x20
 SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE = 0x2, 0x4
 
@@ -70,15 +72,18 @@ def _literal(text: bytes) -> bytes:
     return bytes([len(text)]) + text
 
 
-def request_headers(authority: str, path: str) -> bytes:
+def request_headers(authority: str, path: str, priority: str | None = None) -> bytes:
     """The header block of a GET: literal fields without indexing, new names (RFC 7541
-    §6.2.2), so the block needs no state shared with the server."""
-    fields = (
+    §6.2.2), so the block needs no state shared with the server; with an RFC 9218 priority
+    field if given."""
+    fields = [
         (b":method", b"GET"),
         (b":scheme", b"https"),
         (b":authority", authority.encode()),
         (b":path", path.encode()),
-    )
+    ]
+    if priority is not None:
+        fields.append((b"priority", priority.encode()))
     return b"".join(b"\x00" + _literal(k) + _literal(v) for k, v in fields)
 
 
@@ -87,6 +92,11 @@ def priority_field(depends_on: int, weight: int, exclusive: bool) -> bytes:
     if not 1 <= weight <= 256:
         raise ValueError(f"weight must be 1..256, got {weight}")
     return struct.pack(">I", depends_on | (0x80000000 if exclusive else 0)) + bytes([weight - 1])
+
+
+def priority_update(stream_id: int, value: str) -> bytes:
+    """A PRIORITY_UPDATE frame for ``stream_id`` (RFC 9218 §7.1)."""
+    return frame(PRIORITY_UPDATE, 0, 0, struct.pack(">I", stream_id) + value.encode())
 
 
 def settings(*pairs: tuple[int, int]) -> bytes:
@@ -138,6 +148,10 @@ class Request:
     path: str
     weight: int
     exclusive: bool = False
+    priority: str | None = None
+    """RFC 9218 priority field, if any"""
+    update: str | None = None
+    """a PRIORITY_UPDATE sent right after the request, if any"""
 
 
 @dataclass
@@ -149,6 +163,8 @@ class StreamLog:
     weight: int
     exclusive: bool
     requested_ms: float
+    late: bool = False
+    """asked for once the early ones had sent ``late_after_bytes``"""
     headers_ms: float | None = None
     status_200: bool = False
     ended_ms: float | None = None
@@ -181,9 +197,27 @@ class Plan:
     """low-priority DATA bytes received before the high-priority request goes out"""
     stream_window_bytes: int = STREAM_WINDOW_BYTES
     """SETTINGS_INITIAL_WINDOW_SIZE; each stream's window is given back when half used"""
+    also_high: tuple[str, ...] = ()
+    """more paths asked for late, after :attr:`high`"""
+    low_priority: str | None = None
+    """the RFC 9218 priority field of the early requests (none: RFC 7540 weights only)"""
+    high_priority: str | None = None
+    """... of the late ones"""
+    high_update: str | None = None
+    """a PRIORITY_UPDATE for each late request, sent right after it"""
+    rfc7540: bool = True
+    """send RFC 7540 priority fields (weights, exclusive) on the HEADERS frames; False: none,
+    so every stream has RFC 7540's default and only the RFC 9218 signals tell them apart"""
 
-    def requests(self) -> tuple[list[Request], Request]:
-        return [Request(p, LOW_WEIGHT) for p in self.low], Request(self.high, HIGH_WEIGHT, True)
+    def requests(self) -> tuple[list[Request], list[Request]]:
+        low = [Request(p, LOW_WEIGHT, priority=self.low_priority) for p in self.low]
+        # several late requests do not each take the others' place at the root (RFC 7540)
+        exclusive = not self.also_high
+        high = [
+            Request(p, HIGH_WEIGHT, exclusive, self.high_priority, self.high_update)
+            for p in (self.high, *self.also_high)
+        ]
+        return low, high
 
 
 class Session:
@@ -209,14 +243,21 @@ class Session:
         low, _ = self.plan.requests()
         return out + b"".join(self._request(r, self.t0_ms) for r in low)
 
-    def _request(self, req: Request, now_ms: float) -> bytes:
+    def _request(self, req: Request, now_ms: float, late: bool = False) -> bytes:
         sid = self._next_id
         self._next_id += 2
-        self.streams[sid] = StreamLog(req.path, sid, req.weight, req.exclusive, now_ms - self.t0_ms)
-        block = priority_field(0, req.weight, req.exclusive) + request_headers(
-            self.plan.authority, req.path
+        self.streams[sid] = StreamLog(
+            req.path, sid, req.weight, req.exclusive, now_ms - self.t0_ms, late
         )
-        return frame(HEADERS, END_STREAM | END_HEADERS | PRIORITY_FLAG, sid, block)
+        block = request_headers(self.plan.authority, req.path, req.priority)
+        flags = END_STREAM | END_HEADERS
+        if self.plan.rfc7540:
+            block = priority_field(0, req.weight, req.exclusive) + block
+            flags |= PRIORITY_FLAG
+        out = frame(HEADERS, flags, sid, block)
+        if req.update is not None:
+            out += priority_update(sid, req.update)
+        return out
 
     def receive(self, f: Frame, now_ms: float) -> bytes:
         """Handle one frame from the server; the bytes to send in answer."""
@@ -245,7 +286,7 @@ class Session:
             s.ended_ms = t
         if not self.late_sent and self.low_bytes >= self.plan.late_after_bytes:
             self.late_sent = True
-            out += self._request(self.plan.requests()[1], now_ms)
+            out += b"".join(self._request(r, now_ms, True) for r in self.plan.requests()[1])
         return out
 
     def _credit(self, s: StreamLog, n: int) -> bytes:
@@ -264,7 +305,7 @@ class Session:
 
     @property
     def done(self) -> bool:
-        every = len(self.streams) == len(self.plan.low) + 1
+        every = len(self.streams) == len(self.plan.low) + 1 + len(self.plan.also_high)
         return every and all(
             s.ended_ms is not None or s.reset is not None for s in self.streams.values()
         )

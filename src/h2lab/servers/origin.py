@@ -58,9 +58,12 @@ UNSERVED_LOG = "unserved.log"
 FRAME_LOG = "frames.tsv"
 QLOG_DIR = "qlog"
 
-SCHEDULERS = ("client", "rr", "fcfs")
-"""HTTP/2 write schedulers: the client's RFC 7540 priorities, round robin, first come first
-served (DESIGN.md, "h2lab origin server")."""
+SCHEDULERS = ("client", "rr", "fcfs", "rfc9218")
+"""Write schedulers: the client's RFC 7540 priorities, round robin, first come first served
+(DESIGN.md, "h2lab origin server"), and RFC 9218's urgency and incremental flag from the
+client's priority header and PRIORITY_UPDATE frames (docs/origin.md). Over HTTP/3 quic-go
+schedules by RFC 9218 under ``client`` and ``rfc9218``; ``fcfs`` and ``rr`` set every response's
+priority to one urgency, not incremental or incremental."""
 RULES = ("critical-css", "css-js", "images", "all")
 """Push / early-hint rules of seed 000 §6.2, Fig. 6."""
 CLASSES = ("html", "css", "js", "image", "font", "other")
@@ -207,11 +210,11 @@ def go_binary() -> str:
     return found
 
 
-def build_argv(go: str, output: Path, digest: str) -> list[str]:
+def build_argv(go: str, output: Path, digest: str, package: str = ".") -> list[str]:
     """The ``go build`` command, run in :data:`SOURCE_DIR`."""
     return [
         go, "build", "-trimpath", "-tags", BUILD_TAGS,
-        "-ldflags", f"-X main.sourceHash={digest}", "-o", str(output), ".",
+        "-ldflags", f"-X main.sourceHash={digest}", "-o", str(output), package,
     ]  # fmt: skip
 
 
@@ -220,15 +223,17 @@ def build_env() -> dict[str, str]:
     return {**os.environ, "GOFLAGS": "-mod=readonly", "GOTOOLCHAIN": "local"}
 
 
-def ensure_built(src: Path = SOURCE_DIR) -> Path:
-    """The binary for the current sources, built if missing (atomically: a rename)."""
+def ensure_built(src: Path = SOURCE_DIR, command: str = "") -> Path:
+    """The binary for the current sources, built if missing (atomically: a rename): the origin,
+    or one of ``origin/cmd/`` (``command="h3prio"``)."""
     digest = source_hash(src)
-    target = cache_root() / f"origin-{digest}" / BINARY
+    name = command or BINARY
+    target = cache_root() / f"origin-{digest}" / name
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{BINARY}.tmp-{os.getpid()}")
-    argv = build_argv(go_binary(), tmp, digest)
+    tmp = target.with_name(f"{name}.tmp-{os.getpid()}")
+    argv = build_argv(go_binary(), tmp, digest, f"./cmd/{command}" if command else ".")
     try:
         proc = subprocess.run(
             argv, cwd=src, env=build_env(), capture_output=True, timeout=BUILD_TIMEOUT_S

@@ -174,7 +174,7 @@ class TrialFactors:
     server: str = field(
         metadata=_is(Factor(
             "server", "server", str, "server adapter spec", _server, default="nginx",
-            usage="nginx, nginx@1.26 (h3), h2o, apache, origin:scheduler=fcfs, "
+            usage="nginx, nginx@1.26 (h3), caddy (h3), h2o, apache, origin:scheduler=fcfs, "
             "haproxy:backend=nginx,buffer=1MB, haproxy@3.0:backend=nginx (h3); "
             "nginx:conf=FILE adds your config fragment (h2o:, apache: too)",
         ))

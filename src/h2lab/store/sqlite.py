@@ -19,8 +19,8 @@ CPU_SATURATED_PCT = 90.0
 
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
 # 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls; 8: machine;
-# 9: failed_requests, resource error
-SCHEMA_VERSION = 9
+# 9: failed_requests, resource error; 10: resource priority_field, priority_update
+SCHEMA_VERSION = 10
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 
@@ -256,6 +256,21 @@ class Store:
             f"SELECT {', '.join(RESOURCE_COLUMNS)} FROM resources WHERE trial_id = ?", (trial_id,)
         )
         return [dict(zip(RESOURCE_COLUMNS, r, strict=True)) for r in cur]
+
+    def priority_signals(self) -> list[tuple[str, str, str, str, int, int]]:
+        """What the clients said of their requests' priorities, over the resources of the ok
+        trials (warm-ups not counted): (client, protocol, the client's priority, the RFC 9218
+        field sent, requests, requests changed after they were sent), one row per distinct
+        combination, counted in the database (a store of millions of resources stays there)."""
+        cur = self._db.execute(
+            "SELECT t.client, r.protocol, COALESCE(r.priority, ''), "
+            "COALESCE(r.priority_field, ''), COUNT(*), COUNT(r.priority_update) "
+            "FROM resources r JOIN trials t ON t.id = r.trial_id "
+            "WHERE t.status = 'ok' AND t.warmup = 0 "
+            "AND (r.priority IS NOT NULL OR r.priority_field IS NOT NULL) "
+            "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 5 DESC, 3, 4"
+        )
+        return [(str(a), str(b), str(c), str(d), int(e), int(f)) for a, b, c, d, e, f in cur]
 
     def export_csv(self, out_dir: Path) -> list[Path]:
         import csv

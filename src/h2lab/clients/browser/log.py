@@ -104,6 +104,17 @@ class ResponseStarted(RequestEvent):
 
 
 @dataclass(frozen=True)
+class PrioritySignals(RequestEvent):
+    """What the browser told the server of a request's priority (RFC 9218): the ``priority``
+    field it sent with the request, or a later change (Chromium sends it as PRIORITY_UPDATE)."""
+
+    field: str | None = None
+    """the request's ``priority`` header field as sent (``u=0, i``)"""
+    update: str | None = None
+    """the priority the browser changed it to after sending it (Chromium: VeryHigh..VeryLow)"""
+
+
+@dataclass(frozen=True)
 class ResponseHeaderBytes(RequestEvent):
     """The size of a response's header block as received (HTTP/1.1 text)."""
 
@@ -164,6 +175,10 @@ class Request:
     priority: str | None
     protocol: str | None = None
     connection: str | None = None
+    priority_field: str | None = None
+    """the RFC 9218 ``priority`` field it was sent with (:class:`PrioritySignals`)"""
+    priority_update: str | None = None
+    """the priority it was changed to after it was sent (:class:`PrioritySignals`)"""
     ttfb_s: float | None = None
     end_s: float | None = None
     body_bytes: int = 0
@@ -222,6 +237,9 @@ class NetworkLog:
                 r.ttfb_s = event.ttfb_s
         elif isinstance(event, BodyRead):
             r.body = event
+        elif isinstance(event, PrioritySignals):
+            r.priority_field = event.field if event.field is not None else r.priority_field
+            r.priority_update = event.update if event.update is not None else r.priority_update
         elif isinstance(event, ResponseHeaderBytes):
             r.header_bytes = event.header_bytes
         elif isinstance(event, ServedFromCache):
@@ -304,6 +322,8 @@ class NetworkLog:
                     priority=r.priority,
                     status=r.status,
                     error=r.failed,
+                    priority_field=r.priority_field,
+                    priority_update=r.priority_update,
                 )
             )
         return tuple(rows)
@@ -408,6 +428,8 @@ def _har_entry(r: Request, wall_offset_s: float, every: bool) -> dict[str, Any]:
         "connection": r.connection or "",
         **({"serverIPAddress": address} if address else {}),
         "_priority": r.priority,
+        **({"_priorityField": r.priority_field} if r.priority_field is not None else {}),
+        **({"_priorityUpdate": r.priority_update} if r.priority_update is not None else {}),
         "_fromCache": r.from_cache,
         **({"_error": error} if (every or r.failed) and error else {}),
     }

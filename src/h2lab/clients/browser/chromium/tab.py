@@ -132,6 +132,11 @@ def network_event(method: str, p: Mapping[str, Any]) -> browser_log.RequestEvent
     if method == "Network.responseReceivedExtraInfo":
         text = p.get("headersText")
         return browser_log.ResponseHeaderBytes(rid, len(text.encode())) if text else None
+    if method == "Network.requestWillBeSentExtraInfo":
+        field = _header(p.get("headers") or {}, "priority")
+        return browser_log.PrioritySignals(rid, field=field) if field is not None else None
+    if method == "Network.resourceChangedPriority":
+        return browser_log.PrioritySignals(rid, update=p.get("newPriority"))
     if method == "Network.requestServedFromCache":
         return browser_log.ServedFromCache(rid)
     if method == "Network.dataReceived":
@@ -143,6 +148,14 @@ def network_event(method: str, p: Mapping[str, Any]) -> browser_log.RequestEvent
         return browser_log.RequestFailed(
             rid, p["timestamp"], error, cancelled=error == CANCELLED_BY_PAGE
         )
+    return None
+
+
+def _header(headers: Mapping[str, Any], name: str) -> str | None:
+    """A header's value by its name in any case (HTTP/2 and HTTP/3 names are lower case)."""
+    for k, v in headers.items():
+        if k.lower() == name:
+            return str(v)
     return None
 
 

@@ -141,6 +141,7 @@ class BidiNetwork:
         if r is not None:
             # the request's priority is the RFC 9218 header Firefox added (``u=4, i``)
             r.priority = _headers(request_headers(p)).get("Priority", r.priority)
+            r.priority_field = _headers(request_headers(p)).get("Priority", r.priority_field)
         return browser_log.ResponseStarted(
             request_id=rid,
             status=status,
