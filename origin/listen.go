@@ -158,7 +158,7 @@ func (s *server) listenTLS(addr string, cert tls.Certificate, h1 *http.Server,
 // listenH3 serves HTTP/3 (quic-go schedules by the client's RFC 9218 signals itself; the
 // handler overrides them for the fcfs and rr schedulers: h3Priority).
 func (s *server) listenH3(addr string, cert tls.Certificate) error {
-	qconf := &quic.Config{MaxIncomingStreams: 1000}
+	qconf := &quic.Config{MaxIncomingStreams: 1000, Allow0RTT: s.cfg.EarlyData}
 	if s.tracer != nil {
 		qconf.Tracer = s.tracer
 	}

@@ -49,6 +49,8 @@ type Config struct {
 	ThinkMS    float64            `json:"think_ms"` // delay before every response
 	FrameLog   bool               `json:"framelog"` // write <state_dir>/frames.tsv
 	Qlog       bool               `json:"qlog"`     // write <state_dir>/qlog/<odcid>_server.sqlog
+	// EarlyData accepts 0-RTT requests over HTTP/3 (quic-go's Allow0RTT, off by default).
+	EarlyData bool `json:"early_data"`
 	// NotsentLowatBytes sets TCP_NOTSENT_LOWAT on accepted TCP connections (0: kernel default),
 	// so that the HTTP/2 scheduler decides late what to send rather than filling the socket buffer.
 	NotsentLowatBytes int `json:"notsent_lowat_bytes"`

@@ -58,6 +58,10 @@ OKHTTP_OUT = "okhttp.out"
 CAPTURE_PCAP = "capture.pcap"
 """The packets of the trial on the client's side of the link (tcpdump in the client namespace,
 from before the client starts until it ends), up to a size cap (:mod:`h2lab.net.capture`)."""
+EARLY_DATA_PCAP = "early-data.pcap"
+"""A repeat view over HTTP/3: the QUIC 0-RTT packets the client sent (the trial's
+``early_data_packets``), and :data:`EARLY_DATA_LOG` its capture program's output."""
+EARLY_DATA_LOG = "early-data.log"
 CAPTURE_LOG = "capture.log"
 """tcpdump's output for :data:`CAPTURE_PCAP` (its packet counts, drops by the kernel) and
 h2lab's line on what the file holds (packets, whether the size cap cut it)."""

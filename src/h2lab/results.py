@@ -44,8 +44,8 @@ class Metric:
     name: str
     """its field on :class:`Metrics`, its store column (unit in the name)"""
     unit: str
-    """``ms``, ``bytes``, ``requests``, ``connections``, ``segments``, ``score`` (a unitless
-    figure, named as the field names it: ``cls``)"""
+    """``ms``, ``bytes``, ``requests``, ``connections``, ``segments``, ``packets``, ``score`` (a
+    unitless figure, named as the field names it: ``cls``)"""
     title: str
     """what the report calls it"""
     reported_by: str
@@ -122,6 +122,10 @@ class Metrics:
     bytes_down: int | None = _metric("bytes", "bytes on the link, down", LAB)
     tcp_connections: int | None = _metric("connections", "TCP connections opened", LAB)
     retransmits: int | None = _metric("segments", "segments retransmitted", LAB)
+    early_data_packets: int | None = _metric("packets", "0-RTT packets sent", LAB)
+    """QUIC 0-RTT packets the client sent (long header, type 0-RTT), counted on the client's
+    end of the link in a repeat view over HTTP/3: 0 records that no early data was sent; None
+    in other trials (not looked for)"""
 
 
 METRICS: tuple[Metric, ...] = tuple(Metric(f.name, **f.metadata["metric"]) for f in fields(Metrics))

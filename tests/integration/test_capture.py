@@ -24,9 +24,9 @@ from h2lab.metrics.counters import parse_dev
 from h2lab.net import netns
 from h2lab.net.capture import PacketCapture, tcpdump_counts, whole_records_bytes
 from h2lab.net.lab import CLIENT_NET, PROBE_IP, Lab
+from h2lab.runner.captures import client_iface
 from h2lab.runner.matrix import expand
 from h2lab.runner.run import run_trials
-from h2lab.runner.trial import client_iface
 from h2lab.spec.experiment import Experiment, validate_factors
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings

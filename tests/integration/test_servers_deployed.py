@@ -92,3 +92,43 @@ def test_first_view_h3_can_save_one_round_trip_before_the_first_byte(
     print(f"{server}: ttfb h2s {sorted(ttfb['h2s'])} ms, h3 {sorted(ttfb['h3'])} ms")
     assert all(t == pytest.approx(3 * RTT_MS, rel=0.1) for t in ttfb["h2s"])
     assert min(ttfb["h3"]) == pytest.approx(2 * RTT_MS, rel=0.1)
+
+
+EARLY_DATA = {"origin:early_data=1": True, "caddy": True, "origin": False, "nginx@1.26": False,
+              "haproxy@3.0:backend=nginx": False}  # fmt: skip
+"""Whether each server accepts 0-RTT as h2lab runs it (docs/servers.md, "Repeat view")."""
+
+
+@pytest.mark.alone  # first-byte times within 10 %
+@pytest.mark.parametrize("server", sorted(EARLY_DATA))
+def test_repeat_view_saves_a_round_trip_where_the_server_accepts_early_data(
+    server: str, tmp_path: Path
+) -> None:
+    """The repeat view resumes the first visit's TLS session: Chromium sends its first
+    request in 0-RTT packets where the server accepts them, and the first byte comes one round
+    trip after the request (one round trip less than the first view's two); where the server
+    does not, the trial records no 0-RTT packet and the first byte takes the first view's 2
+    round trips. The first views' bound is on the fastest of 2, as above."""
+    records = run_experiment(
+        tmp_path,
+        "repeat-view",
+        {"protocol": ["h3"], "network": [f"rtt={RTT_MS:g}ms"], "page": [ONE_OBJECT],
+         "server": [server], "client": ["chromium"], "view": ["first", "repeat"]},
+        seed=1,
+        repetitions=2,
+    )  # fmt: skip
+    assert all(r.status == "ok" for r in records), [r.error for r in records]
+    first = [r.ttfb_ms or 0.0 for r in records if r.cell["view"] == "first"]
+    repeat = [r for r in records if r.cell["view"] == "repeat"]
+    print(f"{server}: first {sorted(first)} ms, repeat {[r.ttfb_ms for r in repeat]} ms, "
+          f"0-RTT packets {[r.early_data_packets for r in repeat]}")  # fmt: skip
+    assert min(first) == pytest.approx(2 * RTT_MS, rel=0.1)
+    assert all(r.early_data_packets is None for r in records if r.cell["view"] == "first")
+    if EARLY_DATA[server]:
+        assert all((r.early_data_packets or 0) > 0 for r in repeat)
+        assert all(
+            r.ttfb_ms == pytest.approx(min(first) - RTT_MS, abs=0.1 * RTT_MS) for r in repeat
+        )
+    else:
+        assert all(r.early_data_packets == 0 for r in repeat)
+        assert all(r.ttfb_ms == pytest.approx(2 * RTT_MS, rel=0.1) for r in repeat)

@@ -72,6 +72,7 @@ def test_features_use_names_only_where_numbers_are_unknown() -> None:
         "congestion_control": "cubic",
         "initcwnd_packets": 10.0,
         "tls": "1.3",
+        "view": "first",
     }
     unknown = cell_factors(
         Cell.of(

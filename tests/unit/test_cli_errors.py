@@ -83,6 +83,21 @@ BAD_FILES = {
         "factors.client[0]",
         'pcap is not a client option: capture = ["pcap"]',
     ),
+    "h3-server": (
+        _experiment(protocol='["h2s", "h3"]', server='["nginx"]'),
+        "factors.server[0]",
+        "nginx cannot serve protocol h3",
+    ),
+    "repeat-view-h2load": (
+        _experiment(view='["first", "repeat"]'),
+        "factors.view[1]",
+        "repeat needs a client that visits the page again in its browser profile; h2load does not",
+    ),
+    "view-unknown": (
+        _experiment(view='["second"]'),
+        "factors.view[0]",
+        "unknown value 'second' (allowed: first, repeat)",
+    ),
 }
 
 # run as the installed executable; everything else runs in the zygote

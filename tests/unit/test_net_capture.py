@@ -123,6 +123,6 @@ def test_rootless_mode_captures_with_dumpcap(monkeypatch: pytest.MonkeyPatch) ->
     assert capturer() is TCPDUMP and TCPDUMP.settle_s == 0
     monkeypatch.setenv(userns.ENV, "1000:1000")
     assert capturer() is DUMPCAP and DUMPCAP.settle_s >= 0.3
-    assert DUMPCAP.argv("vL1", Path("/x.pcap")) == [
+    assert DUMPCAP.argv("vL1", Path("/x.pcap"), "") == [
         "dumpcap", "-i", "vL1", "-p", "-P", "-q", "-w", "/x.pcap",
     ]  # fmt: skip

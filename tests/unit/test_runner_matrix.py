@@ -155,6 +155,7 @@ def test_block_and_key_format() -> None:
         "congestion_control": "bbr",
         "initcwnd_packets": 4,
         "tls": "1.3",
+        "view": "first",
         "repetition": 2,
         "protocol": "h2s",
         "seed": 11,

@@ -12,10 +12,11 @@ import pytest
 
 from h2lab.errors import H2LabError
 from h2lab.runner import run
+from h2lab.runner.captures import trial_keylog
 from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
 from h2lab.runner.matrix import TrialSpec, expand
 from h2lab.runner.run import RUNS_BEFORE_GIVING_UP, run_trials
-from h2lab.runner.trial import trial_keylog, trial_record
+from h2lab.runner.trial import trial_record
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.network import parse_network
 from h2lab.store import Store, TrialRecord

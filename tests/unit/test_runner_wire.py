@@ -81,6 +81,7 @@ def spec() -> TrialSpec:
         congestion_control="bbr",
         initcwnd=32,
         tls="1.2",
+        view="repeat",
     )
     return TrialSpec(
         experiment="wire",
@@ -143,6 +144,7 @@ def record() -> TrialRecord:
         bytes_down=25_000,
         tcp_connections=6,
         retransmits=2,
+        early_data_packets=3,
     )
 
 

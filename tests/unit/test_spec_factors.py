@@ -62,6 +62,7 @@ def test_defaults_fill_what_a_table_does_not_list() -> None:
         "congestion_control": "cubic",
         "initcwnd_packets": 10,
         "tls": "1.3",
+        "view": "first",
     }
 
 
@@ -143,8 +144,8 @@ def test_cell_levels_by_factor_or_column_and_replaced() -> None:
 
 
 def test_a_csv_written_before_a_factor_existed_restores_with_its_default(tmp_path: Path) -> None:
-    # trials.csv of an older h2lab has no tls column: its trials ran with TLS 1.3
-    columns = [c for c in TRIAL_COLUMNS if c != "tls"]
+    # trials.csv of an older h2lab has no tls or view column: its trials ran with TLS 1.3
+    columns = [c for c in TRIAL_COLUMNS if c not in ("tls", "view")]
     row = {c: "" for c in columns}
     row |= {"id": "1", "trial_key": "k", "experiment": "e", "block": "b", "page": PAGE}
     row |= {"network": "lan", "server": "nginx", "client": "h2load"}
@@ -160,3 +161,10 @@ def test_a_csv_written_before_a_factor_existed_restores_with_its_default(tmp_pat
         store.close()
     assert t.cell["tls"] == "1.3" and t.cell == Cell.of(page=PAGE, network="lan")
     assert BY_NAME["tls"].key_part("1.3") is None
+
+
+def test_the_first_view_at_its_default_leaves_trial_keys_as_they_were() -> None:
+    (t, *_) = expand(parse_experiment(_experiment(), "dict"))
+    assert "first" not in t.key and t.factors.view == "first"
+    (r, *_) = expand(parse_experiment(_experiment(view=["repeat"]), "dict"))
+    assert r.key == t.key.replace("|r0|", "|repeat|r0|")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from h2lab.errors import SpecError
+from h2lab.errors import SpecError, TrialFailed
 from h2lab.pages import Page
 from h2lab.results import LoadResult, ResourceTiming
 from h2lab.spec.options import parse_named
@@ -55,6 +55,9 @@ class ClientAdapter(Protocol):
     protocol_note: str = ""
     """why the protocols it does not run are not among :attr:`protocols`, said with a trial
     that asks one of them ("": nothing to add)"""
+    views: frozenset[str] = frozenset({"first"})
+    """the ``view`` factor's levels it runs: ``repeat`` needs a browser profile to visit the
+    page again (:meth:`prime`)"""
 
     def version(self) -> str: ...
 
@@ -63,6 +66,13 @@ class ClientAdapter(Protocol):
         browser reached over a socket in the client namespace, Firefox's BiDi); by default
         nothing."""
         return None
+
+    def prime(self, page: Page, protocol: str, ctx: LoadContext) -> None:
+        """A repeat view's first visit, not counted (after :meth:`prepare`, before the
+        counters): load ``page``, then close every connection and empty the HTTP cache, keeping
+        what a browser keeps between visits (TLS session tickets, Alt-Svc), so that the next
+        :meth:`load` is the repeat view. Only a client with ``repeat`` in :attr:`views`."""
+        raise TrialFailed(f"{self.name} has no repeat view (views: {sorted(self.views)})")
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult: ...
 

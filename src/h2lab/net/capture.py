@@ -84,8 +84,9 @@ MAGICS = {
 """pcap's magic numbers as written, and the byte order of the fields after them."""
 
 
-def tcpdump_argv(iface: str, pcap: Path) -> list[str]:
-    """tcpdump on ``iface``, every packet whole, written to ``pcap`` (see the module's text)."""
+def tcpdump_argv(iface: str, pcap: Path, bpf: str = "") -> list[str]:
+    """tcpdump on ``iface``, every packet whole (those ``bpf`` takes, if given), written to
+    ``pcap`` (see the module's text)."""
     return [
         "tcpdump",
         "-i",
@@ -97,13 +98,16 @@ def tcpdump_argv(iface: str, pcap: Path) -> list[str]:
         "root",
         "-w",
         str(pcap),
+        *([bpf] if bpf else []),
     ]
 
 
-def dumpcap_argv(iface: str, pcap: Path) -> list[str]:
-    """dumpcap on ``iface``, every packet whole, written to ``pcap`` in pcap (not pcapng)
-    format, its closing counts only (``-q``)."""
-    return ["dumpcap", "-i", iface, "-p", "-P", "-q", "-w", str(pcap)]
+def dumpcap_argv(iface: str, pcap: Path, bpf: str = "") -> list[str]:
+    """dumpcap on ``iface``, every packet whole (those ``bpf`` takes, if given), written to
+    ``pcap`` in pcap (not pcapng) format, its closing counts only (``-q``)."""
+    return [
+        "dumpcap", "-i", iface, "-p", "-P", "-q", "-w", str(pcap), *(["-f", bpf] if bpf else []),
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,7 @@ class Capturer:
     """A capture program: how it is started, says it listens, and counts at its end."""
 
     name: str
-    argv: Callable[[str, Path], list[str]]
+    argv: Callable[[str, Path, str], list[str]]
     listening: re.Pattern[str]
     counts: Callable[[str], dict[str, int]]
     settle_s: float
@@ -194,14 +198,17 @@ class PacketCapture:
     listens, left once it has written everything and exited, the file cut to whole packets."""
 
     def __init__(
-        self, ns: str, iface: str, pcap: Path, log: Path, cap_bytes: int = PCAP_CAP_BYTES
-    ) -> None:
+        self, ns: str, iface: str, pcap: Path, log: Path, cap_bytes: int = PCAP_CAP_BYTES,
+        bpf: str = "",
+    ) -> None:  # fmt: skip
         self.tool = capturer()
         self.ns = ns
         self.iface = iface
         self.pcap = pcap
         self.log = log
         self.cap_bytes = cap_bytes
+        self.bpf = bpf
+        """a capture filter: only the packets it takes ("": every packet)"""
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> PacketCapture:
@@ -219,7 +226,7 @@ class PacketCapture:
 
     def start(self) -> None:
         self.pcap.parent.mkdir(parents=True, exist_ok=True)
-        tool = self.tool.argv(self.iface, self.pcap)
+        tool = self.tool.argv(self.iface, self.pcap, self.bpf)
         argv = netns.exec_argv(self.ns, tool)
         proc = self._proc = procs.spawn(argv, log=self.log, file_cap_bytes=self.cap_bytes)
 
@@ -244,6 +251,14 @@ class PacketCapture:
         procs.stop(proc, grace_s=STOP_GRACE_S, sig=signal.SIGINT, group=False)
         with contextlib.suppress(OSError), self.log.open("a") as out:
             out.write(self._finish() + "\n")
+
+    def packets(self) -> int:
+        """Packets in the file once stopped (0: none, or no file)."""
+        try:
+            with self.pcap.open("rb") as f:
+                return whole_records_bytes(f).packets
+        except (OSError, ValueError):
+            return 0
 
     def _finish(self) -> str:
         """Cut the file to whole packets; h2lab's line on what it holds."""

@@ -51,16 +51,40 @@ REGISTRY_CHECKS: LevelChecks = {"page": check_page, "server": check_server, "cli
 """The checks of :mod:`h2lab.spec.experiment` that need the registries, by factor name."""
 
 
+def check_views(factors: Factors, source: str, prefix: str) -> None:
+    """Every client of a table with the repeat view can visit a page again (a browser
+    profile): the refusal names the view's key and the client."""
+    for i, view in enumerate(factors["view"]):
+        for client in factors["client"]:
+            if view not in clients.get(client).views:
+                raise SpecError(
+                    source, f"{prefix}.view[{i}]",
+                    f"{view} needs a client that visits the page again in its browser profile; "
+                    f"{client} does not (repeat view: chromium)",
+                )  # fmt: skip
+
+
+def _check_tables(exp: Experiment, source: str) -> Experiment:
+    tables = exp.matrices
+    for i, factors in enumerate(tables):
+        check_views(factors, source, "factors" if len(tables) == 1 else f"factors[{i}]")
+    return exp
+
+
 def validate_factors(source: str, raw: dict[str, Any], prefix: str = "factors") -> Factors:
     """:func:`h2lab.spec.experiment.validate_factors` with the registries' checks."""
-    return experiment.validate_factors(source, raw, prefix, checks=REGISTRY_CHECKS)
+    factors = experiment.validate_factors(source, raw, prefix, checks=REGISTRY_CHECKS)
+    check_views(factors, source, prefix)
+    return factors
 
 
 def parse_experiment(raw: dict[str, Any], source: str, *, quick: bool = False) -> Experiment:
     """:func:`h2lab.spec.experiment.parse_experiment` with the registries' checks."""
-    return experiment.parse_experiment(raw, source, quick=quick, checks=REGISTRY_CHECKS)
+    exp = experiment.parse_experiment(raw, source, quick=quick, checks=REGISTRY_CHECKS)
+    return _check_tables(exp, source)
 
 
 def load_experiment(path: Path, *, quick: bool = False) -> Experiment:
     """:func:`h2lab.spec.experiment.load_experiment` with the registries' checks."""
-    return experiment.load_experiment(path, quick=quick, checks=REGISTRY_CHECKS)
+    exp = experiment.load_experiment(path, quick=quick, checks=REGISTRY_CHECKS)
+    return _check_tables(exp, str(path))

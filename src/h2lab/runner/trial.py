@@ -22,27 +22,26 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from h2lab import clients, servers
-from h2lab.artifacts import CAPTURE_KEYLOG, CAPTURE_LOG, CAPTURE_PCAP, SERVER_LOG, TRACEBACK
+from h2lab.artifacts import SERVER_LOG, TRACEBACK
 from h2lab.clients import LoadContext, LoadResult
 from h2lab.errors import H2LabError, TrialFailed
 from h2lab.machine import machine_info
 from h2lab.metrics.counters import CpuTimes, busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
-from h2lab.net.capture import PacketCapture
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.results import Metrics, ResourceTiming
+from h2lab.runner.captures import client_iface, early_data_capture, packet_capture, trial_keylog
 from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
 from h2lab.spec.network import NetworkProfile
-from h2lab.spec.protocols import QUIC, TLS_OVER_TCP
 from h2lab.spec.tcp import TcpSettings
 from h2lab.store import TrialRecord
 from h2lab.store.sqlite import CPU_SATURATED_PCT, artifacts_dir
@@ -136,14 +135,6 @@ class Counters:
     active_opens: int
     retransmits: int
     emulator_drops: int | None
-
-
-def client_iface(devs: Mapping[str, object]) -> str:
-    """The client namespace's end of the Rattan link among its devices (its one ``vL1-L*``)."""
-    names = [n for n in devs if n.startswith("vL1-L")]
-    if len(names) != 1:
-        raise H2LabError(f"client namespace has no single Rattan veth: {sorted(devs)}")
-    return names[0]
 
 
 CounterReader = Callable[[TrialLink, str], Counters]
@@ -248,20 +239,21 @@ class Links:
 
 
 class ServerStretch:
-    """The server of the current (page, server, TLS version) stretch of trials: started when
+    """The server of the current (page, server, TLS version, resumption) stretch of trials
+    (resumption: the repeat view's, :attr:`ServeContext.resumption`): started when
     the stretch begins, stopped when it ends, and started again before the next attempt when it
     died during the last one (a crash costs one trial, not the rest of its block)."""
 
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
         self._stack = ExitStack()
-        self._key: tuple[str, str, str] | None = None
+        self._key: tuple[str, str, str, bool] | None = None
         self.serving: servers.Serving | None = None
         self.error: str | None = None
         """the line of a server that did not start: the trials of its stretch fail with it"""
 
-    def get(self, page: Page, spec: str, tls_version: str) -> None:
-        key = (page.digest, spec, tls_version)
+    def get(self, page: Page, spec: str, tls_version: str, resumption: bool = False) -> None:
+        key = (page.digest, spec, tls_version, resumption)
         dead = self.serving is not None and self.serving.exited() is not None
         if self._key == key and not dead:
             return
@@ -273,6 +265,7 @@ class ServerStretch:
             state_dir=self.lab.state_dir / "server",
             tls_dir=self.lab.state_dir / "tls",
             tls_version=tls_version,
+            resumption=resumption,
         )
         try:
             self.serving = self._stack.enter_context(servers.get(spec).serve(page, ctx))
@@ -360,7 +353,7 @@ class LabSession:
                 )
             stored = job.attempts.get(t.key, 0)
             for retry in range(1 + job.retries):
-                stretch.get(page, t.server, t.factors.tls)
+                stretch.get(page, t.server, t.factors.tls, t.factors.view == "repeat")
                 attempt = stored + 1 + retry
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,
@@ -417,25 +410,6 @@ def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str
     }
 
 
-def trial_keylog(artifacts: Path, protocol: str, capture: tuple[str, ...]) -> Path | None:
-    """Where a trial's client leaves its TLS keys: beside its capture, when it has one and
-    speaks TLS (over TCP or QUIC); None otherwise."""
-    if "pcap" in capture and protocol in TLS_OVER_TCP | QUIC:
-        return artifacts / CAPTURE_KEYLOG
-    return None
-
-
-def packet_capture(
-    link: TrialLink, artifacts: Path, capture: tuple[str, ...]
-) -> AbstractContextManager[object]:
-    """tcpdump on the client's end of ``link`` into the trial's artifacts for the span of a
-    ``with`` block (``"pcap"`` in ``capture``; :mod:`h2lab.net.capture`), else nothing."""
-    if "pcap" not in capture:
-        return nullcontext()
-    iface = client_iface(parse_dev(netns.read_proc_net(link.client_ns, "dev")))
-    return PacketCapture(link.client_ns, iface, artifacts / CAPTURE_PCAP, artifacts / CAPTURE_LOG)
-
-
 def run_one(
     lab: TrialLab,
     links: TrialLinks,
@@ -488,14 +462,18 @@ def run_one(
         # Before the counters: a client's own setup in the namespace is not the trial's
         # (Firefox's WebDriver BiDi connection to its browser).
         client.prepare(t.protocol, ctx)
+        if t.factors.view == "repeat":  # the first visit, its connections closed after it
+            client.prime(page, t.protocol, ctx)
         lab.reset_client_connections()
-        with packet_capture(link, artifacts, capture):
+        early = early_data_capture(link, artifacts, t)
+        with packet_capture(link, artifacts, capture), early or nullcontext():
             before = counters(link, lab.servers_ns)
             request_log = servers.RequestLog(lab.state_dir / "server")
             logged = request_log.mark()
             result = client.load(page, t.protocol, ctx)
             after = counters(link, lab.servers_ns)
         metrics = _measured(result, before, after)
+        metrics["early_data_packets"] = None if early is None else early.packets()
         if metrics["request_header_bytes"] is None:
             # the client cannot tell (h2load, Chromium): the server's count, where it keeps one
             metrics["request_header_bytes"] = request_log.since(logged)

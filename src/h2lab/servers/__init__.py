@@ -114,6 +114,10 @@ class ServeContext:
     """the only TLS version the servers offer for TLS over TCP (h1s, h2s): ``1.2`` or ``1.3``
     (the trial's ``tls`` factor); a client asking for the other fails its handshake. QUIC (h3)
     is TLS 1.3 whatever this says (RFC 9001)."""
+    resumption: bool = False
+    """the repeat view's servers: TLS session tickets on (off otherwise, so that a first
+    view's bytes carry none), so a client may resume, and send early data where the server
+    accepts it (docs/servers.md, "Repeat view")"""
 
     def __post_init__(self) -> None:
         if self.tls_version not in TLS_VERSIONS:

@@ -21,11 +21,12 @@ requests (every served route sets ``skip_log``). Caddy keeps no request-length l
 ``request_header_bytes`` stays NULL, as behind ``haproxy@3.0``.
 
 What Caddy would do by itself and h2lab turns off: automatic HTTPS (ACME, redirects to
-https), the admin endpoint, the autosaved config, TLS session tickets (no resumption, as every
-server of the lab; with tickets Debian's build would accept 0-RTT: its quic-go 0.50 patch
-sets ``Allow0RTT: true``), the ``Alt-Svc`` header it adds to every HTTP/1 and HTTP/2 response
-when it serves h3, and the ``Etag`` of its file server. Its storage and the XDG folders it
-would write to are inside the state folder: it never reaches the network.
+https), the admin endpoint, the autosaved config, TLS session tickets in a first view (no
+resumption, as every server of the lab; the repeat view, :attr:`ServeContext.resumption`, has
+Caddy's tickets, and with them 0-RTT: Debian's quic-go 0.50 patch sets ``Allow0RTT: true``),
+the ``Alt-Svc`` header it adds to every HTTP/1 and HTTP/2 response when it serves h3, and
+the ``Etag`` of its file server. Its storage and the XDG folders it would write to are inside
+the state folder: it never reaches the network.
 """
 
 from __future__ import annotations
@@ -216,7 +217,8 @@ def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> dict[str, Any]:
             "http": {"grace_period": GRACE_PERIOD, "servers": servers},
             "tls": {
                 "certificates": {"load_files": certificates},
-                "session_tickets": {"disabled": True},
+                # none for a first view; Caddy's (and with them 0-RTT) for the repeat view
+                "session_tickets": {"disabled": not ctx.resumption},
             },
         },
     }

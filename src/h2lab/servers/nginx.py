@@ -243,13 +243,23 @@ http {{
     http2_max_concurrent_streams {MAX_CONCURRENT_STREAMS};
 {http3}    ssl_protocols {ctx.tls_protocol};  # the trial's one version
     ssl_session_cache off;
-    ssl_session_tickets off;
-    ssl_conf_command NumTickets 0;  # OpenSSL sends 2 TLS 1.3 tickets even with tickets off
-{render_maps(page)}
+{_tickets(ctx.resumption)}{render_maps(page)}
     access_log {d / REQUEST_LOG} h2lab_request;
 {"".join(servers)}
 }}
 """
+
+
+def _tickets(resumption: bool) -> str:
+    """TLS session tickets: none (a first view's bytes carry none), or nginx's default for
+    the repeat view (ServeContext.resumption; no early data: ``ssl_early_data`` is off by
+    default, a user's fragment may turn it on)."""
+    if resumption:
+        return "    ssl_session_tickets on;  # the repeat view's (ServeContext.resumption)\n"
+    return (
+        "    ssl_session_tickets off;\n"
+        "    ssl_conf_command NumTickets 0;  # OpenSSL sends 2 TLS 1.3 tickets even when off\n"
+    )
 
 
 def _include(fragment: Fragment | None) -> str:

@@ -99,6 +99,9 @@ class OriginOptions:
     qlog: bool = False
     notsent_lowat_bytes: int = 0
     """TCP_NOTSENT_LOWAT on accepted connections (0: kernel default)"""
+    early_data: bool = False
+    """accept 0-RTT requests over HTTP/3 (quic-go's ``Allow0RTT``, off by default as quic-go
+    has it): a repeat view's first request then goes with the client's first packet"""
 
 
 def _selection(key: str, value: str) -> Selection:
@@ -145,14 +148,14 @@ def parse_options(options: Mapping[str, str]) -> OriginOptions:
             delays[cls] = _duration(key, value)
         elif key == "think":
             kw["think_ms"] = _duration(key, value)
-        elif key in ("framelog", "qlog"):
+        elif key in ("framelog", "qlog", "early_data"):
             kw[key] = _flag(key, value)
         elif key == "notsent_lowat":
             kw["notsent_lowat_bytes"] = parse_size_bytes(value)
         else:
             raise ValueError(
                 f"origin has no option {key!r} (known: scheduler, push, early_hints, "
-                f"delay_<{'|'.join(CLASSES)}>, think, framelog, qlog, notsent_lowat)"
+                f"delay_<{'|'.join(CLASSES)}>, think, framelog, qlog, notsent_lowat, early_data)"
             )
     return OriginOptions(delay_ms=tuple(sorted(delays.items())), **kw)
 
@@ -187,6 +190,7 @@ def render_config(
         "framelog": opts.framelog,
         "qlog": opts.qlog,
         "notsent_lowat_bytes": opts.notsent_lowat_bytes,
+        "early_data": opts.early_data,
         "client_timeout_s": WRITE_TIMEOUT_S,
         "idle_timeout_s": IDLE_TIMEOUT_S,
     }

@@ -35,6 +35,8 @@ Stored = str | int
 """A level as the store keeps it (a network by its name, initcwnd as a number)."""
 
 MAX_INITCWND_PACKETS = 1000
+VIEWS = ("first", "repeat")
+"""WebPageTest's first and repeat views (the ``view`` factor)."""
 
 LevelCheck = Callable[[Any, tuple[str, ...], str, str], None]
 """``check(level, protocols, source, key)``: raises :class:`SpecError` naming ``source`` and
@@ -206,6 +208,17 @@ class TrialFactors:
             _one_of(TLS_VERSIONS), default="1.3", token=lambda v: f"tls{v}",
             keyed_at_default=False, check=_check_tls,
             usage="TLS version servers offer for h1s/h2s",
+        ))
+    )  # fmt: skip
+
+    view: str = field(
+        metadata=_is(Factor(
+            "view", "view", str,
+            "first view (a cold browser), or the repeat view (the page again in the same "
+            "browser profile: connections closed and HTTP cache emptied, TLS session tickets "
+            "kept, so 0-RTT where the server accepts early data)",
+            _one_of(VIEWS), default="first", keyed_at_default=False,
+            usage="first, or repeat (the second visit: TLS session tickets kept, 0-RTT)",
         ))
     )  # fmt: skip
 

@@ -75,6 +75,7 @@ from h2lab.clients.browser.chromium.options import (
     launch_flags,
     parse_options,
 )
+from h2lab.clients.browser.chromium.repeat import forget_connections
 from h2lab.clients.browser.chromium.tab import (
     TAB_TIMEOUT_S,
     Tab,
@@ -118,6 +119,7 @@ class _Browser(Running[CdpPipe]):
 class Chromium(BrowserClient[_Browser, Options]):
     name = "chromium"
     protocols = PROTOCOLS
+    views = frozenset({"first", "repeat"})
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -190,6 +192,30 @@ class Chromium(BrowserClient[_Browser, Options]):
             self._pool = None
 
     # -- one page load
+
+    def prime(self, page: Page, protocol: str, ctx: LoadContext) -> None:
+        """The repeat view's first visit (:meth:`ClientAdapter.prime`): the page loaded in the
+        tab the next :meth:`load` takes, then :func:`forget_connections`. Nothing of it is
+        kept; a failure is the trial's."""
+        self.check_protocol(protocol)
+        handle = self._browser(protocol, ctx)
+        self._browsers.used(protocol, handle)
+        tab = self._take_ready(handle)
+        url = page_url(page, protocol)
+        try:
+            measure(
+                tab, handle.connection, url, page, timeout_s=ctx.timeout_s,
+                idle_ms=self.options.idle_ms, fail_on=ctx.fail_on, tasks=False,
+            )  # fmt: skip
+            forget_connections(handle.connection, tab, ctx.netns)
+        except DEVTOOLS_FAILED as exc:
+            raise self._failure(handle, protocol, exc, isinstance(exc, PipeClosed)) from None
+        except TrialFailed:
+            if handle.alive():
+                with contextlib.suppress(*DEVTOOLS_FAILED):
+                    dispose(handle.connection, tab).result(TAB_TIMEOUT_S)
+            raise
+        handle.ready = tab
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
         self.check_protocol(protocol)

@@ -290,6 +290,16 @@ class Tab:
         self.signal.clear()
         self._navigating = True
 
+    def again(self) -> None:
+        """Ready for another load in the same context (the repeat view's): a new log, and no
+        load event, trace or failure of the last load left to be seen."""
+        self._navigating = False
+        self.log = browser_log.NetworkLog()
+        self.loaded = self.request_failed = False
+        self.trace_stream = None
+        self.finished_on = {}
+        self.signal.clear()
+
 
 def new_tab(cdp: DevTools, device: Device, cpu_slowdown: float) -> Tab:
     """A new browser context with one blank page, its DevTools session listening."""

@@ -1,0 +1,75 @@
+"""What a trial captures on the client's end of its link besides the client's own figures: the
+whole packet capture (``capture = ["pcap"]``, with the TLS keys beside it), and a repeat view's
+QUIC 0-RTT packets (``early_data_packets``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Protocol
+
+from h2lab.artifacts import (
+    CAPTURE_KEYLOG,
+    CAPTURE_LOG,
+    CAPTURE_PCAP,
+    EARLY_DATA_LOG,
+    EARLY_DATA_PCAP,
+)
+from h2lab.errors import H2LabError
+from h2lab.metrics.counters import parse_dev
+from h2lab.net import netns
+from h2lab.net.capture import PacketCapture
+from h2lab.runner.matrix import TrialSpec
+from h2lab.spec.protocols import QUIC, TLS_OVER_TCP
+
+
+class ClientSide(Protocol):
+    @property
+    def client_ns(self) -> str:
+        """the client namespace, where the link's client end is"""
+        ...
+
+
+def client_iface(devs: Mapping[str, object]) -> str:
+    """The client namespace's end of the Rattan link among its devices (its one ``vL1-L*``)."""
+    names = [n for n in devs if n.startswith("vL1-L")]
+    if len(names) != 1:
+        raise H2LabError(f"client namespace has no single Rattan veth: {sorted(devs)}")
+    return names[0]
+
+
+def trial_keylog(artifacts: Path, protocol: str, capture: tuple[str, ...]) -> Path | None:
+    """Where a trial's client leaves its TLS keys: beside its capture, when it has one and
+    speaks TLS (over TCP or QUIC); None otherwise."""
+    if "pcap" in capture and protocol in TLS_OVER_TCP | QUIC:
+        return artifacts / CAPTURE_KEYLOG
+    return None
+
+
+EARLY_DATA_BPF = "udp dst port 443 and udp[8] & 0xf0 = 0xd0"
+"""QUIC v1 0-RTT packets (RFC 9000 §17.2.3): long header form, fixed bit, type 01, the first
+byte's four high bits, which header protection leaves as they are (§5.4.1 masks the low four)."""
+
+
+def early_data_capture(link: ClientSide, artifacts: Path, t: TrialSpec) -> PacketCapture | None:
+    """The 0-RTT packets the client sends in a repeat view over HTTP/3 (the trial's
+    ``early_data_packets``), or None: no other trial looks for them."""
+    if t.protocol not in QUIC or t.factors.view != "repeat":
+        return None
+    iface = client_iface(parse_dev(netns.read_proc_net(link.client_ns, "dev")))
+    return PacketCapture(
+        link.client_ns, iface, artifacts / EARLY_DATA_PCAP, artifacts / EARLY_DATA_LOG,
+        bpf=EARLY_DATA_BPF,
+    )  # fmt: skip
+
+
+def packet_capture(
+    link: ClientSide, artifacts: Path, capture: tuple[str, ...]
+) -> AbstractContextManager[object]:
+    """tcpdump on the client's end of ``link`` into the trial's artifacts for the span of a
+    ``with`` block (``"pcap"`` in ``capture``; :mod:`h2lab.net.capture`), else nothing."""
+    if "pcap" not in capture:
+        return nullcontext()
+    iface = client_iface(parse_dev(netns.read_proc_net(link.client_ns, "dev")))
+    return PacketCapture(link.client_ns, iface, artifacts / CAPTURE_PCAP, artifacts / CAPTURE_LOG)
