@@ -72,10 +72,11 @@ def test_first_view_h3_can_save_one_round_trip_before_the_first_byte(
 ) -> None:
     """TLS 1.3 over TCP takes the TCP handshake, then the TLS one, then the request: 3 round
     trips to the first byte; QUIC's handshake carries TLS: 2. A new Chromium per trial, so none
-    reuses anything of another. Over h2s every trial takes its 3 round trips. Over h3 most
-    take 2, but some take more (658.7, 661.6 and 804.9 ms against 400, in 3 of 21 trials:
-    origin and haproxy@3.0; cause not yet found), so the bound is on the fastest of 3 trials
-    and the others are printed."""
+    reuses anything of another. Over h2s every trial takes its 3 round trips, over h3 its 2;
+    but Debian 13's HAProxy 3.0.11 drops one of the two Initial packets of Chromium's
+    ClientHello now and then (5 of 44 first views: +1 or +2 round trips; HAProxy's
+    CRYPTO-frame buffer and Chromium's chaos protection, fixed upstream after 3.0.11: see
+    docs/servers.md), so for it the bound is on the fastest of 3 trials."""
     records = run_experiment(
         tmp_path,
         "h3-ttfb",
@@ -91,7 +92,8 @@ def test_first_view_h3_can_save_one_round_trip_before_the_first_byte(
         ttfb[r.protocol].append(r.ttfb_ms)
     print(f"{server}: ttfb h2s {sorted(ttfb['h2s'])} ms, h3 {sorted(ttfb['h3'])} ms")
     assert all(t == pytest.approx(3 * RTT_MS, rel=0.1) for t in ttfb["h2s"])
-    assert min(ttfb["h3"]) == pytest.approx(2 * RTT_MS, rel=0.1)
+    h3 = [min(ttfb["h3"])] if server.startswith("haproxy@3.0") else ttfb["h3"]
+    assert all(t == pytest.approx(2 * RTT_MS, rel=0.1) for t in h3)
 
 
 EARLY_DATA = {"origin:early_data=1": True, "caddy": True, "origin": False, "nginx@1.26": False,
