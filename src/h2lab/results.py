@@ -35,6 +35,10 @@ class ResourceTiming:
     priority_update: str | None = None
     """the priority the client changed the request to after sending it (Chromium's
     ``Network.resourceChangedPriority``: VeryHigh..VeryLow, sent as a PRIORITY_UPDATE frame)"""
+    from_cache: bool = False
+    """the browser answered it from its own cache (a URL the page asked for twice): nothing
+    went over the network, and ``protocol`` is whatever the browser says of the cached entry
+    (Firefox: ``http/1.1``)"""
 
 
 @dataclass(frozen=True)

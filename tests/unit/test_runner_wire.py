@@ -164,6 +164,7 @@ def resource() -> ResourceTiming:
         error="net::ERR_BLOCKED_BY_ORB",
         priority_field="u=0",
         priority_update="High",
+        from_cache=True,
     )
 
 

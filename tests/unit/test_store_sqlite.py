@@ -147,6 +147,7 @@ def test_resources_of_a_trial(store: Store) -> None:
         "error": None,
         "priority_field": None,
         "priority_update": None,
+        "from_cache": 0,
     }
     assert rows[0]["ttfb_ms"] is None
     assert store.resources(other_id) == []

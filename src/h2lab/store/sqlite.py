@@ -19,7 +19,8 @@ CPU_SATURATED_PCT = 90.0
 
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
 # 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls; 8: machine;
-# 9: failed_requests, resource error; 10: resource priority_field, priority_update
+# 9: failed_requests, resource error; 10: resource priority_field, priority_update, from_cache,
+# trial view, early_data_packets
 SCHEMA_VERSION = 10
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}

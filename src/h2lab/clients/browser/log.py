@@ -324,6 +324,7 @@ class NetworkLog:
                     error=r.failed,
                     priority_field=r.priority_field,
                     priority_update=r.priority_update,
+                    from_cache=r.from_cache,
                 )
             )
         return tuple(rows)
