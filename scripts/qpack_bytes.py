@@ -66,7 +66,8 @@ def client_uni_stream_bytes(pcap: Path, keylog: Path, client_ip: str) -> dict[in
                 continue
             data = bytes.fromhex(f.get("quic.stream_data", "").replace(":", ""))
             tree = f.get("quic.frame_type_tree", Pairs())
-            offset = int(f.get("quic.stream.offset", "0") if tree.get("quic.stream.off") == "1" else 0)
+            has_offset = tree.get("quic.stream.off") == "1"
+            offset = int(f.get("quic.stream.offset", "0")) if has_offset else 0
             if offset == 0 and data:
                 kind[(conn, sid)] = data[0]
             t = kind.get((conn, sid), -1)
