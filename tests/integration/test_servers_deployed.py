@@ -57,7 +57,7 @@ def test_every_request_over_h3_and_no_tcp_h2s_over_tcp(
         assert all(r.pdt_ms is not None and 0 < r.pdt_ms < 2000 for r in records)
     else:  # a browser sends an RFC 9218 priority field with every request over h3
         # ("u=0, i" for the document; one browser sends a bare "i", urgency 3, for some)
-        print(f"priority fields over h3: {sorted(set(fields['h3']))}")
+        print(f"priority fields over h3: {sorted({str(f) for f in fields['h3']})}")
         assert all(f and ("u=" in f or f == "i") for f in fields["h3"])
 
 

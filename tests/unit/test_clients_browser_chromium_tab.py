@@ -124,8 +124,9 @@ def test_priority_field_and_changes_become_the_requests_priority_signals() -> No
         browser_log.PrioritySignals("1", update="High")
     )
     log = browser_log.NetworkLog()
-    log.add(browser_log.RequestSent("1", "https://o1/a.css", 1.0, "VeryHigh"))
+    # Chromium may send the extra info before the request itself
     log.add(network_event("Network.requestWillBeSentExtraInfo", extra))  # type: ignore[arg-type]
+    log.add(browser_log.RequestSent("1", "https://o1/a.css", 1.0, "VeryHigh"))
     log.add(network_event("Network.resourceChangedPriority", changed))  # type: ignore[arg-type]
     log.add(browser_log.RequestFinished("1", 2.0, 100))
     (row,) = log.resources(1.0)

@@ -214,6 +214,9 @@ class NetworkLog:
         """what turns the browser's clock into seconds since the epoch (added), from the first
         request sent with its wall-clock time"""
         self._anchored = False
+        self._early: dict[str, list[PrioritySignals]] = {}
+        """priority signals that came before their request's :class:`RequestSent` (Chromium
+        may send ``requestWillBeSentExtraInfo`` first), taken when it comes"""
 
     def add(self, event: RequestEvent) -> None:
         """Take one event into the log (one for a request never sent is ignored)."""
@@ -222,6 +225,8 @@ class NetworkLog:
             return
         r = self.requests.get(event.request_id)
         if r is None:
+            if isinstance(event, PrioritySignals):
+                self._early.setdefault(event.request_id, []).append(event)
             return
         if isinstance(event, ResponseStarted):
             r.protocol = event.protocol
@@ -274,6 +279,8 @@ class NetworkLog:
             request_headers=dict(event.headers),
             method=event.method,
         )
+        for early in self._early.pop(rid, []):
+            self.add(early)
 
     def snapshot(self) -> list[Request]:
         """The requests so far. The CDP reader thread adds requests while a load is measured:
