@@ -76,14 +76,14 @@ def test_first_view_h3_can_save_one_round_trip_before_the_first_byte(
     but Debian 13's HAProxy 3.0.11 drops one of the two Initial packets of Chromium's
     ClientHello now and then (5 of 44 first views: +1 or +2 round trips; HAProxy's
     CRYPTO-frame buffer and Chromium's chaos protection, fixed upstream after 3.0.11: see
-    docs/servers.md), so for it the bound is on the fastest of 3 trials."""
+    docs/servers.md), so for it the bound is on the fastest of 2 trials."""
     records = run_experiment(
         tmp_path,
         "h3-ttfb",
         {"protocol": ["h2s", "h3"], "network": [f"rtt={RTT_MS:g}ms"], "page": [ONE_OBJECT],
          "server": [server], "client": ["chromium:restart=1"], "tls": ["1.3"]},
         seed=1,
-        repetitions=3,
+        repetitions=2,
     )  # fmt: skip
     assert all(r.status == "ok" for r in records), [r.error for r in records]
     ttfb: dict[str, list[float]] = {"h2s": [], "h3": []}
@@ -96,10 +96,9 @@ def test_first_view_h3_can_save_one_round_trip_before_the_first_byte(
     assert all(t == pytest.approx(2 * RTT_MS, rel=0.1) for t in h3)
 
 
-EARLY_DATA = {"origin:early_data=1": True, "caddy": True, "nginx@1.26": False,
-              "haproxy@3.0:backend=nginx": False}  # fmt: skip
+EARLY_DATA = {"origin:early_data=1": True, "caddy": True, "nginx@1.26": False}
 """Whether each server accepts 0-RTT as h2lab runs it (docs/servers.md, "Repeat view"; the
-origin without ``early_data=1`` measures as nginx@1.26: 398-401 ms, 0 packets)."""
+origin without ``early_data=1`` and haproxy@3.0 measure as nginx@1.26: 398-411 ms, 0 packets)."""
 
 
 @pytest.mark.alone  # first-byte times within 10 %
@@ -111,21 +110,21 @@ def test_repeat_view_saves_a_round_trip_where_the_server_accepts_early_data(
     request in 0-RTT packets where the server accepts them, and the first byte comes one round
     trip after the request (one round trip less than the first view's two); where the server
     does not, the trial records no 0-RTT packet and the first byte takes the first view's 2
-    round trips. The first views' bound is on the fastest of 2, as above."""
+    round trips."""
     records = run_experiment(
         tmp_path,
         "repeat-view",
         {"protocol": ["h3"], "network": [f"rtt={RTT_MS:g}ms"], "page": [ONE_OBJECT],
          "server": [server], "client": ["chromium"], "view": ["first", "repeat"]},
         seed=1,
-        repetitions=2,
+        repetitions=1,
     )  # fmt: skip
     assert all(r.status == "ok" for r in records), [r.error for r in records]
     first = [r.ttfb_ms or 0.0 for r in records if r.cell["view"] == "first"]
     repeat = [r for r in records if r.cell["view"] == "repeat"]
     print(f"{server}: first {sorted(first)} ms, repeat {[r.ttfb_ms for r in repeat]} ms, "
           f"0-RTT packets {[r.early_data_packets for r in repeat]}")  # fmt: skip
-    assert min(first) == pytest.approx(2 * RTT_MS, rel=0.1)
+    assert all(t == pytest.approx(2 * RTT_MS, rel=0.1) for t in first)
     assert all(r.early_data_packets is None for r in records if r.cell["view"] == "first")
     if EARLY_DATA[server]:
         assert all((r.early_data_packets or 0) > 0 for r in repeat)
