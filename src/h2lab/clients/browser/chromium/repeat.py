@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from h2lab.clients.browser.chromium.cdp import DevTools
-from h2lab.clients.browser.chromium.tab import TAB_TIMEOUT_S, Tab
+from h2lab.clients.browser.chromium.tab import TAB_TIMEOUT_S, Tab, evaluate
 from h2lab.errors import TrialFailed
 from h2lab.net import netns
 
@@ -44,20 +44,12 @@ def quic_sockets(proc_net_udp: str) -> int:
     return n
 
 
-def _evaluate(cdp: DevTools, session: str, expression: str) -> object:
-    answer = cdp.call(
-        "Runtime.evaluate", {"expression": expression, "returnByValue": True}, session,
-        timeout_s=TAB_TIMEOUT_S,
-    )  # fmt: skip
-    return answer.get("result", {}).get("value")
-
-
 def _open(cdp: DevTools, session: str, url: str) -> None:
     """Navigate the tab to ``url`` and wait until it has loaded (so that no load event of it
     is left to be taken for the next page's)."""
     cdp.call("Page.navigate", {"url": url}, session, timeout_s=TAB_TIMEOUT_S)
     deadline = time.monotonic() + TAB_TIMEOUT_S
-    while _evaluate(cdp, session, READY) != f"{url}|complete":
+    while evaluate(cdp, session, READY, "repeat view: waiting for a page") != f"{url}|complete":
         if time.monotonic() > deadline:
             raise TrialFailed(f"repeat view: {url} did not load within {TAB_TIMEOUT_S:g} s")
         time.sleep(POLL_S)
@@ -70,7 +62,7 @@ def forget_connections(cdp: DevTools, tab: Tab, client_ns: str) -> None:
     s = tab.session
     cdp.call("Network.clearBrowserCache", {}, s, timeout_s=TAB_TIMEOUT_S)
     _open(cdp, s, NET_INTERNALS)
-    if _evaluate(cdp, s, FLUSH) != "sent":
+    if evaluate(cdp, s, FLUSH, "repeat view: closing the connections") != "sent":
         raise TrialFailed("repeat view: chrome://net-internals could not close the connections")
     _open(cdp, s, "about:blank")
     deadline = time.monotonic() + CLOSE_TIMEOUT_S

@@ -462,11 +462,15 @@ def measure(
 
 
 def _after_load(cdp: DevTools, session: str) -> dict[str, Any]:
-    value = _evaluate(cdp, session, f"({_AFTER_LOAD_JS})({SCREENSHOT_SETTLE_MS})")
+    value = evaluate(cdp, session, f"({_AFTER_LOAD_JS})({SCREENSHOT_SETTLE_MS})")
     return value if isinstance(value, dict) else {}
 
 
-def _evaluate(cdp: DevTools, session: str, expression: str) -> Any:
+def evaluate(
+    cdp: DevTools, session: str, expression: str, doing: str = "reading the page's timing"
+) -> Any:
+    """``expression``'s value in the page (a promise awaited); an exception in it fails the
+    trial, saying what it was ``doing``."""
     answer = cdp.call(
         "Runtime.evaluate",
         {"expression": expression, "awaitPromise": True, "returnByValue": True},
@@ -474,7 +478,7 @@ def _evaluate(cdp: DevTools, session: str, expression: str) -> Any:
     )
     if "exceptionDetails" in answer:
         text = answer["exceptionDetails"].get("text", "exception")
-        raise TrialFailed(f"chromium: reading the page's timing failed: {text}")
+        raise TrialFailed(f"chromium: {doing} failed: {text}")
     return answer.get("result", {}).get("value")
 
 
