@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from h2lab.net.check import check
+from h2lab.net.check import check, check_static
 from h2lab.net.check.probes import udp_probe
 from h2lab.net.lab import Lab
 from h2lab.spec.network import parse_network
@@ -98,6 +98,28 @@ def test_net_check_json_rows_pass_for_a_static_profile() -> None:
             assert r["pass"] is not False, r
 
 
+@pytest.mark.alone
+def test_jitter_spreads_each_packets_delay_and_reorders_as_asked() -> None:
+    """The reordering knob: every datagram's one-way delay spreads with the standard deviation
+    asked, and as many arrive after a later one as that spread gives at their spacing (the
+    rows ``net check`` judges; its TCP flows are shortened here, they are info under jitter)."""
+    profile = parse_network("rtt=100ms,rate=10Mbps,up_jitter=2ms,down_jitter=5ms")
+    with Lab((ORIGIN,)) as lab, lab.link(profile, 3, TcpSettings()) as link:
+        rows = check_static(
+            lab, link, profile, lab.origin_ips[ORIGIN], quick=True, queueing=False, flow_s=1.0
+        )
+    for row in rows:
+        print(row)
+    by = {(r.metric, r.direction): r for r in rows}
+    assert by[("rtt", "both")].passed
+    assert by[("delay_jitter", "up")].asked == 2.0 and by[("delay_jitter", "up")].passed
+    assert by[("delay_jitter", "down")].asked == 5.0 and by[("delay_jitter", "down")].passed
+    for direction in ("up", "down"):
+        reordered = by[("reordered", direction)]
+        assert reordered.passed, reordered
+        assert isinstance(reordered.measured, float) and 30 <= reordered.measured <= 70
+
+
 def test_codel_keeps_the_queue_short_where_droptail_fills_it() -> None:
     _, droptail = _net_check("rtt=20ms,rate=10Mbps,queue=200", "--quick")
     _, codel = _net_check("rtt=20ms,rate=10Mbps,queue=200,aqm=codel", "--quick")
@@ -152,6 +174,7 @@ def test_bad_profiles_exit_2_naming_field_or_file(tmp_path: Path) -> None:
         "trace=/nonexistent/x.trace": "/nonexistent/x.trace",
         f"trace={empty}": str(empty),
         "cell-good,loss=1%": "PROFILE.loss",
+        "rtt=20ms,jitter=5ms": "PROFILE.jitter: 5 ms cannot be emulated over a 10 ms one-way",
     }
     for spec, expected in cases.items():
         done = subprocess.run([H2LAB, "net", "check", spec], capture_output=True, text=True)

@@ -22,6 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")
 SEEDS = sorted((ROOT / "experiments" / "seeds").glob("*.toml"))
+BEYOND = [ROOT / "experiments" / "h3-where.toml"]
+"""experiments beyond the seeds whose quick variant runs here too (REPRODUCTION.md)"""
 QUICK_BUDGET_S = 60.0  # per quick run (a warning above it, not a failure)
 TOTAL_BUDGET_S = 600.0  # all quick runs together
 VALIDATE_LINE = re.compile(r"ok, (\d+) trials \((\d+) with --quick\)")
@@ -78,7 +80,7 @@ def test_seed_files_exist() -> None:
     assert len(SEEDS) >= 11, [p.name for p in SEEDS]
 
 
-@pytest.mark.parametrize("path", SEEDS, ids=_ids(SEEDS))
+@pytest.mark.parametrize("path", SEEDS + BEYOND, ids=_ids(SEEDS + BEYOND))
 def test_seed_experiment_validates(path: Path) -> None:
     full, quick = _counts(path)
     print(f"{path.name}: {full} trials full, {quick} with --quick")
@@ -102,7 +104,7 @@ def quick_walls() -> Iterator[dict[str, float]]:
             )
 
 
-@pytest.mark.parametrize("path", SEEDS, ids=_ids(SEEDS))
+@pytest.mark.parametrize("path", SEEDS + BEYOND, ids=_ids(SEEDS + BEYOND))
 def test_seed_experiment_quick_runs(
     path: Path, tmp_path: Path, quick_walls: dict[str, float]
 ) -> None:

@@ -36,14 +36,15 @@ def test_page_features(spec: str, expected: PageFeatures) -> None:
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("rtt=100ms,down=10Mbps,up=2Mbps,loss=1%", NetworkFeatures(100.0, 1e7, 2e6, 0.01)),
-        ("cable", NetworkFeatures(28.0, 5e6, 1e6, 0.0)),  # the preset's values
-        ("cable,loss=2%", NetworkFeatures(28.0, 5e6, 1e6, 0.02)),
-        ("rtt=50ms", NetworkFeatures(50.0, math.inf, math.inf, 0.0)),  # no rate: unlimited
-        ("rtt=50ms,down_loss=3%", NetworkFeatures(50.0, math.inf, math.inf, 0.03)),
+        ("rtt=100ms,down=10Mbps,up=2Mbps,loss=1%", NetworkFeatures(100.0, 1e7, 2e6, 0.01, 0.0)),
+        ("cable", NetworkFeatures(28.0, 5e6, 1e6, 0.0, 0.0)),  # the preset's values
+        ("cable,loss=2%", NetworkFeatures(28.0, 5e6, 1e6, 0.02, 0.0)),
+        ("rtt=50ms", NetworkFeatures(50.0, math.inf, math.inf, 0.0, 0.0)),  # no rate: unlimited
+        ("rtt=50ms,down_loss=3%", NetworkFeatures(50.0, math.inf, math.inf, 0.03, 0.0)),
         ("cell-poor", NetworkFeatures(None, None, None, None)),  # cellular traces drive it
         ("rtt=50ms,down_trace=/nonexistent", NetworkFeatures(None, None, None, None)),
         ("bogus", NetworkFeatures(None, None, None, None)),
+        ("rtt=100ms,rate=10Mbps,jitter=5ms", NetworkFeatures(100.0, 1e7, 1e7, 0.0, 5.0)),
     ],
 )
 def test_network_features(spec: str, expected: NetworkFeatures) -> None:
@@ -67,6 +68,7 @@ def test_features_use_names_only_where_numbers_are_unknown() -> None:
         "down_rate_bps": 5e6,
         "up_rate_bps": 1e6,
         "loss_fraction": 0.0,
+        "jitter_ms": 0.0,
         "server": "nginx",
         "client": "h2load",
         "congestion_control": "cubic",

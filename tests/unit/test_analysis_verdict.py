@@ -12,8 +12,10 @@ from h2lab.analysis.verdict import (
     H2_FASTER_AT_MOST,
     analyze,
     outcome_of,
+    outcome_text,
     trial_efficiencies,
 )
+from h2lab.report.model import verdict_rows
 from h2lab.store import TrialRecord
 
 CELL = Cell.of(
@@ -214,3 +216,18 @@ def test_trial_efficiencies_take_the_bounds_as_input() -> None:
         ("h1s", 50.0, 100.0, 0.5),
         ("h2s", 25.0, 50.0, 0.5),
     ]  # trials without a bound, and failed trials, are left out
+
+
+def test_h3_is_compared_with_h2s_and_its_outcome_is_named_by_the_pair() -> None:
+    trials = [trial(p, r, v) for r in range(4) for p, v in (("h2s", 200.0 + r), ("h3", 150.0 + r))]
+    analysis = analyze(trials, np.random.default_rng(1), resamples=200)
+    (v,) = analysis.verdicts
+    assert (v.ratio.pair, v.outcome) == ("h3/h2s", "h2 faster")
+    assert outcome_text(v.outcome, "h3", "h2s") == "h3 faster"
+    assert outcome_text("h1 faster", "h3", "h2s") == "h2s faster"
+    assert outcome_text("tie", "h3", "h2s") == "tie"
+    # the seeds' pairs keep their words
+    assert outcome_text("h2 faster", "h2s", "h1s") == "h2 faster"
+    # the report's verdict table says it in the pair's words, coloured as the analysis names it
+    (row,) = verdict_rows(analysis)
+    assert (row.pair, row.outcome, row.kind) == ("h3/h2s", "h3 faster", "h2 faster")

@@ -72,6 +72,8 @@ def spec() -> TrialSpec:
         codel_interval_ms=150.0,
         cellular="poor",
         cellular_parts=("bw", "delay"),
+        up_jitter_ms=1.5,
+        down_jitter_ms=2.5,
     )
     factors = TrialFactors(
         page="synthetic:n=2,size=1KB",

@@ -313,3 +313,36 @@ def test_quick_variant_overrides_repetitions_and_levels(tmp_path: Path) -> None:
     assert quick.factors.protocol == ("h1s", "h2s")
     e = _error(tmp_path, text.replace("repetitions = 1\n[quick", "reps = 1\n[quick"))
     assert (e.field, e.reason.split(" (")[0]) == ("quick.reps", "unknown key")
+
+
+def test_quick_factor_tables_replace_the_arms(tmp_path: Path) -> None:
+    # an experiment of several arms: [[quick.factors]] gives the quick variant its own tables
+    rest = 'page = ["synthetic:"]\nserver = ["origin"]\nclient = ["chromium"]\n'
+    text = (
+        'name = "t"\nrepetitions = 3\n'
+        '[[factors]]\nprotocol = ["h2s", "h3"]\nnetwork = ["lan", "cable"]\n'
+        + rest
+        + '[[factors]]\nprotocol = ["h2s", "h3"]\nnetwork = ["rtt=100ms,jitter=5ms"]\n'
+        + rest
+        + "[quick]\nrepetitions = 1\n"
+        + '[[quick.factors]]\nprotocol = ["h3"]\nnetwork = ["lan"]\n'
+        + rest
+        + '[[quick.factors]]\nprotocol = ["h3"]\nnetwork = ["rtt=100ms,jitter=1ms"]\n'
+        + rest
+    )
+    path = _write(tmp_path, text)
+    full, quick = load_experiment(path), load_experiment(path, quick=True)
+    assert [tuple(n.name for n in m["network"]) for m in full.matrices] == [
+        ("lan", "cable"),
+        ("rtt=100ms,jitter=5ms",),
+    ]
+    assert [(m.protocol, tuple(n.name for n in m["network"])) for m in quick.matrices] == [
+        (("h3",), ("lan",)),
+        (("h3",), ("rtt=100ms,jitter=1ms",)),
+    ]
+    # the quick tables are checked like the others (``h2lab validate`` loads both variants)
+    bad = text.replace('network = ["rtt=100ms,jitter=1ms"]', 'network = ["rtt=10ms,jitter=9ms"]')
+    with pytest.raises(SpecError) as info:
+        load_experiment(_write(tmp_path, bad), quick=True)
+    assert info.value.field == "factors[1].network[0].jitter"
+    assert "cannot be emulated" in info.value.reason

@@ -159,6 +159,8 @@ def test_describe_and_as_dict() -> None:
         "codel_interval_ms": 100.0,
         "cellular": None,
         "cellular_parts": ["bw", "delay", "loss"],
+        "up_jitter_ms": 0.0,
+        "down_jitter_ms": 0.0,
     }
     asym = parse_network("up_loss=1%,down_loss=2%")
     assert asym.describe() == "rtt=0ms,up_loss=1%,down_loss=2%,queue=1000p"
@@ -521,6 +523,9 @@ def test_every_key_the_parser_accepts_reaches_config_json(tmp_path: Path) -> Non
         "codel_target": ("7ms", "8ms", ",rate=10Mbps,aqm=codel"),
         "codel_interval": ("50ms", "60ms", ",rate=10Mbps,aqm=codel"),
         "cellular": ("good", "fair", ""),
+        "jitter": ("1ms", "2ms", ",rtt=100ms"),
+        "up_jitter": ("1ms", "2ms", ",rtt=100ms"),
+        "down_jitter": ("1ms", "2ms", ",rtt=100ms"),
     }
     assert set(values) == NETWORK_KEYS  # a new parser key needs its levels here
     for key, (a, b, extra) in values.items():

@@ -38,6 +38,8 @@ class NetworkFeatures:
     up_rate_bps: float | None
     loss_fraction: float | None
     """downlink random loss, 0..1 (the direction carrying the page)"""
+    jitter_ms: float | None = None
+    """downlink per-packet delay variation (the reordering knob)"""
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class CellFactors:
             "down_rate_bps": self.network.down_rate_bps,
             "up_rate_bps": self.network.up_rate_bps,
             "loss_fraction": self.network.loss_fraction,
+            "jitter_ms": self.network.jitter_ms,
         }
         for f in FACTORS:  # the other factors: numbers as numbers, names as categories
             if f.name not in ("page", "network"):
@@ -114,6 +117,7 @@ def profile_features(profile: NetworkProfile) -> NetworkFeatures:
         down_rate_bps=rate(profile.down_rate_bps, profile.down_trace),
         up_rate_bps=rate(profile.up_rate_bps, profile.up_trace),
         loss_fraction=profile.down_loss_ratio,
+        jitter_ms=profile.down_jitter_ms,
     )
 
 

@@ -137,6 +137,15 @@ def outcome_of(ci_low_ratio: float, ci_high_ratio: float, n_blocks: int = MIN_BL
     return "tie"
 
 
+def outcome_text(outcome: Outcome, newer: str, older: str) -> str:
+    """An outcome in the words of its pair: "h2 faster" of ``h3/h2s`` is "h3 faster" (the
+    seeds' h2/h1 pairs keep their words)."""
+    if newer.startswith("h2"):
+        return outcome
+    words = {"h2 faster": f"{newer} faster", "h1 faster": f"{older} faster"}
+    return words.get(outcome, outcome)
+
+
 @dataclass(frozen=True)
 class CellValues:
     """The usable values of one protocol in one cell, by block, plus the counts of the rest."""

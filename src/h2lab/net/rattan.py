@@ -7,6 +7,9 @@ its right side *is* that namespace and its left side is a fresh namespace it cre
 holder process; h2lab attaches the name ``h2lab-<id>-client`` to its namespace.
 
 Cells per direction, in packet order: bandwidth (droptail queue) -> one-way delay -> loss.
+With jitter the delay cell is ``DelayPerPacket``: each packet draws its delay from a normal
+distribution (clamped at ±2 standard deviations, seeded per trial and direction) and leaves when
+its own delay is over, so packets overtake each other.
 Loss uses Rattan's ``LossReplay`` cell because, unlike ``Loss`` (fixed seed 42), it takes a
 seed: same seed, same drop decision for the n-th packet of each direction (common random
 numbers across the protocols of one block).
@@ -14,6 +17,7 @@ numbers across the protocols of one block).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -85,6 +89,41 @@ class LinkFiles:
 def direction_seed(seed: int, direction: str) -> int:
     """Independent, reproducible streams per direction from one trial seed."""
     return (seed * 2 + (1 if direction == "down" else 0)) % (2**63)
+
+
+# Rattan clamps a per-packet delay drawn from a normal distribution to the cell's bounds, set
+# at ±2 standard deviations; the clamped delays keep 0.9594 of the standard deviation
+# (net/check/estimators.py), so the cell's is set that much wider and the packets get the
+# jitter asked.
+JITTER_CUT_SD = 2.0
+CLAMPED_SD_SHARE = 0.9594
+
+
+def jitter_seed(seed: int, direction: str) -> int:
+    """The per-packet delay stream of one direction: reproducible from the trial seed and
+    independent of the loss stream."""
+    digest = hashlib.sha256(f"{seed}|{direction}|jitter".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def _delay_lines(cell: str, delay_us: float, jitter_us: float, seed: int) -> list[str]:
+    """A ``Delay`` cell, or with jitter a ``DelayPerPacket`` cell around the same delay."""
+    if jitter_us <= 0:
+        return ["", f"[cells.{cell}]", 'type = "Delay"', f'delay = "{delay_us:.0f}us"']
+    sd_us = jitter_us / CLAMPED_SD_SHARE
+    spread = JITTER_CUT_SD * sd_us
+    return [
+        "",
+        f"[cells.{cell}]",
+        'type = "DelayPerPacket"',
+        "",
+        f"[cells.{cell}.config.delay.NormalizedDelayPerPacketConfig]",
+        f'mean = "{delay_us:.0f}us"',
+        f'std_dev = "{sd_us:.0f}us"',
+        f'lower_bound = "{max(0.0, delay_us - spread):.0f}us"',
+        f'upper_bound = "{delay_us + spread:.0f}us"',
+        f"seed = {seed}",
+    ]
 
 
 # How long a cellular profile's loss schedule runs; longer than any trial's timeout. After
@@ -184,6 +223,7 @@ def _fixed_chain(
     rate = profile.up_rate_bps if up else profile.down_rate_bps
     trace = profile.up_trace if up else profile.down_trace
     delay = profile.up_delay_ms if up else profile.down_delay_ms
+    jitter = profile.up_jitter_ms if up else profile.down_jitter_ms
     loss = profile.up_loss if up else profile.down_loss
     bw, delay_cell, loss_cell = (f"{direction}_bw", f"{direction}_delay", f"{direction}_loss")
     chain: list[str] = []
@@ -197,7 +237,7 @@ def _fixed_chain(
         lines += _queue_lines(profile, rate)
         chain.append(bw)
     delay_us = calibrated_delay_ms(delay, delay_overhead_ms) * 1000
-    lines += ["", f"[cells.{delay_cell}]", 'type = "Delay"', f'delay = "{delay_us:.0f}us"']
+    lines += _delay_lines(delay_cell, delay_us, jitter * 1000, jitter_seed(seed, direction))
     chain.append(delay_cell)
     if loss.ratio > 0:
         name = f"loss-{direction}.json"

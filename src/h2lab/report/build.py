@@ -312,7 +312,8 @@ def _tree(primary: Sequence[Verdict], seed: int) -> str:
         h.note(
             "Entropy decision tree (scikit-learn, as seed 001's ID3) over the factors of the "
             "cells, one sample per cell and pair labelled by its verdict on the primary metric; "
-            "a node is h2 / h1 / tie when that class holds ≥ 75% of its cells, else mixed. "
+            "a node is h2 / h1 / tie when that class holds ≥ 75% of its cells, else mixed "
+            "(h2: the newer protocol of the pair is faster, h2 over h1, h3 over h2s). "
             f"Drawn to depth {DRAWN_TREE_DEPTH}; the full tree (leaves pure) is below as text."
         )
     ]

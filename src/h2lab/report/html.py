@@ -130,7 +130,7 @@ def verdict_table(rows: Sequence[VerdictRow]) -> str:
     head = "".join(f"<th>{e(h)}</th>" for h in VERDICT_HEADERS)
     body = []
     for r in rows:
-        cls = r.outcome.replace(" ", "-")
+        cls = (r.kind or r.outcome).replace(" ", "-")
         cells = (*r.factors, r.pair, r.h1, r.h2, r.ratio)
         body.append(
             "<tr>"

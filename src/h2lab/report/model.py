@@ -19,7 +19,7 @@ import numpy as np
 
 from h2lab.analysis.compare import LevelRatio
 from h2lab.analysis.factors import Cell, CellFactors, cell_factors
-from h2lab.analysis.verdict import Analysis, CellStats, Verdict
+from h2lab.analysis.verdict import Analysis, CellStats, Verdict, outcome_text
 from h2lab.analysis.verdict import latest_ok as latest_ok  # the report's rule, kept here too
 from h2lab.report.svg.charts import LinePoint
 from h2lab.report.svg.waterfall import TimelineRow, WaterfallRow
@@ -121,8 +121,11 @@ class VerdictRow:
     ratio: str
     """median s [CI]"""
     outcome: str
+    """in the pair's words ("h3 faster")"""
     n: str
     failures: str
+    kind: str = ""
+    """the outcome as the analysis names it ("h2 faster": the newer protocol), for colour"""
 
 
 def _ms(s: CellStats) -> str:
@@ -166,9 +169,10 @@ def verdict_rows(analysis: Analysis) -> list[VerdictRow]:
                 f"{v.h1.protocol}: {_ms(v.h1)}",
                 f"{v.h2.protocol}: {_ms(v.h2)}",
                 ratio,
-                v.outcome,
+                outcome_text(v.outcome, v.h2.protocol, v.h1.protocol),
                 n,
                 failures,
+                v.outcome,
             )
         )
     return rows

@@ -193,7 +193,8 @@ def validate_factors(
 def apply_quick(raw: dict[str, Any], source: str) -> dict[str, Any]:
     """The experiment's quick variant (``h2lab run --quick``): ``[quick]`` overrides
     ``repetitions``, ``warmup``, ``timeout_s``, and ``[quick.factors]`` replaces factor lists
-    (in every factor table), typically with a subset of the levels."""
+    (in every factor table), typically with a subset of the levels; ``[[quick.factors]]``
+    tables replace the factor tables themselves (an experiment of several arms)."""
     quick = raw.get("quick", {})
     if not isinstance(quick, dict):
         raise SpecError(source, "quick", "must be a table [quick]")
@@ -204,6 +205,10 @@ def apply_quick(raw: dict[str, Any], source: str) -> dict[str, Any]:
     out = {k: v for k, v in raw.items() if k != "quick"}
     out.update({k: v for k, v in quick.items() if k != "factors"})
     over = quick.get("factors", {})
+    if isinstance(over, list):
+        # [[quick.factors]]: the quick variant's own factor tables, in place of every table
+        out["factors"] = over
+        return out
     if not isinstance(over, dict):
         raise SpecError(source, "quick.factors", "must be a table [quick.factors]")
     tables = raw.get("factors")

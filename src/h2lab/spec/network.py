@@ -14,6 +14,11 @@ and the keys after it override it: ``cable,loss=1%``. Keys:
 ``loss_burst``        mean length of a loss burst in packets (default 1 = independent,
                       Bernoulli); > 1 gives the Gilbert model (see :class:`LossModel`);
                       ``up_loss_burst`` / ``down_loss_burst``
+``jitter``            per-packet variation of the one-way delay (standard deviation), each
+                      direction; ``up_jitter`` / ``down_jitter``. Each packet draws its own
+                      delay, so packets sent closer together than the jitter overtake each
+                      other: the reordering knob (Rattan's ``DelayPerPacket`` cell; at most
+                      48% of the one-way delay)
 ``queue``             limit of each bandwidth queue: packets (``1000``), bytes (``64KB``)
                       or bandwidth-delay products (``1bdp``)
 ``aqm``               ``droptail`` (default) or ``codel``; ``codel_target`` (5ms) and
@@ -132,6 +137,9 @@ class NetworkProfile:
     """name of an Akamai cellular profile driving rate, delay and loss"""
     cellular_parts: tuple[str, ...] = ("bw", "delay", "loss")
     """which of the profile's traces the link replays (``net check`` checks them one by one)"""
+    up_jitter_ms: float = 0.0
+    """standard deviation of each packet's one-way delay (0: every packet the same delay)"""
+    down_jitter_ms: float = 0.0
 
     @property
     def rtt_ms(self) -> float:
@@ -178,6 +186,12 @@ class NetworkProfile:
             else:
                 parts.append(f"up_loss={self.up_loss_ratio * 100:g}%")
                 parts.append(f"down_loss={self.down_loss_ratio * 100:g}%")
+        if self.up_jitter_ms or self.down_jitter_ms:
+            if self.up_jitter_ms == self.down_jitter_ms:
+                parts.append(f"jitter={self.up_jitter_ms:g}ms")
+            else:
+                parts.append(f"up_jitter={self.up_jitter_ms:g}ms")
+                parts.append(f"down_jitter={self.down_jitter_ms:g}ms")
         parts.append(f"queue={self.queue.describe()}")
         if self.aqm != "droptail":
             parts.append(f"aqm={self.aqm}")
@@ -201,6 +215,9 @@ NETWORK_KEYS = {
     "loss_burst",
     "up_loss_burst",
     "down_loss_burst",
+    "jitter",
+    "up_jitter",
+    "down_jitter",
     "queue",
     "aqm",
     "codel_target",
@@ -215,10 +232,12 @@ _FAMILIES = {
     "trace": ("rate", "up", "down", "trace", "up_trace", "down_trace"),
     "loss": ("loss", "up_loss", "down_loss"),
     "loss_burst": ("loss_burst", "up_loss_burst", "down_loss_burst"),
+    "jitter": ("jitter", "up_jitter", "down_jitter"),
 }
 _CELLULAR_SETS = {"rtt", "delay", "up_delay", "down_delay", "rate", "up", "down", "trace"}
 _CELLULAR_SETS |= {"up_trace", "down_trace", "loss", "up_loss", "down_loss"}
 _CELLULAR_SETS |= {"loss_burst", "up_loss_burst", "down_loss_burst"}
+_CELLULAR_SETS |= {"jitter", "up_jitter", "down_jitter"}
 
 
 def _parse_queue(text: str) -> Queue:
@@ -344,6 +363,10 @@ class _Fields:
 def _check_exclusive(get: _Fields, cellular: str | None) -> None:
     if cellular is not None:
         clash = sorted(set(get.fields) & _CELLULAR_SETS)
+        if clash and "jitter" in clash[0]:
+            raise get.error(
+                clash[0], "a cellular profile replays its own delays; jitter needs a fixed delay"
+            )
         if clash:
             raise get.error(clash[0], "a cellular profile sets rate, delay and loss itself")
     if "rtt" in get.fields and "delay" in get.fields:
@@ -365,6 +388,31 @@ def _losses(get: _Fields) -> tuple[float, float, float, float]:
         if b > 1 and ratio > b / (b + 1):
             raise get.error(key, f"at most {b / (b + 1):.0%} loss with bursts of {b:g}")
     return up_loss, down_loss, up_burst, down_burst
+
+
+# The per-packet delay spans ±2 standard deviations of a normal distribution clamped there
+# (net/rattan.py): 2.085 x the jitter either side of the delay, which cannot be negative.
+MAX_JITTER_SHARE = 0.4797
+"""the most jitter a one-way delay can carry, as a share of it"""
+
+
+def _jitters(get: _Fields, up_delay_ms: float, down_delay_ms: float) -> tuple[float, float]:
+    """(up jitter, down jitter) in ms, each at most :data:`MAX_JITTER_SHARE` of its
+    direction's one-way delay."""
+    jitter = get("jitter", parse_duration_ms, 0.0)
+    out = []
+    for key, delay in (("up_jitter", up_delay_ms), ("down_jitter", down_delay_ms)):
+        value = get(key, parse_duration_ms, jitter)
+        if value > delay * MAX_JITTER_SHARE:
+            named = key if key in get.fields else "jitter"
+            raise get.error(
+                named,
+                f"{value:g} ms cannot be emulated over a {delay:g} ms one-way delay: at most "
+                f"{delay * MAX_JITTER_SHARE:.3g} ms (48% of it), as each packet's delay spans "
+                "±2.085 jitter and cannot be negative",
+            )
+        out.append(value)
+    return out[0], out[1]
 
 
 def parse_network(
@@ -389,6 +437,9 @@ def parse_network(
     if down_trace and "down" in get.fields:
         raise get.error("down_trace", "give down or down_trace, not both")
     up_loss, down_loss, up_burst, down_burst = _losses(get)
+    up_delay = get("up_delay", parse_duration_ms, one_way)
+    down_delay = get("down_delay", parse_duration_ms, one_way)
+    up_jitter, down_jitter = _jitters(get, up_delay, down_delay)
     default_queue = Queue(bytes=CELLULAR_QUEUE_BYTES) if cellular else Queue(DEFAULT_QUEUE_PACKETS)
     queue = get("queue", _parse_queue, default_queue)
     if queue.bdp is not None and (cellular or up_trace or down_trace):
@@ -398,8 +449,8 @@ def parse_network(
         name=name or text,
         up_rate_bps=None if up_trace else get("up", parse_rate_bps, rate),
         down_rate_bps=None if down_trace else get("down", parse_rate_bps, rate),
-        up_delay_ms=get("up_delay", parse_duration_ms, one_way),
-        down_delay_ms=get("down_delay", parse_duration_ms, one_way),
+        up_delay_ms=up_delay,
+        down_delay_ms=down_delay,
         up_loss_ratio=up_loss,
         down_loss_ratio=down_loss,
         queue=queue,
@@ -411,4 +462,6 @@ def parse_network(
         codel_target_ms=get("codel_target", parse_duration_ms, CODEL_TARGET_MS),
         codel_interval_ms=get("codel_interval", parse_duration_ms, CODEL_INTERVAL_MS),
         cellular=cellular,
+        up_jitter_ms=up_jitter,
+        down_jitter_ms=down_jitter,
     )

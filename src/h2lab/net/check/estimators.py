@@ -5,9 +5,11 @@ delivered per trace step), no sockets and no namespaces."""
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from pathlib import Path
 
+from h2lab.net.rattan import JITTER_CUT_SD
 from h2lab.spec import cellular
 from h2lab.spec.network import NetworkProfile
 
@@ -150,3 +152,54 @@ def delivered_per_step_bps(
         a, b = bisect.bisect_left(times, lo), bisect.bisect_left(times, hi)
         out[i] = (prefix[b] - prefix[a]) * 8 / step_s
     return out
+
+
+def reordered_share(arrivals: list[float]) -> float:
+    """Share of packets (in sending order, with their arrival times) that arrive after a
+    packet sent later: RFC 4737's reordered packets."""
+    latest = -math.inf
+    reordered = 0
+    for arrival in arrivals:
+        if arrival < latest:
+            reordered += 1
+        latest = max(latest, arrival)
+    return reordered / len(arrivals) if arrivals else 0.0
+
+
+def reordered_in_arrival_order(seqs: list[int]) -> float:
+    """Share of packets (sequence numbers in arrival order) that arrive after a higher
+    sequence number: RFC 4737's reordered packets, as the receiver sees them."""
+    highest = -1
+    reordered = 0
+    for seq in seqs:
+        if seq < highest:
+            reordered += 1
+        highest = max(highest, seq)
+    return reordered / len(seqs) if seqs else 0.0
+
+
+def clamped_normal_sd_share(cut_sd: float) -> float:
+    """Standard deviation of a standard normal clamped to ±``cut_sd`` (its tails piled on
+    the bounds, as Rattan's per-packet delay does)."""
+    n = statistics.NormalDist()
+    inside = 2 * n.cdf(cut_sd) - 1
+    tails = 2 * (1 - n.cdf(cut_sd))
+    return math.sqrt(inside - 2 * cut_sd * n.pdf(cut_sd) + tails * cut_sd**2)
+
+
+def expected_reordered_share(
+    jitter_ms: float, send_times_ms: list[float], rounds: int = 10
+) -> float:
+    """The reordered share that packets sent at ``send_times_ms`` get on a link with
+    ``jitter_ms`` (Rattan's clamped normal, net/rattan.py): the mean of ``rounds`` simulations
+    with a fixed seed (pure, repeatable)."""
+    if jitter_ms <= 0 or not send_times_ms:
+        return 0.0
+    sd = jitter_ms / clamped_normal_sd_share(JITTER_CUT_SD)
+    cut = JITTER_CUT_SD * sd
+    rng = random.Random(4737)
+    shares = []
+    for _ in range(rounds):
+        arrivals = [t + min(max(rng.gauss(0.0, sd), -cut), cut) for t in send_times_ms]
+        shares.append(reordered_share(arrivals))
+    return statistics.fmean(shares)

@@ -4,6 +4,8 @@ asked, with its tolerance (the package's docstring says what is measured and how
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 import statistics
 import threading
 import time
@@ -18,12 +20,15 @@ from h2lab.net.check.estimators import (
     delivered_per_step_bps,
     drain_s,
     effective_rate_bps,
+    expected_reordered_share,
     pearson,
     probe_rtt_ms,
+    reordered_in_arrival_order,
     rtt_tolerance_ms,
     trimmed_mean,
 )
 from h2lab.net.check.probes import (
+    UdpProbe,
     bulk_tcp,
     iperf_goodput_bps,
     process_cpu_s,
@@ -82,7 +87,7 @@ def check_static(
     kept = [x for x in samples if x < profile.rtt_ms + 900] or samples
     mean = trimmed_mean(kept, RTT_TRIM_SHARE)
     asked = probe_rtt_ms(profile)
-    tol = rtt_tolerance_ms(asked)
+    tol = rtt_tolerance_ms(asked) + _jitter_allowance_ms(profile, len(kept))
     rows.append(
         _row("rtt", "both", round(asked, 3), round(mean, 3), "ms",
              f"±{tol:g} ms ({RTT_TRIM_SHARE:.0%} trimmed mean; plain mean "
@@ -105,10 +110,11 @@ def check_static(
         elapsed = time.monotonic() - t0
         time.sleep(drain_s(profile, rate))
         expected = rate * PAYLOAD_SHARE
-        judged = loss == 0
+        jitter = profile.down_jitter_ms if direction == "down" else profile.up_jitter_ms
+        judged = loss == 0 and jitter == 0
         rows.append(
             _row("goodput", direction, round(expected / 1e6, 4), round(got / 1e6, 4), "Mbit/s",
-                 "±3%" if judged else "info (TCP under loss)",
+                 "±3%" if judged else "info (TCP under loss or reordering)",
                  abs(got - expected) <= 0.03 * expected if judged else None)
         )  # fmt: skip
         if cpu0 is not None and link.rattan_pid:
@@ -124,6 +130,11 @@ def check_static(
         count = 1000 if quick else 3000
         # 64-byte payload = 92 IP bytes; stay under 30% of the link and at most 2000/s
         pps = 2000.0 if rate is None else max(50.0, min(2000.0, 0.3 * rate / (92 * 8)))
+        jitter = profile.up_jitter_ms if direction == "up" else profile.down_jitter_ms
+        if jitter:
+            # datagrams half the jitter apart: about half of them overtaken, where a wrong
+            # spread of delays shows most (at 0.5 ms apart nearly all are, whatever the spread)
+            pps = min(pps, 2000.0 / jitter)
         probe = udp_probe(sender, receiver, ip, count, pps)
         lo, hi = binomial_interval(count, loss)
         lost = len(probe.lost_seq)
@@ -131,9 +142,43 @@ def check_static(
             _row("loss", direction, loss * 100, round(lost / count * 100, 3), "%",
                  f"99% binomial [{lo}, {hi}] of {count}", lo <= lost <= hi)
         )  # fmt: skip
+        if jitter:
+            rows += _jitter_rows(direction, jitter, probe)
     if queueing and profile.down_rate_bps is not None:
         rows.append(_queueing_row(lab, link, profile, origin_ip, mean, quick))
     return rows
+
+
+def _jitter_allowance_ms(profile: NetworkProfile, samples: int) -> float:
+    """Three standard errors of a mean of ``samples`` round trips that each draw a delay in
+    both directions (0 without jitter)."""
+    sd = math.hypot(profile.up_jitter_ms, profile.down_jitter_ms)
+    return 3 * sd / math.sqrt(max(1, samples)) if sd else 0.0
+
+
+def _jitter_rows(direction: str, jitter_ms: float, probe: UdpProbe) -> list[CheckRow]:
+    """The spread of the probe's one-way delays against the jitter asked, and the share of
+    its packets that arrived after a later one against what that jitter gives at the probe's
+    spacing."""
+    delays = [d for _, d in probe.arrivals]
+    sd = statistics.stdev(delays) if len(delays) > 1 else 0.0
+    sd_tol = 0.1 * jitter_ms + 0.2
+    got = reordered_in_arrival_order([seq for seq, _ in probe.arrivals])
+    sent_ms = [probe.send_times_s[seq] * 1000 for seq in range(probe.sent)]
+    lost = set(probe.lost_seq)
+    expected = expected_reordered_share(
+        jitter_ms, [t for seq, t in enumerate(sent_ms) if seq not in lost]
+    )
+    share_tol = max(0.02, 0.1 * expected)
+    spacing = statistics.median(b - a for a, b in itertools.pairwise(sent_ms))
+    return [
+        _row("delay_jitter", direction, jitter_ms, round(sd, 3), "ms (standard deviation)",
+             f"±{sd_tol:.2g} ms over {len(delays)} datagrams", abs(sd - jitter_ms) <= sd_tol),
+        _row("reordered", direction, round(expected * 100, 2), round(got * 100, 2),
+             "% of datagrams",
+             f"±{share_tol * 100:.2g} points (RFC 4737; datagrams {spacing:.2g} ms apart)",
+             abs(got - expected) <= share_tol),
+    ]  # fmt: skip
 
 
 def _queueing_row(
@@ -152,6 +197,8 @@ def _queueing_row(
         asked = limit_bytes * 8 / rate * 1000
         tolerance = "≤ limit/rate + 10%"
         bound = asked * 1.1 + 1
+    # ten loaded probes' median against the idle mean: room for the jitter of both
+    bound += 2 * math.hypot(profile.up_jitter_ms, profile.down_jitter_ms)
     seconds = 6.0 if quick else 12.0
     loaded: list[float] = []
     flow = threading.Thread(

@@ -116,6 +116,9 @@ class UdpProbe:
     lost_seq: tuple[int, ...]
     send_times_s: tuple[float, ...]
     """send time of each sequence number, seconds since the probe started"""
+    arrivals: tuple[tuple[int, float], ...] = ()
+    """(sequence number, one-way delay ms) of each datagram received, in arrival order (both
+    ends read one clock: the namespaces share the machine's)"""
 
 
 @contextmanager
@@ -169,24 +172,31 @@ def udp_probe(
     payload_bytes: int = 64,
     settle_s: float = 1.5,
 ) -> UdpProbe:
-    """``count`` numbered datagrams at ``pps``; which never arrived."""
+    """``count`` numbered datagrams at ``pps``: which never arrived, and the one-way delay and
+    arrival order of the others."""
     received: set[int] = set()
+    arrivals: list[tuple[int, float]] = []
     times: list[float] = []
 
     def on_datagram(data: bytes) -> None:
-        received.add(struct.unpack_from("!I", data)[0])
+        arrived = time.perf_counter()
+        seq, sent = struct.unpack_from("!Id", data)
+        received.add(seq)
+        arrivals.append((seq, (arrived - sent) * 1000))
 
     with _udp_pair(sender_ns, receiver_ns, receiver_ip, on_datagram, 4 << 20) as tx:
-        pad = b"\0" * max(0, payload_bytes - 4)
+        pad = b"\0" * max(0, payload_bytes - 12)
         t0 = time.perf_counter()
         for seq in range(count):
-            times.append(_pace_until(t0 + seq / pps, 0.002) - t0)
-            tx.sendto(struct.pack("!I", seq) + pad, (receiver_ip, UDP_PORT))
+            sent = _pace_until(t0 + seq / pps, 0.002)
+            times.append(sent - t0)
+            tx.sendto(struct.pack("!Id", seq, time.perf_counter()) + pad, (receiver_ip, UDP_PORT))
         time.sleep(settle_s)
     return UdpProbe(
         sent=count,
         lost_seq=tuple(s for s in range(count) if s not in received),
         send_times_s=tuple(times),
+        arrivals=tuple(arrivals),
     )
 
 
