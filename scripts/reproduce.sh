@@ -7,6 +7,7 @@
 #
 #   scripts/reproduce.sh                 # all of them (make reproduce)
 #   scripts/reproduce.sh 001-push 000-table2-header-bytes   # a subset, by file name
+#   scripts/reproduce.sh h3-where        # beyond the seeds: experiments/h3-where.toml
 #   REPRO_OUT=/data/repro scripts/reproduce.sh              # another results folder
 set -u
 cd "$(dirname "$0")/.."
@@ -18,6 +19,8 @@ if [ $# -gt 0 ]; then
     files=()
     for name in "$@"; do
         f="experiments/seeds/${name%.toml}.toml"
+        # beyond the seeds (REPRODUCTION.md): experiments/h3-where.toml, by name only
+        [ -f "$f" ] || [ ! -f "experiments/${name%.toml}.toml" ] || f="experiments/${name%.toml}.toml"
         [ -f "$f" ] || { echo "reproduce: no such experiment: $f" >&2; exit 2; }
         files+=("$f")
     done

@@ -95,6 +95,41 @@ def check_static(
              abs(mean - asked) <= tol)
     )  # fmt: skip
     seconds = flow_s or (3.0 if quick else 6.0)
+    rows += _goodput_rows(lab, link, profile, origin_ip, seconds)
+    down_rate, up_rate = effective_rate_bps(profile, "down"), effective_rate_bps(profile, "up")
+    for direction, sender, receiver, ip, rate, loss in (
+        ("up", link.client_ns, lab.servers_ns, origin_ip, up_rate, profile.up_loss_ratio),
+        ("down", lab.servers_ns, link.client_ns, link.client_ip, down_rate,
+         profile.down_loss_ratio),
+    ):  # fmt: skip
+        count = 1000 if quick else 3000
+        # 64-byte payload = 92 IP bytes; stay under 30% of the link and at most 2000/s
+        pps = 2000.0 if rate is None else max(50.0, min(2000.0, 0.3 * rate / (92 * 8)))
+        jitter = profile.up_jitter_ms if direction == "up" else profile.down_jitter_ms
+        if jitter:
+            # datagrams half the jitter apart: about half of them overtaken, where a wrong
+            # spread of delays shows most (at 0.5 ms apart nearly all are, whatever the spread)
+            pps = min(pps, 2000.0 / jitter)
+        probe = udp_probe(sender, receiver, ip, count, pps)
+        lo, hi = binomial_interval(count, loss)
+        lost = len(probe.lost_seq)
+        rows.append(
+            _row("loss", direction, loss * 100, round(lost / count * 100, 3), "%",
+                 f"99% binomial [{lo}, {hi}] of {count}", lo <= lost <= hi)
+        )  # fmt: skip
+        if jitter:
+            rows += _jitter_rows(direction, jitter, probe)
+    if queueing and profile.down_rate_bps is not None:
+        rows.append(_queueing_row(lab, link, profile, origin_ip, mean, quick))
+    return rows
+
+
+def _goodput_rows(
+    lab: Lab, link: Link, profile: NetworkProfile, origin_ip: str, seconds: float
+) -> list[CheckRow]:
+    """One iperf3 flow per shaped direction: goodput (judged on a link without loss or
+    jitter) and Rattan's CPU while it ran."""
+    rows: list[CheckRow] = []
     down_rate, up_rate = effective_rate_bps(profile, "down"), effective_rate_bps(profile, "up")
     for direction, rate, loss in (
         ("down", down_rate, profile.down_loss_ratio),
@@ -122,30 +157,6 @@ def check_static(
             rows.append(
                 _row("emulator_cpu", direction, None, round(cpu, 1), "% of a core", "info", None)
             )
-    for direction, sender, receiver, ip, rate, loss in (
-        ("up", link.client_ns, lab.servers_ns, origin_ip, up_rate, profile.up_loss_ratio),
-        ("down", lab.servers_ns, link.client_ns, link.client_ip, down_rate,
-         profile.down_loss_ratio),
-    ):  # fmt: skip
-        count = 1000 if quick else 3000
-        # 64-byte payload = 92 IP bytes; stay under 30% of the link and at most 2000/s
-        pps = 2000.0 if rate is None else max(50.0, min(2000.0, 0.3 * rate / (92 * 8)))
-        jitter = profile.up_jitter_ms if direction == "up" else profile.down_jitter_ms
-        if jitter:
-            # datagrams half the jitter apart: about half of them overtaken, where a wrong
-            # spread of delays shows most (at 0.5 ms apart nearly all are, whatever the spread)
-            pps = min(pps, 2000.0 / jitter)
-        probe = udp_probe(sender, receiver, ip, count, pps)
-        lo, hi = binomial_interval(count, loss)
-        lost = len(probe.lost_seq)
-        rows.append(
-            _row("loss", direction, loss * 100, round(lost / count * 100, 3), "%",
-                 f"99% binomial [{lo}, {hi}] of {count}", lo <= lost <= hi)
-        )  # fmt: skip
-        if jitter:
-            rows += _jitter_rows(direction, jitter, probe)
-    if queueing and profile.down_rate_bps is not None:
-        rows.append(_queueing_row(lab, link, profile, origin_ip, mean, quick))
     return rows
 
 

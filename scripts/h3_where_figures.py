@@ -1,0 +1,110 @@
+"""Where h3 beats h2s (experiments/h3-where.toml; REPRODUCTION.md, "Beyond the seeds"), from a
+results folder's trials.csv (prints tables).
+
+    .venv/bin/python scripts/h3_where_figures.py reproduction/h3-where [metric]
+
+Every ratio pairs the h3 and h2s trials of one block (same page, network, server, client, view
+and repetition: one loss and jitter seed, run back to back): s = metric(h3) / metric(h2s), plt_ms
+unless another metric is named. Printed: s pooled over everything else per level of each factor
+(RTT, rate, loss and jitter from the network spec; view, client, server, page), then per
+(RTT, rate, loss) cell of the map, then the failed attempts per protocol with their errors.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from figures import RATIO_HEADER, measured_rows, ratio_line
+
+from h2lab.analysis.factors import network_features
+
+Row = Mapping[str, str]
+
+
+def _page(row: Row) -> str:
+    spec = row["page"]
+    return Path(spec.split(":", 1)[1]).name.split(".")[0] if spec.startswith("warc:") else spec
+
+
+def _net(row: Row, field: str) -> str:
+    f = network_features(row["network"])
+    value = getattr(f, field)
+    if value is None:
+        return "?"
+    if field == "down_rate_bps":
+        return f"{value / 1e6:g} Mbit/s"
+    if field == "loss_fraction":
+        return f"{value * 100:g}%"
+    return f"{value:g} ms"
+
+
+FACTORS: dict[str, Callable[[Row], str]] = {
+    "rtt": lambda r: _net(r, "rtt_ms"),
+    "rate": lambda r: _net(r, "down_rate_bps"),
+    "loss": lambda r: _net(r, "loss_fraction"),
+    "jitter": lambda r: _net(r, "jitter_ms"),
+    "view": lambda r: r["view"] or "first",
+    "client": lambda r: r["client"],
+    "server": lambda r: r["server"],
+    "page": _page,
+}
+
+
+def _blocks(folder: Path, metric: str) -> dict[str, dict[str, tuple[Row, float]]]:
+    """block -> protocol -> (row, value) of the measured trials."""
+    out: dict[str, dict[str, tuple[Row, float]]] = defaultdict(dict)
+    for row in measured_rows(folder):
+        if row[metric]:
+            out[row["block"]][row["protocol"]] = (row, float(row[metric]))
+    return out
+
+
+def _pairs(folder: Path, metric: str) -> list[tuple[Row, float]]:
+    """(the h3 row, s) per block with both protocols measured."""
+    return [
+        (b["h3"][0], b["h3"][1] / b["h2s"][1])
+        for b in _blocks(folder, metric).values()
+        if "h3" in b and "h2s" in b and b["h2s"][1] > 0
+    ]
+
+
+def _failures(folder: Path) -> None:
+    failed: Counter[tuple[str, str]] = Counter()
+    for row in measured_rows(folder, ok_only=False):
+        if row["status"] != "ok":
+            found = re.findall(r"net::ERR_[A-Z0-9_.]+|NS_ERROR_[A-Z_]+", row["error"])
+            failed[(row["protocol"], found[-1] if found else row["error"][:60])] += 1
+    print("\nfailed attempts (protocol | error | count):")
+    for (protocol, error), n in sorted(failed.items()):
+        print(f"  {protocol} | {error} | {n}")
+    if not failed:
+        print("  none")
+
+
+def main(folder: Path, metric: str) -> None:
+    pairs = _pairs(folder, metric)
+    print(f"s = {metric}(h3) / {metric}(h2s), per block; {RATIO_HEADER} (h3 faster)")
+    print(ratio_line("all", [s for _, s in pairs]))
+    for name, level_of in FACTORS.items():
+        by: dict[str, list[float]] = defaultdict(list)
+        for row, s in pairs:
+            by[level_of(row)].append(s)
+        print(f"\n{name}:")
+        for level in sorted(by, key=lambda x: (len(x), x)):
+            print(ratio_line(level, by[level]))
+    print("\nthe map (first view, no jitter), rtt | rate | loss:")
+    cells: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for row, s in pairs:
+        if FACTORS["view"](row) == "first" and FACTORS["jitter"](row) == "0 ms":
+            cells[(FACTORS["rtt"](row), FACTORS["rate"](row), FACTORS["loss"](row))].append(s)
+    for cell in sorted(cells, key=lambda c: tuple((len(x), x) for x in c)):
+        print(ratio_line(" | ".join(cell), cells[cell]))
+    _failures(folder)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "plt_ms")
