@@ -7,12 +7,14 @@ Every ratio pairs the h3 and h2s trials of one block (same page, network, server
 and repetition: one loss and jitter seed, run back to back): s = metric(h3) / metric(h2s), plt_ms
 unless another metric is named. Printed: s pooled over everything else per level of each factor
 (RTT, rate, loss and jitter from the network spec; view, client, server, page), then per
-(RTT, rate, loss) cell of the map, then the failed attempts per protocol with their errors.
+(RTT, rate, loss) cell of the map; then arm 5's medians (h2s with an initial window of 10 and
+32 packets beside h3, plt and TTFB); last the failed attempts per protocol with their errors.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
@@ -72,6 +74,27 @@ def _pairs(folder: Path, metric: str) -> list[tuple[Row, float]]:
     ]
 
 
+IW_NETWORKS = ("rtt=100ms,rate=10Mbps", "rtt=300ms,rate=10Mbps")
+IW_PAGE = "synthetic:n=32,size=10KB,origins=1"
+
+
+def _initial_windows(folder: Path) -> None:
+    """Medians of plt and TTFB where arm 5 runs: h2s IW10, h2s IW32, h3 (first views)."""
+    got: dict[tuple[str, str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for row in measured_rows(folder):
+        wanted = row["network"] in IW_NETWORKS and row["page"] == IW_PAGE
+        wanted = wanted and row["view"] != "repeat" and row["server"] in ("origin", "nginx@1.26")
+        if wanted and row["plt_ms"] and row["ttfb_ms"]:
+            arm = "h3" if row["protocol"] == "h3" else f"h2s iw{row['initcwnd_packets']}"
+            cell = (row["network"], row["server"], row["client"], arm)
+            got[cell].append((float(row["plt_ms"]), float(row["ttfb_ms"])))
+    print("\ninitial window (arm 5), network | server | client | arm | n | plt ms | ttfb ms:")
+    for cell, values in sorted(got.items()):
+        plt = statistics.median(v[0] for v in values)
+        ttfb = statistics.median(v[1] for v in values)
+        print(f"  {' | '.join(cell)} | {len(values)} | {plt:,.0f} | {ttfb:,.0f}")
+
+
 def _failures(folder: Path) -> None:
     failed: Counter[tuple[str, str]] = Counter()
     for row in measured_rows(folder, ok_only=False):
@@ -103,6 +126,7 @@ def main(folder: Path, metric: str) -> None:
             cells[(FACTORS["rtt"](row), FACTORS["rate"](row), FACTORS["loss"](row))].append(s)
     for cell in sorted(cells, key=lambda c: tuple((len(x), x) for x in c)):
         print(ratio_line(" | ".join(cell), cells[cell]))
+    _initial_windows(folder)
     _failures(folder)
 
 
