@@ -98,6 +98,11 @@ BAD_FILES = {
         "factors.view[0]",
         "unknown value 'second' (allowed: first, repeat)",
     ),
+    "jitter-beyond-the-delay": (
+        _experiment(network='["rtt=20ms,jitter=5ms"]'),
+        "factors.network[0].jitter",
+        "5 ms cannot be emulated over a 10 ms one-way delay: at most 4.8 ms (48% of it)",
+    ),
 }
 
 # run as the installed executable; everything else runs in the zygote
