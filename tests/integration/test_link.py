@@ -19,7 +19,7 @@ from h2lab.net import calibration, netns
 from h2lab.net.check.estimators import rtt_tolerance_ms
 from h2lab.net.lab import PROBE_IP, Lab, Link
 from h2lab.net.probe import median_rtt_ms
-from h2lab.net.rmem import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT
+from h2lab.net.rmem import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT, _rmem_default_lock
 from h2lab.pages import Page, resolve_page
 from h2lab.servers import ServeContext, Serving
 from h2lab.servers import get as get_server
@@ -171,11 +171,18 @@ def _start_link_at(go_at: float, seed: int, out: Queue[tuple[list[int], int | No
 
 
 @pytest.mark.alone
+def _host_rmem_default() -> int:
+    """net.core.rmem_default between other labs' links: read under the lock they raise it in
+    (the suite's idle lanes start links while this test runs)."""
+    with _rmem_default_lock():
+        return int(RMEM_DEFAULT.read_text())
+
+
 def test_links_started_at_once_all_get_rattans_socket_buffer() -> None:
     """Shards of `h2lab run --jobs` start links at nearby moments. Before the lock, one lab
     put net.core.rmem_default back while another's Rattan was still opening its sockets, which
     then held 208 KiB (seen in a Fig. 1 shard)."""
-    host_default = int(RMEM_DEFAULT.read_text())
+    host_default = _host_rmem_default()
     fork = multiprocessing.get_context("fork")
     # the second link starts while the first one's Rattan is still coming up (about 0.2 s)
     for lag_s in (0.0, 0.05, 0.1, 0.15, 0.2):
@@ -193,7 +200,7 @@ def test_links_started_at_once_all_get_rattans_socket_buffer() -> None:
         print(f"second link {lag_s} s later: Rattan socket buffers and drops {got}")
         assert [p.exitcode for p in shards] == [0, 0]
         assert got == [([RATTAN_RCVBUF_BYTES] * 2, 0)] * 2
-    assert int(RMEM_DEFAULT.read_text()) == host_default
+    assert _host_rmem_default() == host_default
 
 
 _LISTEN = """
