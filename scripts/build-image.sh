@@ -79,8 +79,11 @@ touch -r "$CACHE/$rattan/bin/rattan" "$STAGE/$rattan/bin/rattan"
 cp -a "$CACHE/npm" "$STAGE/"
 cp -a "$debian13" "$STAGE/"   # Debian 13's nginx, HAProxy, curl, Caddy (src/h2lab/debian13.py)
 say "building $IMAGE from deploy/Containerfile on $BASE"
+# The checkout's commit, for `h2lab --version` and every trial (src/h2lab/version.py).
+commit="$(.venv/bin/python -c 'from h2lab.version import commit; print(commit())')"
 # The host's CA bundle for PyPI over TLS (with any local CA of the host's: an egress proxy's).
 "${PODMAN[@]}" build --network=host "${ULIMITS[@]}" --layers --build-context artifacts="$STAGE" \
+  --build-arg H2LAB_COMMIT="$commit" \
   --secret id=ca-certificates,src=/etc/ssl/certs/ca-certificates.crt \
   -f deploy/Containerfile -t "$IMAGE" .
 # The layers of earlier builds that no image uses any more (after a source change, about 1 GB).

@@ -95,3 +95,48 @@ def test_compare_two_scheduler_runs_prints_and_writes_verdict_and_ci(tmp_path: P
     assert "origin:scheduler=fcfs; B origin:scheduler=client" in page
     assert page.count("<svg") == 1 and "B/A per cell with its 95% CI" in page
     assert {p.name: p.stat().st_mtime_ns for p in a.iterdir()} == a_before  # A is only read
+
+
+BUDGET_EXPERIMENT = """name = "budget"
+seed = 42
+repetitions = 4
+timeout_s = 60
+
+[factors]
+protocol = ["h2s"]
+network = ["rtt=100ms,rate=50Mbps"]
+page = ["synthetic:n=8,size=10KB,origins=1"]
+server = ["{server}"]
+client = ["chromium"]
+"""
+
+
+def test_a_budget_fails_a_regressed_server_and_passes_the_same_configuration(
+    tmp_path: Path,
+) -> None:
+    """CI's use (issue #42): B's server thinks 100 ms before every response (a regression
+    built in: `origin:think=100ms`), so its plt_ms is far beyond a 10% budget (exit 1, the
+    cell named); a second run of A's configuration keeps it (exit 0). At 100 ms RTT the page's
+    time is the network's, little moved by the tests in the lanes beside this one."""
+    runs = {}
+    for side, server in (("A", "origin"), ("A2", "origin"), ("B", "origin:think=100ms")):
+        exp = tmp_path / f"{side}.toml"
+        exp.write_text(BUDGET_EXPERIMENT.format(server=server))
+        runs[side] = tmp_path / side
+        done = _h2lab("run", str(exp), "--out", str(runs[side]), timeout_s=300)
+        assert done.returncode == 0, done.stderr
+    budget = ("--budget", "plt_ms:h2s:10%")
+
+    worse = _h2lab("compare", str(runs["A"]), str(runs["B"]), *budget, timeout_s=120)
+    print(worse.stdout)
+    assert worse.returncode == 1, worse.stderr
+    broken = worse.stdout.splitlines()[-2:]
+    assert broken[0].startswith("budget broken: plt_ms:h2s:10% in 1 of 1 cells")
+    m = RATIO.search(broken[1])
+    assert broken[1].startswith("  the one cell | h2s: s = ") and m, broken
+    assert float(m.group(2)) > 1.10  # the whole interval beyond the budget
+
+    same = _h2lab("compare", str(runs["A"]), str(runs["A2"]), *budget, timeout_s=120)
+    print(same.stdout)
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.splitlines()[-1] == "budget kept: plt_ms:h2s:10% in 1 cells"

@@ -4,6 +4,7 @@ h2s in the same run, every request over TCP."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from h2lab.artifacts import RESULTS_DB
 from h2lab.pages import resolve_page
+from h2lab.version import commit
 from tests.integration.conftest import run_experiment
 
 PAGE = "synthetic:n=8,size=10KB,origins=2"
@@ -49,6 +51,7 @@ def test_every_request_over_h3_and_no_tcp_h2s_over_tcp(
         fetched = {url: size for url, _, size in rows[protocol]}
         assert fetched == {res.url("https"): res.size_bytes for res in page.resources}
         assert BUILDS[server] in (versions[protocol] or "")  # the build that served
+        assert json.loads(versions[protocol] or "{}")["h2lab_commit"] == commit()  # h2lab's
     assert {p for _, p, _ in rows["h3"]} == {"h3"}
     assert by["h3"].tcp_connections == 0
     assert {p for _, p, _ in rows["h2s"]} == {"h2"}

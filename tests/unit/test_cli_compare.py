@@ -91,12 +91,37 @@ def bad_cases(a: Path, b: Path, tmp: Path) -> dict[str, tuple[list[str], str]]:
             [str(a), str(b), "--out", str(tmp / "nowhere" / "x.html")],
             f"command line: --out: no such folder: {tmp / 'nowhere'}",
         ),
+        "budget syntax": (
+            [str(a), str(b), "--budget", "plt_ms:h2s:5"],
+            "command line: --budget: 'plt_ms:h2s:5': expected METRIC[:PROTOCOL]:PERCENT%, "
+            "e.g. plt_ms:h2s:5%",
+        ),
+        "budget metric": (
+            [str(a), str(b), "--budget", "load_ms:5%"],
+            "command line: --budget: 'load_ms:5%': unknown metric 'load_ms' (pdt_ms, plt_ms,",
+        ),
+        "budget protocol": (
+            [str(a), str(b), "--budget", "plt_ms:h4:5%"],
+            "command line: --budget: 'plt_ms:h4:5%': unknown protocol 'h4' (h1c, h1p,",
+        ),
+        "budget percentage": (
+            [str(a), str(b), "--budget", "plt_ms:5000%"],
+            "command line: --budget: 'plt_ms:5000%': the percentage must be between 0 and 1000",
+        ),
+        "budget without cells": (
+            [str(a), str(b), "--budget", "plt_ms:h3:5%"],
+            "command line: --budget: 'plt_ms:h3:5%': no cell of both runs has h3's plt_ms",
+        ),
     }
 
 
-@pytest.mark.parametrize(
-    "case", ["no common cell", "no store", "text file", "unknown metric", "out folder"]
-)
+BAD_CASES = (
+    "no common cell", "no store", "text file", "unknown metric", "out folder", "budget syntax",
+    "budget metric", "budget protocol", "budget percentage", "budget without cells",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("case", BAD_CASES)
 def test_bad_input_is_one_line_exit_2_and_nothing_written(
     case: str,
     runs: tuple[Path, Path],
@@ -112,3 +137,27 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"h2lab: {start}"), line
     assert listing(tmp_path) == before
+
+
+def test_a_budget_fails_the_slower_run_and_names_its_cells(
+    runs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """B 10% faster than A in every pair: a 5% budget holds for B against A and breaks for A
+    against B (s = 1.111, the whole interval above 1.05); a 15% budget holds both ways."""
+    a, b = runs
+    done = h2lab(monkeypatch, capsys, "compare", str(a), str(b), "--budget", "plt_ms:h2s:5%")
+    assert done.code == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "budget kept: plt_ms:h2s:5% in 1 cells"
+
+    args = ("--budget", "plt_ms:5%", "--budget", "plt_ms:h1s:15%", "--out", str(b / "x.html"))
+    done = h2lab(monkeypatch, capsys, "compare", str(b), str(a), *args)
+    assert done.code == 1 and done.stderr == ""
+    tail = done.stdout.splitlines()[-4:]
+    assert tail == [
+        "budget broken: plt_ms:5% in 2 of 2 cells (B slower than A by more than 5%: the whole "
+        "95% CI of s = B/A above 1.050)",
+        "  the one cell | h1s: s = 1.111 [1.111, 1.111]",
+        "  the one cell | h2s: s = 1.111 [1.111, 1.111]",
+        "budget kept: plt_ms:h1s:15% in 1 cells",
+    ]
+    assert (b / "x.html").is_file()  # the page is written before the exit code says "broken"

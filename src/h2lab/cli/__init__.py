@@ -27,12 +27,34 @@ from h2lab.errors import H2LabError
 
 app = typer.Typer(
     name="h2lab",
-    help="A web-performance lab in one command: h1 vs h2 on real servers, real clients and "
-    "an emulated network (Rattan).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from h2lab.version import version_line
+
+        print(version_line())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="print h2lab's version and the commit it runs from, and exit",
+        callback=_version,
+        is_eager=True,
+    ),
+) -> None:
+    """A web-performance lab in one command: h1, h2 and h3 on real servers, real clients and
+    an emulated network (Rattan)."""
+
+
 app.add_typer(net_app, name="net")
 app.add_typer(pages_app, name="pages")
 app.add_typer(cluster_app, name="cluster")

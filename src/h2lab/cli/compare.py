@@ -13,6 +13,7 @@ from h2lab.cli.common import console
 from h2lab.errors import SpecError
 
 if TYPE_CHECKING:
+    from h2lab.analysis.budget import Budget, BudgetResult
     from h2lab.report.ab import AbResult
 
 
@@ -31,6 +32,15 @@ def compare(
         Path | None,
         typer.Option("--out", help="the HTML page to write (default: DIR_B/compare.html)"),
     ] = None,
+    budget: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--budget",
+            metavar="METRIC[:PROTOCOL]:PCT%",
+            help="fail (exit 1) when B is slower than A by more than PCT% in a cell, the whole "
+            "95% CI beyond it, e.g. plt_ms:h2s:5% (repeat the flag for more budgets)",
+        ),
+    ] = None,
 ) -> None:
     """A/B of two results folders: s = B/A per matched cell, its CI, p, verdict; HTML page.
 
@@ -39,15 +49,67 @@ def compare(
     Wilcoxon signed-rank p and the verdict with the report's thresholds. A factor with no
     level in common (e.g. server origin:scheduler=fcfs in A, origin:scheduler=client in B)
     is what the runs compare: it is printed as "differs" and cells are matched without it.
-    Method: docs/statistics.md."""
-    from h2lab.report.ab import COMPARE_FILE, compare_folders, write_compare
+    Method: docs/statistics.md.
 
+    With --budget (CI): exits 1 when a budget is broken, naming the cells; 0 when every
+    budget holds."""
+    from h2lab.analysis.budget import parse_budget
+    from h2lab.report.ab import COMPARE_FILE, TIME_METRICS, compare_folders, write_compare
+
+    budgets = [parse_budget(text, TIME_METRICS) for text in budget or []]
     page = out if out is not None else dir_b / COMPARE_FILE
     if out is not None and not out.parent.is_dir():
         raise SpecError("command line", "--out", f"no such folder: {out.parent}")
     result = compare_folders(dir_a, dir_b, metric=metric)
+    broken = _judge_budgets(budgets, result, dir_a, dir_b) if budgets else []
     _print(result)
     print(f"compare: {write_compare(result, page)}")
+    for line in broken:
+        print(line)
+    if any(line.startswith("budget broken") for line in broken):
+        raise typer.Exit(1)
+
+
+def _judge_budgets(budgets: list[Budget], result: AbResult, dir_a: Path, dir_b: Path) -> list[str]:
+    """The budgets' lines (:mod:`h2lab.analysis.budget`), each metric compared once;
+    :class:`SpecError` for a budget no cell of both runs can judge."""
+    from h2lab.analysis.budget import judge
+    from h2lab.report.ab import compare_folders
+
+    by_metric = {result.comparison.cells[0].metric: result}
+    lines = []
+    for b in budgets:
+        if b.metric not in by_metric:
+            by_metric[b.metric] = compare_folders(dir_a, dir_b, metric=b.metric)
+        judged = judge(b, by_metric[b.metric].comparison.cells)
+        if not judged.judged and not judged.not_judged:
+            what = f"{b.protocol}'s " if b.protocol else ""
+            raise SpecError("command line", "--budget", f"{b.text!r}: no cell of both runs has "
+                            f"{what}{b.metric}")  # fmt: skip
+        lines += _budget_lines(judged, by_metric[b.metric])
+    return lines
+
+
+def _budget_lines(judged: BudgetResult, result: AbResult) -> list[str]:
+    from h2lab.report.ab import ab_rows, cell_ratio_text, varying_factors
+    from h2lab.spec.factors import FACTORS
+
+    b, n = judged.budget, len(judged.judged)
+    skipped = f"; {judged.not_judged} not judged: too few pairs" if judged.not_judged else ""
+    if not judged.broken:
+        return [f"budget kept: {b.text} in {n} cells{skipped}"]
+    rows = ab_rows(result.comparison)
+    varying = varying_factors(rows)
+    where = {id(c): row for c, row in zip(result.comparison.cells, rows, strict=True)}
+    lines = [
+        f"budget broken: {b.text} in {len(judged.broken)} of {n} cells (B slower than A by more "
+        f"than {b.slower_pct:g}%: the whole 95% CI of s = B/A above {b.limit_ratio:.3f}){skipped}"
+    ]
+    for c in judged.broken:
+        row = where[id(c)]
+        cell = " | ".join(f"{FACTORS[i].name} {row.factors[i]}" for i in varying) or "the one cell"
+        lines.append(f"  {cell} | {c.protocol}: s = {cell_ratio_text(c)}")
+    return lines
 
 
 def _print(result: AbResult) -> None:

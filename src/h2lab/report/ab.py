@@ -42,6 +42,7 @@ from h2lab.results import METRICS
 from h2lab.spec.factors import FACTORS
 from h2lab.store import TrialRecord
 from h2lab.store.reader import read_trials
+from h2lab.version import short_commit
 
 COMPARE_FILE = "compare.html"
 """The page ``h2lab compare`` writes in DIR_B unless told where."""
@@ -222,7 +223,8 @@ def _p(v: float | None) -> str:
     return "< 0.0001" if v < 0.0001 else f"{v:.4f}"
 
 
-def _ratio(c: PairedCell) -> str:
+def cell_ratio_text(c: PairedCell) -> str:
+    """``median [low, high]`` of s = B/A, or ``–``."""
     if c.median_ratio is None or c.ci_low_ratio is None or c.ci_high_ratio is None:
         return "–"
     return f"{c.median_ratio:.3f} [{c.ci_low_ratio:.3f}, {c.ci_high_ratio:.3f}]"
@@ -240,7 +242,8 @@ def ab_rows(comparison: RunComparison) -> list[AbRow]:
         rows.append(
             AbRow(
                 tuple(_level(c, f.name) for f in FACTORS), c.protocol, c.metric, n,
-                _ms(c.median_a_ms), _ms(c.median_b_ms), _ratio(c), _p(c.p_value), c.outcome,
+                _ms(c.median_a_ms), _ms(c.median_b_ms), cell_ratio_text(c), _p(c.p_value),
+                c.outcome,
             )
         )  # fmt: skip
     return rows
@@ -387,7 +390,8 @@ def ab_page(result: AbResult) -> str:
     ]
     subtitle = (
         f"A = {result.a.dir}, B = {result.b.dir}; bootstrap seed {result.rng_seed}; written "
-        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by h2lab {h2lab.__version__}"
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by h2lab "
+        f"{h2lab.__version__} (commit {short_commit()})"
     )
     return h.page("h2lab compare: B against A", subtitle, sections, SECTIONS)
 

@@ -32,6 +32,7 @@ from h2lab.report.failed import failed_part
 from h2lab.report.priorities import priorities_part
 from h2lab.store import Store, TrialRecord
 from h2lab.store.sqlite import CPU_SATURATED_PCT
+from h2lab.version import short_commit
 
 T = TypeVar("T")
 
@@ -112,7 +113,7 @@ def write_report(
         subtitle = (
             f"{len(trials)} trial attempts ({n_ok} trials succeeded) in {out_dir}; "
             f"written {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by h2lab "
-            f"{h2lab.__version__}"
+            f"{h2lab.__version__} (commit {short_commit()})"
         )
         names = sorted({t.experiment for t in trials}) or ["(no trials)"]
         text = h.page(f"h2lab report: {', '.join(names)}", subtitle, sections)
@@ -536,7 +537,9 @@ def _tool_versions(trials: Sequence[TrialRecord]) -> str:
     for vj in {t.versions_json for t in trials}:
         try:
             for tool, ver in json.loads(vj).items():
-                if tool not in NOT_TOOLS:
+                if tool == "h2lab_commit":
+                    versions["h2lab commit"].add(short_commit(str(ver)))
+                elif tool not in NOT_TOOLS:
                     versions[str(tool)].add(str(ver))
         except (ValueError, AttributeError):
             versions["(unreadable versions_json)"].add(vj[:60])
@@ -562,7 +565,7 @@ def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int, failed: 
         ("packets the emulator dropped", _emulator_drops_row(trials)),
         ("trials at once", _shards_row(trials)),
         ("tool versions", _tool_versions(trials)),
-        ("h2lab (report)", h2lab.__version__),
+        ("h2lab (report)", f"{h2lab.__version__}, commit {short_commit()}"),
         ("machine (report)", f"{m.node}: {m.system}"),
         (
             "CPUs, memory",

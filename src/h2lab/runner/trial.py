@@ -168,6 +168,7 @@ def tool_versions(
     trial's RTT depends on it."""
     from h2lab import __version__
     from h2lab.net.rattan import RATTAN_VERSION
+    from h2lab.version import commit
 
     try:
         server_version = servers.get(server).version()
@@ -176,6 +177,7 @@ def tool_versions(
     return {
         **machine,
         "h2lab": __version__,
+        "h2lab_commit": commit(),
         "rattan": RATTAN_VERSION,
         "rattan_delay_overhead_ms": f"{delay_overhead_ms:.3f}",
         server: server_version,
