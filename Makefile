@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: setup demo test quick durations lint unit integration clean image
+.PHONY: setup demo test quick durations lint unit integration clean image reference
 
 VENV := .venv/bin
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
@@ -42,6 +42,11 @@ integration: setup
 
 clean: setup
 	$(VENV)/h2lab clean
+
+# docs/reference.md from the code (commands, flags, exit codes, experiment keys, factors,
+# metrics, options); tests/unit/test_reference.py fails when it is out of date.
+reference: setup
+	$(VENV)/python -m h2lab.reference > docs/reference.md
 
 # Every seed paper's experiment, full variants, into reproduction/<name>/ (long; resumable;
 # not part of CI). See REPRODUCTION.md.

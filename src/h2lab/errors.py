@@ -9,6 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+EXIT_CODES: dict[int, str] = {
+    0: "done; `run` and `load` also when some trials failed: each is stored with its reason "
+    "and reported",
+    1: "a failure h2lab reports in one line: a tool or a lab step failed; `doctor` found "
+    "something missing; `net check` failed a row; `pages check` found a problem; `compare "
+    "--budget` found a budget broken",
+    2: "bad input, before anything runs and with nothing left behind: one line naming the file "
+    "(or `command line`) and the field; also a host that forbids what the lab needs",
+    130: "interrupted (Ctrl-C, SIGINT): the trials stored so far are kept; the same command "
+    "resumes",
+}
+"""Every exit code of ``h2lab``, for docs/reference.md."""
+
 
 class H2LabError(Exception):
     """Base of every error h2lab raises on purpose."""

@@ -58,13 +58,17 @@ class Metric:
     lower_is_better: bool = True
     judges: str | None = None
     """the cells whose verdicts it gives: ``load`` (non-browser clients), ``browser``, or None"""
+    only: str | None = None
+    """the one client that reports it, where not every one of :attr:`reported_by` does"""
 
 
 BROWSER, LOAD, CLIENT, LAB = "browser", "load", "client", "lab"
 
 
-def _metric(unit: str, title: str, by: str, judges: str | None = None) -> Any:
-    meta = {"unit": unit, "title": title, "reported_by": by, "judges": judges}
+def _metric(
+    unit: str, title: str, by: str, judges: str | None = None, only: str | None = None
+) -> Any:
+    meta = {"unit": unit, "title": title, "reported_by": by, "judges": judges, "only": only}
     return field(default=None, metadata={"metric": meta})
 
 
@@ -106,11 +110,11 @@ class Metrics:
     """browsertime's VisualComplete85: the first frame from which progress stays >= 85%"""
     visual_complete_95_ms: float | None = _metric("ms", "visually 95% complete (ms)", BROWSER)
     visual_complete_99_ms: float | None = _metric("ms", "visually 99% complete (ms)", BROWSER)
-    cls: float | None = _metric("score", "cumulative layout shift", BROWSER)
+    cls: float | None = _metric("score", "cumulative layout shift", BROWSER, only="chromium")
     """CumulativeLayoutShift (unitless): the largest session window's sum of layout-shift
     scores without recent input, as web-vitals defines it (shifts less than 1 s apart, a
     window at most 5 s long); None: the browser reports no layout shifts (Firefox)"""
-    tbt_ms: float | None = _metric("ms", "total blocking time (ms)", BROWSER)
+    tbt_ms: float | None = _metric("ms", "total blocking time (ms)", BROWSER, only="chromium")
     """TotalBlockingTime: over the renderer main thread's top-level tasks, each clipped to
     [FCP, end of the trace], the sum of each one's part beyond 50 ms (Lighthouse's rule;
     Lighthouse ends at TTI, h2lab at the end of the trial's trace); Chromium only"""

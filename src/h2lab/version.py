@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 from pathlib import Path
 
 import h2lab
@@ -20,6 +19,8 @@ UNKNOWN = "unknown"
 
 
 def _git(*args: str) -> str | None:
+    import subprocess  # here: the report and the analysis import this module and start nothing
+
     root = Path(h2lab.__file__).resolve().parent
     try:
         done = subprocess.run(

@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
                 "h2lab.procs",
                 "h2lab.tls",
                 "h2lab.machine",
+                "h2lab.version",
                 "h2lab.debian13",
                 "h2lab.spec",
                 "h2lab.results",
@@ -51,7 +52,7 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("analysis", (("h2lab.analysis",),)),
     ("report", (("h2lab.report",),)),
     ("studies", (("h2lab.reprio",),)),
-    ("command line", (("h2lab.cli", "h2lab.__main__"),)),
+    ("command line", (("h2lab.cli", "h2lab.__main__", "h2lab.reference"),)),
 )
 """The layer order, lowest first (docs/architecture.md): a module may import modules of its own
 room, of the layers before its own, and nothing else: not a later layer, and not another room

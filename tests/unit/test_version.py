@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,14 @@ import h2lab
 from h2lab import version
 from h2lab.report.build import write_report
 from h2lab.store import Store
-from tests.unit.test_report_build import section_html, trial
+from tests.unit.test_report_build import section_html
+from tests.unit.test_report_model import trial
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
-def _fresh_commit(monkeypatch: pytest.MonkeyPatch):
+def _fresh_commit(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("H2LAB_COMMIT", raising=False)
     version.commit.cache_clear()
     yield

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from h2lab.errors import SpecError, TrialFailed
+from h2lab.errors import H2LabError, SpecError, TrialFailed
 from h2lab.pages import Page
 from h2lab.results import LoadResult, ResourceTiming
-from h2lab.spec.options import parse_named
+from h2lab.spec.options import OptionDoc, parse_named, undeclared
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,25 @@ class ClientAdapter(Protocol):
 
 
 _REGISTRY: dict[str, Callable[[Mapping[str, str]], ClientAdapter]] = {}
+_OPTIONS: dict[str, tuple[OptionDoc, ...]] = {}
 
 
-def register(name: str, factory: Callable[[Mapping[str, str]], ClientAdapter]) -> None:
+def register(
+    name: str,
+    factory: Callable[[Mapping[str, str]], ClientAdapter],
+    options: Sequence[OptionDoc] = (),
+) -> None:
     """``factory(options)``: options from ``name:key=value,...``; it raises ValueError with
-    one line on an option it does not take."""
+    one line on an option it does not take. ``options``: every option it takes, for
+    docs/reference.md (:mod:`h2lab.reference`); :func:`get` refuses one it accepts undeclared."""
     _REGISTRY[name] = factory
+    _OPTIONS[name] = tuple(options)
+
+
+def options_of(name: str) -> tuple[OptionDoc, ...]:
+    """The options ``name`` declared when it registered."""
+    _load()
+    return _OPTIONS[name]
 
 
 def names() -> list[str]:
@@ -106,9 +119,13 @@ def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapt
         why = 'pcap is not a client option: capture = ["pcap"] (h2lab run/load --capture pcap)'
         raise SpecError(source, field, f"{why} records the packets of any client")
     try:
-        return _REGISTRY[name](options)
+        adapter = _REGISTRY[name](options)
     except ValueError as exc:
         raise SpecError(source, field, str(exc)) from None
+    missing = undeclared(options, _OPTIONS[name])
+    if missing:  # the adapter takes it, the reference does not list it: h2lab's own slip
+        raise H2LabError(f"client {name}: option {missing[0]} is not declared (docs/reference.md)")
+    return adapter
 
 
 ADAPTERS = tuple(

@@ -64,6 +64,7 @@ from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import h2load as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H1P, H1S, H2C, H2S, url_for
 
 BROWSER_CONNECTIONS_PER_HOST = 6  # Chrome/Firefox per-host limit for HTTP/1.1
@@ -323,4 +324,22 @@ def _make(options: Mapping[str, str]) -> H2load:
     )
 
 
-register("h2load", _make)
+register(
+    "h2load",
+    _make,
+    (
+        OptionDoc(
+            "clients",
+            "1..100",
+            "page loads at once, each with its own connections (seed 002's parallel clients); "
+            "pdt_ms until the last ends, no resource rows",
+            "h2load:clients=40",
+        ),
+        OptionDoc(
+            "per_host",
+            "1..1000",
+            "requests outstanding at once per origin (an app client's dispatcher: OkHttp's 5)",
+            "h2load:per_host=5",
+        ),
+    ),
+)

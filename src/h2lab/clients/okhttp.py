@@ -44,6 +44,7 @@ from h2lab.errors import TrialFailed, WaitTimeout, telling_line
 from h2lab.metrics import okhttp as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H1S, H2C, H2S, TLS_OVER_TCP, url_for
 from h2lab.tls import LocalCA
 
@@ -262,4 +263,22 @@ def _make(options: Mapping[str, str]) -> Okhttp:
     return Okhttp(parse_options(options))
 
 
-register("okhttp", _make)
+register(
+    "okhttp",
+    _make,
+    (
+        OptionDoc(
+            "per_host",
+            "1..1000",
+            "the Dispatcher's calls at once per host (OkHttp's default 5)",
+            "okhttp:per_host=5",
+        ),
+        OptionDoc(
+            "max",
+            "1..1000",
+            "the Dispatcher's calls at once in all (OkHttp's default 64)",
+            "okhttp:max=64",
+        ),
+        OptionDoc("nodelay", "0|1", "TCP_NODELAY on its sockets", "okhttp:nodelay=1"),
+    ),
+)

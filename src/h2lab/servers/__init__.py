@@ -5,17 +5,17 @@ from __future__ import annotations
 import importlib
 import signal
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from h2lab.errors import SpecError, telling_line
+from h2lab.errors import H2LabError, SpecError, telling_line
 from h2lab.net import netns, userns
 from h2lab.pages import Page
 from h2lab.spec.limits import MAX_TIMEOUT_S
-from h2lab.spec.options import parse_named
+from h2lab.spec.options import OptionDoc, parse_named, undeclared
 from h2lab.spec.protocols import TLS_VERSIONS
 
 WRITE_TIMEOUT_S = int(MAX_TIMEOUT_S)
@@ -204,13 +204,25 @@ class ServerAdapter(Protocol):
 
 
 _REGISTRY: dict[str, Callable[[Mapping[str, str]], ServerAdapter]] = {}
+_OPTIONS: dict[str, tuple[OptionDoc, ...]] = {}
 
 
-def register(name: str, factory: Callable[[Mapping[str, str]], ServerAdapter]) -> None:
-    """``factory(options)``: options from ``name:key=value,...`` (e.g.
-    ``origin:scheduler=fcfs,push=css-js``); it raises ValueError with one line on an option it
-    does not take."""
+def register(
+    name: str,
+    factory: Callable[[Mapping[str, str]], ServerAdapter],
+    options: Sequence[OptionDoc] = (),
+) -> None:
+    """``factory(options)``: options from ``name:key=value,...``; it raises ValueError with
+    one line on an option it does not take. ``options``: every option it takes, for
+    docs/reference.md (:mod:`h2lab.reference`); :func:`get` refuses one it accepts undeclared."""
     _REGISTRY[name] = factory
+    _OPTIONS[name] = tuple(options)
+
+
+def options_of(name: str) -> tuple[OptionDoc, ...]:
+    """The options ``name`` declared when it registered."""
+    _load()
+    return _OPTIONS[name]
 
 
 def names() -> list[str]:
@@ -225,9 +237,13 @@ def get(spec: str, source: str = "server", field: str = "server") -> ServerAdapt
     if name not in _REGISTRY:
         raise SpecError(source, field, f"unknown server {name!r} (known: {', '.join(names())})")
     try:
-        return _REGISTRY[name](options)
+        adapter = _REGISTRY[name](options)
     except ValueError as exc:
         raise SpecError(source, field, str(exc)) from None
+    missing = undeclared(options, _OPTIONS[name])
+    if missing:  # the adapter takes it, the reference does not list it: h2lab's own slip
+        raise H2LabError(f"server {name}: option {missing[0]} is not declared (docs/reference.md)")
+    return adapter
 
 
 ADAPTERS = tuple(

@@ -68,6 +68,7 @@ from h2lab.servers import (
 )
 from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
 from h2lab.servers.rules import RULES, preload_link, select
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H2C, H2S, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -412,4 +413,28 @@ def _make(options: Mapping[str, str]) -> Apache:
     return Apache(**rules, fragment=Fragment.of(conf, "apache") if conf else None)
 
 
-register("apache", _make)
+register(
+    "apache",
+    _make,
+    (
+        OptionDoc(
+            "push",
+            "none|critical-css|css-js|images|all",
+            "resources pushed with the page (mod_http2's H2PushResource), by rule",
+            "apache:push=css-js",
+        ),
+        OptionDoc(
+            "early_hints",
+            "none|critical-css|css-js|images|all",
+            "resources announced in a 103 Early Hints response (H2EarlyHint), by rule",
+            "apache:early_hints=critical-css",
+        ),
+        OptionDoc(
+            "conf",
+            "FILE",
+            "a configuration fragment of the user's, included in h2lab's own and tested with the "
+            "server's configuration test before any trial (docs/servers.md)",
+            "apache:conf=FILE",
+        ),
+    ),
+)

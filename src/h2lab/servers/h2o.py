@@ -55,6 +55,7 @@ from h2lab.servers import (
 )
 from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
 from h2lab.servers.rules import RULES, select
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H2C, H2S, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -420,4 +421,23 @@ def _make(options: Mapping[str, str]) -> H2o:
     return H2o(push=push, fragment=Fragment.of(conf, "h2o") if conf else None)
 
 
-register("h2o", _make)
+register(
+    "h2o",
+    _make,
+    (
+        OptionDoc(
+            "push",
+            "none|preload|critical-css|css-js|images|all",
+            "resources pushed from the entry document's Link: rel=preload headers: the page's own "
+            "(preload) or added by a rule",
+            "h2o:push=css-js",
+        ),
+        OptionDoc(
+            "conf",
+            "FILE",
+            "a configuration fragment of the user's, included in h2lab's own and tested with the "
+            "server's configuration test before any trial (docs/servers.md)",
+            "h2o:conf=FILE",
+        ),
+    ),
+)

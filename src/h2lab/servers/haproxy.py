@@ -48,6 +48,7 @@ from h2lab.servers import (
     get,
     register,
 )
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import PORTS, QUIC
 from h2lab.units import format_size, parse_size_bytes
 
@@ -229,4 +230,22 @@ def _make(options: Mapping[str, str]) -> Haproxy:
     return Haproxy(backend_spec, backend, parse_buffer(options["buffer"]))
 
 
-register("haproxy", _make)
+register(
+    "haproxy",
+    _make,
+    (
+        OptionDoc(
+            "backend",
+            "SERVER[:k=v;k=v]",
+            "the server behind HAProxy (TCP mode: TLS passes through to it); its own options "
+            "joined by ';' (required)",
+            "haproxy:backend=nginx,buffer=none",
+        ),
+        OptionDoc(
+            "buffer",
+            "none|SIZE (at least 4096 B)",
+            "HAProxy's buffer per direction (tune.bufsize; seed 003's hidden buffer; required)",
+            "haproxy:backend=h2o,buffer=1MB",
+        ),
+    ),
+)

@@ -37,6 +37,7 @@ from h2lab.servers import (
     register,
 )
 from h2lab.servers.haproxy import READY_TIMEOUT_S, SOURCE_IP, backend_ips, lan_route
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -163,4 +164,16 @@ def _make(options: Mapping[str, str]) -> Haproxy3:
     return Haproxy3(backend_spec, backend)
 
 
-register(NAME, _make)
+register(
+    NAME,
+    _make,
+    (
+        OptionDoc(
+            "backend",
+            "SERVER[:k=v;k=v]",
+            "the server behind HAProxy 3.0, which terminates TLS and QUIC and forwards over h2c "
+            "(any server that serves h2c; its own options joined by ';'; required)",
+            f"{NAME}:backend=nginx",
+        ),
+    ),
+)

@@ -48,6 +48,7 @@ from h2lab.servers import (
     register,
 )
 from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -343,5 +344,17 @@ def _maker(build: Build) -> Callable[[Mapping[str, str]], Nginx]:
     return make
 
 
-register(DEBIAN12.name, _maker(DEBIAN12))
-register(DEBIAN13.name, _maker(DEBIAN13))
+for _build in (DEBIAN12, DEBIAN13):
+    register(
+        _build.name,
+        _maker(_build),
+        (
+            OptionDoc(
+                "conf",
+                "FILE",
+                "a configuration fragment of the user's, included in h2lab's http block and "
+                "tested with nginx -t before any trial (docs/servers.md)",
+                f"{_build.name}:conf=FILE",
+            ),
+        ),
+    )

@@ -40,6 +40,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 from h2lab.units import parse_duration_ms, parse_size_bytes
@@ -302,4 +303,55 @@ def _make(options: Mapping[str, str]) -> Origin:
     return Origin(parse_options(options))
 
 
-register("origin", _make)
+OPTIONS = (
+    OptionDoc(
+        "scheduler",
+        "client|rr|fcfs|rfc9218",
+        "the write scheduler: the client's RFC 7540 priorities (default), round robin, first "
+        "come first served, or RFC 9218 urgency and incremental with PRIORITY_UPDATE (h2 and "
+        "h3; docs/origin.md)",
+        "origin:scheduler=rfc9218",
+    ),
+    OptionDoc(
+        "push",
+        "none|critical-css|css-js|images|all|/PATH+/PATH",
+        "resources pushed with the entry document, by rule or URL paths joined by '+'",
+        "origin:push=/0.css+/1.js",
+    ),
+    OptionDoc(
+        "early_hints",
+        "as push",
+        "resources announced in a 103 Early Hints response before the entry document",
+        "origin:early_hints=css-js",
+    ),
+    OptionDoc(
+        "delay_<class>",
+        "DURATION",
+        "a delay before every response of a content class: html, css, js, image, font, other",
+        "origin:delay_image=200ms",
+    ),
+    OptionDoc("think", "DURATION", "server think time before every response", "origin:think=50ms"),
+    OptionDoc(
+        "framelog",
+        "0|1",
+        "every frame the HTTP/2 scheduler hands out, in order, in the state folder's frames.tsv",
+        "origin:framelog=1",
+    ),
+    OptionDoc("qlog", "0|1", "a qlog file per QUIC connection", "origin:qlog=1"),
+    OptionDoc(
+        "notsent_lowat",
+        "SIZE",
+        "TCP_NOTSENT_LOWAT on accepted connections: the scheduler decides late instead of "
+        "filling the socket buffer",
+        "origin:notsent_lowat=16KB",
+    ),
+    OptionDoc(
+        "early_data",
+        "0|1",
+        "accept 0-RTT early data over h3 (a repeat view's resumed connection)",
+        "origin:early_data=1",
+    ),
+)
+"""The options, for docs/reference.md (the registry refuses one not listed here)."""
+
+register("origin", _make, OPTIONS)

@@ -28,21 +28,35 @@ from h2lab.spec.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 from h2lab.spec.network import parse_network
 from h2lab.spec.protocols import PROTOCOLS
 
-TOP_KEYS = {
-    "name",
-    "description",
-    "seed",
-    "repetitions",
-    "timeout_s",
-    "retries",
-    "warmup",
-    "outlier_rule",
-    "fail_on",
-    "compare",
-    "factors",
-    "quick",
-    "capture",
-}
+KEY_DOCS: dict[str, tuple[str, str]] = {
+    "name": ("string (required)", "the experiment's name, stored with every trial"),
+    "description": ("string", "free text"),
+    "seed": ("integer (default 0)", "the trial order and every trial's loss and jitter seeds "
+             "derive from it"),
+    "repetitions": ("integer (default 1)", "blocks per cell: each runs every protocol (and "
+                    "every level of the [compare] factor) back to back with one seed"),
+    "timeout_s": (f"seconds (default {DEFAULT_TIMEOUT_S:g}, at most {MAX_TIMEOUT_S:g})",
+                  "per trial attempt"),
+    "retries": ("integer (default 0, at most 10)", "a failed trial is attempted again at once "
+                "this many more times; every failed attempt stays stored with its reason"),
+    "warmup": ("integer (default 0, at most 100)", "trials run first on the first cell, stored "
+               "with warmup = 1 and never analysed"),
+    "outlier_rule": ('"none" | "2sd" (default "none")', "the report leaves out values more "
+                     "than 2 standard deviations from their cell's mean, and counts them"),
+    "fail_on": ('"document" | "any" (default "document")', "a browser trial fails when its "
+                "document fails (a failed subresource is a resources row with its error), or "
+                "when any request fails"),
+    "capture": ('["pcap"]', "record every trial's packets on the client's side of the link "
+                "(at most 64 MiB) with its TLS keys; not a factor"),
+    "compare": ("table", "a factor besides the protocol, compared level by level: [compare] "
+                "below"),
+    "factors": ("table, or array of tables", "the factor matrix: every list crossed with every "
+                "other; several [[factors]] tables (arms) make one experiment together"),
+    "quick": ("table", "the variant `h2lab run --quick` runs: [quick] below"),
+}  # fmt: skip
+"""Every top-level key of an experiment file with its type and what it does, for
+docs/reference.md (:mod:`h2lab.reference`): the keys validation accepts."""
+TOP_KEYS = set(KEY_DOCS)
 CAPTURES = ("pcap",)
 """What a run may record of every trial besides its measurements: ``pcap``, the packets on
 the client's side of the link (:mod:`h2lab.net.capture`), with the TLS keys beside them."""
@@ -50,7 +64,22 @@ OUTLIER_RULES = ("none", "2sd")
 FAIL_ON = ("document", "any")
 """When a browser's trial fails: its document failed (a failed subresource is recorded, not
 fatal), or any request for the page's resources failed."""
-QUICK_KEYS = {"repetitions", "warmup", "timeout_s", "factors"}
+QUICK_DOCS: dict[str, str] = {
+    "repetitions": "replaces the file's repetitions",
+    "warmup": "replaces the file's warmup",
+    "timeout_s": "replaces the file's timeout_s",
+    "factors": "replaces levels of the file's factors in every table ([quick.factors]), or "
+    "every table ([[quick.factors]])",
+}
+"""The keys of ``[quick]``, for docs/reference.md."""
+QUICK_KEYS = set(QUICK_DOCS)
+COMPARE_DOCS: dict[str, str] = {
+    "factor": "the factor compared level by level besides the protocol: a block spans every "
+    "level of it",
+    "baseline": "one of that factor's levels (or a list of them) that every other level is "
+    "set against",
+}
+"""The keys of ``[compare]``, for docs/reference.md."""
 MAX_RETRIES = 10
 MAX_WARMUP = 100
 FACTOR_KEYS = {"protocol", *BY_NAME}
@@ -311,7 +340,7 @@ def _compare(source: str, raw: object, matrices: tuple[Factors, ...]) -> Compare
         return None
     if not isinstance(raw, dict):
         raise SpecError(source, "compare", "must be a table [compare] with factor and baseline")
-    unknown = sorted(set(raw) - {"factor", "baseline"})
+    unknown = sorted(set(raw) - set(COMPARE_DOCS))
     if unknown:
         raise SpecError(source, f"compare.{unknown[0]}", "unknown key (known: baseline, factor)")
     factor = raw.get("factor")

@@ -3,12 +3,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab.errors import SpecError
 
 CONF_OPTION = "conf"
 """The server option naming the user's configuration fragment (:mod:`h2lab.servers.fragment`)."""
+
+
+@dataclass(frozen=True)
+class OptionDoc:
+    """One option of a server or client (``name:key=value``), as docs/reference.md lists it:
+    declared with the adapter's registration, the one place it is described."""
+
+    key: str
+    """the option's key; a family ends in ``<...>`` (``delay_<class>``)"""
+    values: str
+    """how a value is written (``0|1``, ``FILE``, ``DURATION``)"""
+    doc: str
+    """what it does, one sentence"""
+    example: str
+    """a whole spec that uses it and that the adapter accepts (``FILE``: any readable file)"""
+
+    def matches(self, key: str) -> bool:
+        if self.key.endswith(">"):
+            return key.startswith(self.key.split("<", 1)[0])
+        return key == self.key
+
+
+def undeclared(options: Mapping[str, str], docs: Sequence[OptionDoc]) -> list[str]:
+    """The keys of ``options`` that no :class:`OptionDoc` of ``docs`` declares."""
+    return sorted(k for k in options if not any(d.matches(k) for d in docs))
 
 
 def parse_named(spec: str, source: str, field: str, kind: str) -> tuple[str, dict[str, str]]:

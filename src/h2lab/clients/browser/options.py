@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from h2lab.errors import UnitError
 from h2lab.metrics.visual import H2LAB, MODES
+from h2lab.spec.options import OptionDoc
 from h2lab.units import parse_duration_ms
 
 IDLE_MAX_MS = 30_000
@@ -81,3 +82,35 @@ def speed_index_mode(options: Mapping[str, str]) -> str:
     if mode not in MODES:
         raise ValueError(f"speed_index must be one of {', '.join(MODES)}, got {mode!r}")
     return mode
+
+
+def common_docs(browser: str) -> tuple[OptionDoc, ...]:
+    """The options both browsers take, for docs/reference.md."""
+    return (
+        OptionDoc(
+            "device",
+            "desktop|mobile",
+            "the emulated device: desktop 1366x768, or a phone's viewport and screen (412x823 "
+            "at DPR 1.75) and user agent",
+            f"{browser}:device=mobile",
+        ),
+        OptionDoc(
+            "idle",
+            "0|DURATION (up to 30s)",
+            "after the load event, also wait until the network has been quiet this long "
+            "(WebPageTest's fully loaded: fully_loaded_ms)",
+            f"{browser}:idle=2s",
+        ),
+        OptionDoc(
+            "speed_index",
+            "h2lab|wpt",
+            "how SpeedIndex and the visual milestones are computed: h2lab's or WebPageTest's way",
+            f"{browser}:speed_index=wpt",
+        ),
+        OptionDoc(
+            "filmstrip",
+            "0|1",
+            "keep the frames as JPEG files in the trial's folder (the report's filmstrips)",
+            f"{browser}:filmstrip=1",
+        ),
+    )

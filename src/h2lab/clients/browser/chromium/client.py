@@ -69,6 +69,7 @@ from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
 from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, PipeClosed, Reply
 from h2lab.clients.browser.chromium.options import (
+    OPTION_DOCS,
     PROTOCOLS,
     Options,
     browser_args,
@@ -355,4 +356,4 @@ def _make(options: Mapping[str, str]) -> Chromium:
     return Chromium(parse_options(options))
 
 
-register("chromium", _make)
+register("chromium", _make, OPTION_DOCS)

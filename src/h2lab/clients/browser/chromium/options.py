@@ -31,12 +31,14 @@ from pathlib import Path
 from h2lab.clients.browser.options import (
     Device,
     check_known,
+    common_docs,
     device,
     idle_ms,
     speed_index_mode,
     switches,
 )
 from h2lab.net import userns
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS
 
 DISABLED_FEATURES = (
@@ -146,6 +148,21 @@ class Options:
 SWITCHES = ("netlog", "keylog", "filmstrip", "restart", "har_bodies", "tbt")
 """The options that are 0 or 1."""
 KNOWN_OPTIONS = frozenset({"device", "cpu", "idle", "speed_index", *SWITCHES})
+OPTION_DOCS = (
+    *common_docs("chromium"),
+    OptionDoc("cpu", "1..20", "DevTools CPU throttling: the renderer this many times slower",
+              "chromium:cpu=4"),
+    OptionDoc("netlog", "0|1", "a NetLog per browser in the trial's folder", "chromium:netlog=1"),
+    OptionDoc("keylog", "0|1", "an SSLKEYLOGFILE per browser (the trial's own TLS keys)",
+              "chromium:keylog=1"),
+    OptionDoc("restart", "0|1", "a new browser for every trial (browsertime's way)",
+              "chromium:restart=1"),
+    OptionDoc("har_bodies", "0|1", "every response's body in the trial's page.har, read "
+              "after the measured load", "chromium:har_bodies=1"),
+    OptionDoc("tbt", "0|1", "trace the main thread's tasks for tbt_ms (default 1; 0: tbt_ms "
+              "NULL, about 1% less load time)", "chromium:tbt=0"),
+)  # fmt: skip
+"""Every option, for docs/reference.md."""
 
 
 def parse_options(options: Mapping[str, str]) -> Options:

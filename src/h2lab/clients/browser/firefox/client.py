@@ -60,6 +60,7 @@ from h2lab.clients.browser.firefox.bidi import BidiConnection, BidiError, Connec
 from h2lab.clients.browser.firefox.events import RawLoad, analyse
 from h2lab.clients.browser.firefox.options import (
     ALT_SVC_MAPPING,
+    OPTION_DOCS,
     PROTOCOLS,
     Options,
     parse_options,
@@ -365,4 +366,4 @@ def _make(options: Mapping[str, str]) -> Firefox:
     return Firefox(parse_options(options))
 
 
-register("firefox", _make)
+register("firefox", _make, OPTION_DOCS)

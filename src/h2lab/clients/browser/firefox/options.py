@@ -38,11 +38,13 @@ from dataclasses import dataclass
 
 from h2lab.clients.browser.options import (
     check_known,
+    common_docs,
     device,
     idle_ms,
     speed_index_mode,
     switches,
 )
+from h2lab.spec.options import OptionDoc
 from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS
 
 PrefValue = bool | int | str
@@ -223,6 +225,14 @@ class Options:
 SWITCHES = ("visual", "filmstrip", "network")
 """The options that are 0 or 1."""
 KNOWN_OPTIONS = frozenset({"device", "idle", "speed_index", *SWITCHES})
+OPTION_DOCS = (
+    *common_docs("firefox"),
+    OptionDoc("visual", "0|1", "record the compositor's frames for SpeedIndex and visual "
+              "complete (default 1)", "firefox:visual=0"),
+    OptionDoc("network", "0|1", "follow every request with BiDi's network events (default 1; "
+              "0: resources from Resource Timing, no HAR headers)", "firefox:network=0"),
+)  # fmt: skip
+"""Every option, for docs/reference.md."""
 
 NO_CPU_THROTTLING = (
     "firefox has no CPU throttling (WebDriver BiDi has no such command, and Firefox none of "
