@@ -48,6 +48,14 @@ fi
 RATTAN="$CACHE/rattan-$RATTAN_VERSION/bin/rattan"
 if [ ! -x "$RATTAN" ]; then
   CARGO="$(command -v cargo || echo "$HOME/.cargo/bin/cargo")"
+  # Rattan 0.1.1 needs Rust 1.86 or newer; Debian 12's rustc is 1.63 (rustup, or Debian 13's).
+  RUSTC="$(dirname "$CARGO")/rustc"; [ -x "$RUSTC" ] || RUSTC="$(command -v rustc || true)"
+  have="$("$RUSTC" --version 2>/dev/null | awk '{print $2}')"
+  if [ ! -x "$CARGO" ] || [ -z "$have" ] \
+     || [ "$(printf '%s\n1.86.0\n' "$have" | sort -V | head -1)" != 1.86.0 ]; then
+    say "building Rattan $RATTAN_VERSION needs Rust >= 1.86 (cargo and rustc on PATH or in ~/.cargo/bin; found ${have:-none}): install it (https://rustup.rs), or put a built rattan at $RATTAN"
+    exit 1
+  fi
   say "building rattan $RATTAN_VERSION (cargo install --locked; a few minutes, once)"
   "$CARGO" install rattan --version "$RATTAN_VERSION" --locked --root "$CACHE/rattan-$RATTAN_VERSION" \
     >"$CACHE/rattan-build.log" 2>&1 || { tail -20 "$CACHE/rattan-build.log" >&2; exit 1; }

@@ -107,7 +107,7 @@ def commands_part(app: typer.Typer) -> list[str]:
             subs = ", ".join(f"`{full} {n}`" for n in cmd.commands)
             lines += [f"Commands: {subs}.", ""]
             continue
-        rows = [_param_row(p, ctx) for p in cmd.params if p.name != "help"]
+        rows = [_param_row(p, ctx) for p in cmd.params if p.name != "help" and not p.hidden]
         lines += _table(("argument or option", "value", "default", "what"), rows) if rows else []
     return lines
 

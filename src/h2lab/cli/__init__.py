@@ -23,6 +23,7 @@ from h2lab.cli.report import export, restore
 from h2lab.cli.report import report as report_command
 from h2lab.cli.run import demo, validate
 from h2lab.cli.run import run as run_command
+from h2lab.cli.verdict import verdict as verdict_command
 from h2lab.errors import H2LabError
 
 app = typer.Typer(
@@ -61,6 +62,7 @@ app.add_typer(cluster_app, name="cluster")
 app.command("run")(run_command)
 app.command()(validate)
 app.command()(demo)
+app.command("verdict")(verdict_command)
 app.command("load")(load_command)
 app.command()(export)
 app.command()(restore)

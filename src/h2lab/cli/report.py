@@ -15,7 +15,12 @@ EXPORT_FORMATS = ("csv", "browsertime")
 
 def export(
     out: Annotated[Path, typer.Argument(help="results folder")],
-    csv: Annotated[bool, typer.Option("--csv", help="write trials.csv and resources.csv")] = True,
+    csv: Annotated[
+        bool,
+        typer.Option(
+            "--csv", hidden=True, help="what --format csv does (kept for scripts that pass it)"
+        ),
+    ] = False,
     fmt: Annotated[
         str,
         typer.Option(

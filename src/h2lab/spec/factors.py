@@ -164,7 +164,8 @@ class TrialFactors:
     page: str = field(
         metadata=_is(Factor(
             "page", "page", str, "page spec: synthetic, imported or id", _as_written, flag="PAGE",
-            usage="synthetic:n=64,size=10KB,origins=1, warc:FILE, har:FILE, a page id",
+            usage="synthetic:n=64,size=10KB,origins=1, warc:FILE, har:FILE, dir:FOLDER#ENTRY, "
+            "a page id",
         ))
     )  # fmt: skip
     network: NetworkProfile = field(
