@@ -101,5 +101,29 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 .venv/bin/python -c "from h2lab.debian13 import ensure_made; ensure_made()" \
   || { say "making Debian 13's root filesystem failed"; exit 1; }
 
+# A shared installation: run as root, the builds above are published (hard links, read-only for
+# everyone) in /var/cache/h2lab, where h2lab looks after the user's own cache
+# (src/h2lab/paths.py: build_places), so every user of the machine runs h2lab with no build of
+# their own. H2LAB_SYSTEM_CACHE names another place; H2LAB_NO_SYSTEM=1 skips it.
+SYSTEM="${H2LAB_SYSTEM_CACHE:-/var/cache/h2lab}"
+if [ "$(id -u)" = 0 ] && [ -z "${H2LAB_NO_SYSTEM:-}" ] \
+   && [ "$(realpath -m "$SYSTEM")" != "$(realpath -m "$CACHE")" ]; then
+  read -r origin okhttp debian13 < <(.venv/bin/python -c '
+from h2lab import debian13
+from h2lab.clients import okhttp_build
+from h2lab.servers import origin
+print(f"origin-{origin.source_hash(origin.SOURCE_DIR)}",
+      f"okhttp-{okhttp_build.source_hash(okhttp_build.SOURCE_DIR)}", debian13.root().name)')
+  for name in "rattan-$RATTAN_VERSION/bin" "$origin" "$okhttp" "$debian13"; do
+    [ -e "$SYSTEM/$name" ] || [ ! -d "$CACHE/$name" ] && continue
+    say "publishing $name in $SYSTEM (for every user of this machine)"
+    mkdir -p "$(dirname "$SYSTEM/$name")"
+    tmp="$(dirname "$SYSTEM/$name")/.$(basename "$name").tmp-$$"
+    cp -al "$CACHE/$name" "$tmp" 2>/dev/null || { rm -rf "$tmp"; cp -a "$CACHE/$name" "$tmp"; }
+    mv "$tmp" "$SYSTEM/$name"
+  done
+  chmod 755 "$SYSTEM" "$SYSTEM/rattan-$RATTAN_VERSION" 2>/dev/null || true
+fi
+
 t1=$(date +%s%N)
 say "ready in $(( (t1 - t0) / 1000000 )) ms (rattan $RATTAN_VERSION, $(nginx -v 2>&1 | cut -d/ -f2), h2load $(h2load --version | awk '{print $2}'))"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from h2lab import procs
 from h2lab.errors import ProcessFailed
-from h2lab.paths import cache_root
+from h2lab.paths import build_places, cache_root
 
 SUITE = "trixie"
 """Debian 13"""
@@ -56,7 +56,9 @@ def root() -> Path:
     """The root filesystem's folder: named by the suite and package list, so a change to
     either makes a new one beside the old."""
     digest = hashlib.sha256(f"{SUITE} {' '.join(PACKAGES)}".encode()).hexdigest()[:12]
-    return cache_root() / f"debian13-{digest}"
+    name = f"debian13-{digest}"
+    made = [p for p in build_places(name) if (p / READY).is_file()]
+    return made[0] if made else cache_root() / name
 
 
 def installed() -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab import procs
-from h2lab.paths import cache_root
+from h2lab.paths import find_build, looked_in
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ def _okhttp_checks() -> list[Check]:
     out = [Check("java", java is not None, java or okhttp_build.JAVA_HINT)]
     jar = okhttp_build.jar_path()
     if not jar.exists() or java is None:
-        return [*out, Check("h2lab okhttp (JVM)", False, "make setup")]
+        where = looked_in(f"{jar.parent.name}/{jar.name}")
+        return [*out, Check("h2lab okhttp (JVM)", False, f"{where}: make setup")]
     try:
         detail = f"{okhttp_build.jar_version(jar)} ({jar})"
     except H2LabError as exc:
@@ -107,9 +108,14 @@ def checks() -> list[Check]:
     out.append(Check("certutil", certutil is not None, certutil or "apt-get install libnss3-tools"))
     from h2lab.servers.origin import SOURCE_DIR, source_hash
 
-    built = cache_root() / f"origin-{source_hash(SOURCE_DIR)}"
+    relative = f"origin-{source_hash(SOURCE_DIR)}"
+    built = find_build(relative)
     out.append(
-        Check("h2lab origin (Go)", built.exists(), str(built) if built.exists() else "make setup")
+        Check(
+            "h2lab origin (Go)",
+            built is not None,
+            str(built) if built is not None else f"{looked_in(relative)}: make setup",
+        )
     )
     out += _okhttp_checks()
     out += _debian13_checks()
@@ -129,7 +135,9 @@ def _debian13_checks() -> list[Check]:
         Check(
             f"{program} (Debian 13)",
             program in found,
-            f"{found[program]} ({debian13.root()})" if program in found else "make setup",
+            f"{found[program]} ({debian13.root()})"
+            if program in found
+            else f"{looked_in(debian13.root().name)}: make setup",
         )
         for program in debian13.PACKAGES
     ]

@@ -12,6 +12,32 @@ def cache_root() -> Path:
     return Path(os.environ.get("H2LAB_CACHE", Path.home() / ".cache" / "h2lab"))
 
 
+SYSTEM_CACHE = "/var/cache/h2lab"
+"""The shared, read-only installation: ``make setup`` run as root publishes its builds here
+(Rattan, the Go origin, the OkHttp jar, Debian 13's servers) for every user of the machine."""
+
+
+def system_cache_root() -> Path:
+    """:data:`SYSTEM_CACHE`; ``H2LAB_SYSTEM_CACHE`` overrides."""
+    return Path(os.environ.get("H2LAB_SYSTEM_CACHE", SYSTEM_CACHE))
+
+
+def build_places(relative: str) -> list[Path]:
+    """Where a build is looked for, in order: the user's cache, then the system's."""
+    places = [cache_root() / relative, system_cache_root() / relative]
+    return list(dict.fromkeys(places))
+
+
+def find_build(relative: str) -> Path | None:
+    """The first of :func:`build_places` that exists, or None."""
+    return next((p for p in build_places(relative) if p.exists()), None)
+
+
+def looked_in(relative: str) -> str:
+    """``not in A or B`` for a message that says where a build was looked for."""
+    return "not in " + " or ".join(str(p) for p in build_places(relative))
+
+
 def rootless() -> bool:
     """h2lab runs as an ordinary user, or in the user namespace it made for a lab
     (:mod:`h2lab.net.userns` sets ``H2LAB_USERNS`` there)."""

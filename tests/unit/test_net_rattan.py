@@ -201,9 +201,14 @@ def test_rattan_binary_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.delenv("H2LAB_RATTAN", raising=False)
+    monkeypatch.setenv("H2LAB_SYSTEM_CACHE", str(tmp_path / "system"))
     with pytest.raises(MissingTool) as exc:
         rattan_binary()
     assert exc.value.tool == "rattan"
+    assert exc.value.hint == (
+        f"not in {tmp_path}/cache/rattan-{RATTAN_VERSION}/bin/rattan or {tmp_path}/system/"
+        f"rattan-{RATTAN_VERSION}/bin/rattan nor on PATH: run `make setup`"
+    )
 
     on_path = tmp_path / "bin" / "rattan"
     on_path.parent.mkdir()
@@ -212,10 +217,15 @@ def test_rattan_binary_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PATH", str(on_path.parent))
     assert rattan_binary() == on_path
 
+    shared = tmp_path / "system" / f"rattan-{RATTAN_VERSION}" / "bin" / "rattan"
+    shared.parent.mkdir(parents=True)
+    shared.write_text("")
+    assert rattan_binary() == shared  # the shared installation, before PATH
+
     cached = tmp_path / "cache" / f"rattan-{RATTAN_VERSION}" / "bin" / "rattan"
     cached.parent.mkdir(parents=True)
     cached.write_text("")
-    assert rattan_binary() == cached
+    assert rattan_binary() == cached  # the user's own, before the shared one
 
     monkeypatch.setenv("H2LAB_RATTAN", "/opt/rattan")
     assert rattan_binary() == Path("/opt/rattan")

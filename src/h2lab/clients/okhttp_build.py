@@ -17,7 +17,7 @@ from pathlib import Path
 
 from h2lab import procs
 from h2lab.errors import MissingTool, ProcessFailed
-from h2lab.paths import cache_root
+from h2lab.paths import cache_root, find_build
 
 SOURCE_DIR = Path(__file__).resolve().parents[3] / "okhttp"
 """The Maven project (``pom.xml``, ``src/main/``)."""
@@ -61,8 +61,10 @@ def build_argv(mvn: str, build_dir: Path, digest: str) -> list[str]:
 
 
 def jar_path(src: Path = SOURCE_DIR) -> Path:
-    """Where the jar of the current sources is (or will be) cached."""
-    return cache_root() / f"okhttp-{source_hash(src)}" / JAR
+    """Where the jar of the current sources is: the user's cache or the system's (make setup),
+    else where it will be built, in the user's."""
+    relative = f"okhttp-{source_hash(src)}/{JAR}"
+    return find_build(relative) or cache_root() / relative
 
 
 def ensure_built(src: Path = SOURCE_DIR) -> Path:

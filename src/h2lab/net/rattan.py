@@ -27,11 +27,13 @@ from pathlib import Path
 
 from h2lab.errors import MissingTool
 from h2lab.net import traces
-from h2lab.paths import cache_root
+from h2lab.paths import find_build, looked_in
 from h2lab.spec import cellular
 from h2lab.spec.network import NetworkProfile
 
 RATTAN_VERSION = "0.1.1"
+RATTAN_BUILD = f"rattan-{RATTAN_VERSION}/bin/rattan"
+"""Where scripts/setup.sh puts Rattan, under a cache root (:func:`h2lab.paths.build_places`)."""
 # Rattan's own latency per direction on top of a Delay cell's setting (AF_PACKET hops, thread
 # wake-ups). Links use the value measured on the machine (net/calibration.py); this one, from
 # the first machine of this kind (TCP SYN->RST round trips, median of 30: asked 20/100/200 ms
@@ -52,17 +54,18 @@ _LOSS_SEGMENT = "86400s"
 
 
 def rattan_binary() -> Path:
-    """The pinned build in the cache (scripts/setup.sh), else ``rattan`` on PATH."""
+    """The pinned build in the user's cache or the system's (scripts/setup.sh), else
+    ``rattan`` on PATH."""
     override = os.environ.get("H2LAB_RATTAN")
     if override:
         return Path(override)
-    cached = cache_root() / f"rattan-{RATTAN_VERSION}" / "bin" / "rattan"
-    if cached.exists():
+    cached = find_build(RATTAN_BUILD)
+    if cached is not None:
         return cached
     found = shutil.which("rattan")
     if found:
         return Path(found)
-    raise MissingTool("rattan", "run `make setup` or scripts/setup.sh")
+    raise MissingTool("rattan", f"{looked_in(RATTAN_BUILD)} nor on PATH: run `make setup`")
 
 
 def _bandwidth(bps: int) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 from h2lab import procs
 from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.pages import Page
-from h2lab.paths import cache_root
+from h2lab.paths import cache_root, find_build
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
     WRITE_TIMEOUT_S,
@@ -233,9 +233,10 @@ def ensure_built(src: Path = SOURCE_DIR, command: str = "") -> Path:
     or one of ``origin/cmd/`` (``command="h3prio"``)."""
     digest = source_hash(src)
     name = command or BINARY
+    built = find_build(f"origin-{digest}/{name}")  # the user's, or the system's (make setup)
+    if built is not None:
+        return built
     target = cache_root() / f"origin-{digest}" / name
-    if target.exists():
-        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{name}.tmp-{os.getpid()}")
     argv = build_argv(go_binary(), tmp, digest, f"./cmd/{command}" if command else ".")
