@@ -126,8 +126,23 @@ def main(folder: Path, metric: str) -> None:
             cells[(FACTORS["rtt"](row), FACTORS["rate"](row), FACTORS["loss"](row))].append(s)
     for cell in sorted(cells, key=lambda c: tuple((len(x), x) for x in c)):
         print(ratio_line(" | ".join(cell), cells[cell]))
+    _by_page(pairs)
     _initial_windows(folder)
     _failures(folder)
+
+
+def _by_page(pairs: list[tuple[Row, float]]) -> None:
+    """s per page and RTT (first views, arms 1 and 2), and per page and view (arm 3)."""
+    print("\nper page, first view: page | rtt (| client):")
+    cells: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    for row, s in pairs:
+        if FACTORS["view"](row) == "first":
+            cells[(_page(row), FACTORS["rtt"](row))].append(s)
+            cells[(_page(row), FACTORS["rtt"](row), row["client"])].append(s)
+        else:
+            cells[(_page(row), "repeat view", row["server"])].append(s)
+    for cell in sorted(cells, key=lambda c: tuple((len(x), x) for x in c)):
+        print(ratio_line(" | ".join(cell), cells[cell]))
 
 
 if __name__ == "__main__":
