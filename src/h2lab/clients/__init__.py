@@ -122,7 +122,7 @@ def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapt
         adapter = _REGISTRY[name](options)
     except ValueError as exc:
         raise SpecError(source, field, str(exc)) from None
-    missing = undeclared(options, _OPTIONS[name])
+    missing = undeclared(options, _OPTIONS.get(name, ()))
     if missing:  # the adapter takes it, the reference does not list it: h2lab's own slip
         raise H2LabError(f"client {name}: option {missing[0]} is not declared (docs/reference.md)")
     return adapter

@@ -240,7 +240,7 @@ def get(spec: str, source: str = "server", field: str = "server") -> ServerAdapt
         adapter = _REGISTRY[name](options)
     except ValueError as exc:
         raise SpecError(source, field, str(exc)) from None
-    missing = undeclared(options, _OPTIONS[name])
+    missing = undeclared(options, _OPTIONS.get(name, ()))
     if missing:  # the adapter takes it, the reference does not list it: h2lab's own slip
         raise H2LabError(f"server {name}: option {missing[0]} is not declared (docs/reference.md)")
     return adapter
