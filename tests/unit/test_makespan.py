@@ -11,7 +11,13 @@ import random
 
 import pytest
 
-from h2lab.analysis.makespan import block_durations, lower_bound, simulate_makespan
+from h2lab.analysis.makespan import (
+    block_durations,
+    lower_bound,
+    pigeonhole_bound,
+    recorded_blocks,
+    simulate_makespan,
+)
 
 
 def row(block: str, started_at: str, duration_s: float, **extra: str) -> dict[str, str]:
@@ -121,3 +127,39 @@ def test_start_times_compare_as_times_not_text() -> None:
 
 def test_no_rows_no_blocks() -> None:
     assert block_durations([]) == []
+
+
+def test_recorded_blocks_keep_their_rows_and_key() -> None:
+    rows = [
+        row("b", "2026-11-24T10:00:05+00:00", 2.0, trial_key="b|h1s"),
+        row("a", "2026-11-24T10:00:00+00:00", 1.0, trial_key="a|h1s"),
+        row("b", "2026-11-24T10:00:07+00:00", 3.0, trial_key="b|h2s"),
+    ]
+    a, b = recorded_blocks(rows)
+    assert (a.key, a.duration_s, [r["trial_key"] for r in a.rows]) == (("e", "a"), 1.0, ["a|h1s"])
+    assert (b.key, b.duration_s) == (("e", "b"), 5.0)
+    assert [r["trial_key"] for r in b.rows] == ["b|h1s", "b|h2s"]
+
+
+def test_the_pigeonhole_bound_counts_blocks_that_must_share_a_node() -> None:
+    # 3 blocks of 10 on 2 nodes: two share one, 20; the plain bound says max(15, 10) = 15
+    assert lower_bound([10, 10, 10], 2) == 15
+    assert pigeonhole_bound([10, 10, 10], 2) == 20
+    # 5 of 10 on 2 nodes: of the 5 longest, one node runs 3: 30
+    assert pigeonhole_bound([10] * 5, 2) == 30
+    # never below the plain bound: one long block, many short ones
+    assert pigeonhole_bound([8, 3, 3, 3, 3], 4) == 8
+    assert pigeonhole_bound([], 4) == 0
+
+
+def test_no_schedule_beats_the_pigeonhole_bound() -> None:
+    """Against the best schedule, found by trying every assignment of blocks to nodes."""
+    rng = random.Random(11)
+    for nodes, count in itertools.product([2, 3], [3, 5, 7]):
+        durations = [round(rng.expovariate(1 / 60), 1) for _ in range(count)]
+        best = min(
+            max(sum(d for d, n in zip(durations, assign, strict=True) if n == node)
+                for node in range(nodes))
+            for assign in itertools.product(range(nodes), repeat=count)
+        )  # fmt: skip
+        assert lower_bound(durations, nodes) <= pigeonhole_bound(durations, nodes) <= best + 1e-9

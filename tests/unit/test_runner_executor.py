@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from h2lab.runner.executor import block_jobs
+import pytest
+
+from h2lab.runner.executor import BlockJob, block_jobs, longest_first
 from h2lab.runner.matrix import TrialSpec, expand
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.network import parse_network
@@ -80,3 +83,57 @@ def test_a_job_names_the_page_id_of_its_trials_pages_only() -> None:
     for job in jobs:
         assert job.pages == {job.trials[0].page: ids[job.trials[0].page]}
     assert len({p for job in jobs for p in job.pages.values()}) == 2
+
+
+def _blocks(trials: list[TrialSpec]) -> list[BlockJob]:
+    return block_jobs(trials, {}, retries=0, timeout_s=9.0, results_dir=Path("/out"), origins=())
+
+
+def _reps(jobs: list[BlockJob]) -> list[int]:
+    return [job.trials[-1].repetition for job in jobs]
+
+
+def test_longest_first_hands_out_the_first_round_then_the_rest_longest_first() -> None:
+    jobs = _blocks(_trials())  # 4 blocks: 2 pages x 2 repetitions, in rounds
+    assert _reps(jobs) == [0, 0, 1, 1]
+    seconds = [1.0, 5.0, 9.0, 3.0]
+    ordered = longest_first(jobs, seconds)
+    # round 0 first (5 s, then 1 s), then the rest (9 s, then 3 s)
+    assert [job.number for job in ordered] == [1, 0, 2, 3]
+    assert {job.number: job for job in ordered} == {job.number: job for job in jobs}
+
+
+def test_longest_first_moves_whole_blocks_and_keeps_their_numbers() -> None:
+    trials = _trials(warmup=0)
+    jobs = _blocks(trials)
+    ordered = longest_first(jobs, [1.0, 2.0, 4.0, 8.0])
+    assert [job.number for job in ordered] == [1, 0, 3, 2]
+    for job in ordered:
+        assert len({t.seed for t in job.trials}) == 1  # a pair never splits
+        assert job is jobs[job.number]
+
+
+def test_the_warm_up_block_stays_first_however_short() -> None:
+    jobs = _blocks(_trials(warmup=2))
+    assert jobs[0].trials[0].warmup == 1
+    ordered = longest_first(jobs, [0.5, 5.0, 9.0, 3.0])
+    assert [job.number for job in ordered] == [0, 1, 2, 3]
+
+
+def test_ties_keep_run_order() -> None:
+    jobs = _blocks(_trials())
+    assert [job.number for job in longest_first(jobs, [2.0] * 4)] == [0, 1, 2, 3]
+
+
+def test_a_resumed_run_hands_out_its_first_round_still_to_run_first() -> None:
+    trials = [t for t in _trials() if t.repetition == 1] + [
+        dataclasses.replace(t, repetition=2) for t in _trials() if t.repetition == 1
+    ]
+    jobs = _blocks(trials)
+    assert _reps(jobs) == [1, 1, 2, 2]
+    assert _reps(longest_first(jobs, [1.0, 1.0, 7.0, 7.0])) == [1, 1, 2, 2]
+
+
+def test_longest_first_wants_one_duration_per_job() -> None:
+    with pytest.raises(ValueError, match="one duration per job"):
+        longest_first(_blocks(_trials()), [1.0])

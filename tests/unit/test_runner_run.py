@@ -4,7 +4,7 @@ give-up, stored attempts), and that it alone writes the store, every attempt as 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -270,3 +270,25 @@ def test_the_capture_reaches_every_block_and_keys_are_asked_for_tls_only(tmp_pat
     for protocol in ("h1s", "h2s", "h3"):
         assert trial_keylog(folder, protocol, ("pcap",)) == folder / "keylog.txt"
         assert trial_keylog(folder, protocol, ()) is None
+
+
+def test_with_block_costs_blocks_go_out_longest_first_and_every_trial_is_stored(
+    tmp_path: Path,
+) -> None:
+    todo = trials(repetitions=3)
+    executor = FakeExecutor()
+    asked: list[tuple[list[int], set[str]]] = []
+
+    def costs(jobs: Sequence[BlockJob], pages: Mapping[str, object]) -> list[float]:
+        asked.append(([job.number for job in jobs], set(pages)))
+        return [float(job.number) for job in jobs]  # the later a block, the longer
+
+    store = Store(tmp_path)
+    try:
+        run_trials(todo, store, timeout_s=30, executor=executor, block_costs=costs)
+    finally:
+        store.close()
+    assert asked == [([0, 1, 2], {"synthetic:n=2"})]  # once, with every job and the run's pages
+    assert [job.trials[0].repetition for job in executor.jobs] == [0, 2, 1]
+    assert [job.number for job in executor.jobs] == [0, 2, 1]  # numbers stay the blocks'
+    assert sorted(r[0] for r in _rows(tmp_path)) == sorted(t.key for t in todo)

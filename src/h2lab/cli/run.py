@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from h2lab.runner.matrix import TrialSpec
+    from h2lab.runner.run import BlockCosts
     from h2lab.spec.experiment import Experiment
-    from h2lab.store import TrialRecord
+    from h2lab.store import Store, TrialRecord
 
 DEMO_EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "demo.toml"
 
@@ -96,7 +97,8 @@ def run_experiment(
     process, with ``jobs`` > 1 as that many shards, each its own worker process and lab
     (``h2lab run --jobs``; a shard's own output goes to ``out/shard-K.log``), or on the lab
     nodes of the Ray cluster ``cluster`` (address, secrets folder), joined before anything is
-    written."""
+    written. Several labs (``jobs`` > 1, a cluster) are handed the blocks longest estimated
+    first (:func:`_block_costs`)."""
     from h2lab.runner.executor import Executor
     from h2lab.runner.run import run_trials
     from h2lab.runner.shards import LocalShardsExecutor
@@ -120,6 +122,7 @@ def run_experiment(
         raise
     store = Store(out)
     try:
+        costs = None if cluster is None and jobs == 1 else _block_costs(store, exp.name)
         with progress() as bar:
             tally = _Tally(bar, exp.name, len(trials))
 
@@ -143,9 +146,20 @@ def run_experiment(
                 executor=executor,
                 fail_on=exp.fail_on,
                 capture=exp.capture,
+                block_costs=costs,
             )
     finally:
         store.close()
+
+
+def _block_costs(store: Store, experiment: str) -> BlockCosts:
+    """How a run on several labs ranks its blocks: the estimate of
+    :mod:`h2lab.analysis.estimate`, from the blocks' factors and what the store already holds
+    of their cells. One lab runs them in run order instead: there the order cannot shorten
+    the run, and rounds keep a stopped run balanced (docs/cluster.md, "Hand-out order")."""
+    from h2lab.analysis.estimate import BlockEstimator, recorded_costs
+
+    return BlockEstimator(recorded_costs(store.trials(experiment=experiment))).jobs_s
 
 
 SUMMARY_METRICS = tuple(m.name for m in METRICS if m.judges)

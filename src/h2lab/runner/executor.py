@@ -137,3 +137,24 @@ def block_jobs(
         )
         for i, group in enumerate(groups)
     ]
+
+
+def longest_first(jobs: Sequence[BlockJob], seconds: Sequence[float]) -> list[BlockJob]:
+    """``jobs`` in the order a run on several labs hands them out, ``seconds`` being each
+    job's estimated duration (:mod:`h2lab.analysis.estimate`): longest first (LPT, Graham
+    1969), so that no long block starts last, in two groups. First the job holding the warm-up
+    trials and the first round still to run (the lowest repetition among ``jobs``), so that
+    every cell has a repetition early and a run stopped there covers the whole design; then
+    every other job. Ties keep run order. Whole jobs move, so pairs stay together, and each
+    keeps its :attr:`BlockJob.number`."""
+    if len(seconds) != len(jobs):
+        raise ValueError(f"need one duration per job: {len(jobs)} jobs, {len(seconds)} durations")
+    first_round = min((job.trials[0].repetition for job in jobs if job.trials), default=0)
+
+    def key(i: int) -> tuple[bool, bool, float, int]:
+        trials = jobs[i].trials
+        warm = any(t.warmup for t in trials)
+        later = bool(trials) and trials[0].repetition != first_round
+        return (not warm, later, -seconds[i], i)
+
+    return [jobs[i] for i in sorted(range(len(jobs)), key=key)]

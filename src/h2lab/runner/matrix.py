@@ -104,7 +104,9 @@ def expand(exp: Experiment) -> list[TrialSpec]:
     order, then every block of repetition 1, and so on; protocols shuffled per block. A round
     is a complete replicate of the design, so a run stopped at any point (or resumed over
     several days) leaves every cell with the same number of repetitions, give or take one,
-    and slow drift of the machine falls on whole rounds instead of on some cells.
+    and slow drift of the machine falls on whole rounds instead of on some cells. (A run on
+    several labs hands out the first round thus, then the other blocks longest estimated
+    first: :func:`h2lab.runner.executor.longest_first`.)
 
     With ``[compare]``, a block spans every level of the compared factor: its trials (levels
     × protocols) run back to back in random order and share one seed."""

@@ -11,17 +11,23 @@ from __future__ import annotations
 import dataclasses
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
 from h2lab.pages import Page, resolve_page
-from h2lab.runner.executor import Event, Executor, TrialDone, block_jobs
+from h2lab.runner.executor import BlockJob, Event, Executor, TrialDone, block_jobs, longest_first
 from h2lab.runner.matrix import TrialSpec
 from h2lab.runner.trial import SerialExecutor
 from h2lab.store import Store, TrialRecord
 
-__all__ = ["RUNS_BEFORE_GIVING_UP", "SerialExecutor", "run_trials", "signals_as_interrupt"]
+__all__ = [
+    "RUNS_BEFORE_GIVING_UP",
+    "BlockCosts",
+    "SerialExecutor",
+    "run_trials",
+    "signals_as_interrupt",
+]
 
 
 class _Terminated(KeyboardInterrupt):
@@ -67,6 +73,9 @@ def signals_as_interrupt() -> Iterator[Callable[[], None]]:
 
 ProgressFn = Callable[[TrialSpec, TrialRecord | None], None]
 GiveUpFn = Callable[[TrialSpec, int], None]
+BlockCosts = Callable[[Sequence[BlockJob], Mapping[str, Page]], Sequence[float]]
+"""The estimated seconds of each job, given the run's pages by spec
+(:meth:`h2lab.analysis.estimate.BlockEstimator.jobs_s`)."""
 
 RUNS_BEFORE_GIVING_UP = 2
 """A resumed run does not attempt again a trial that failed every attempt of this many
@@ -86,6 +95,7 @@ def run_trials(
     executor: Executor | None = None,
     fail_on: str = "document",
     capture: tuple[str, ...] = (),
+    block_costs: BlockCosts | None = None,
 ) -> list[TrialRecord]:
     """Run ``trials`` not yet stored ok on ``executor`` (default: in this process, one lab);
     return the records written now, each committed as it arrives. A failed trial is attempted
@@ -95,6 +105,8 @@ def run_trials(
     trial once: stored before (record None) or ended now (its last attempt). ``fail_on``: when
     a browser's trial fails (the experiment's); ``capture``: what every trial records besides
     its measurements (the experiment's, see :func:`h2lab.runner.trial.run_one`).
+    Blocks are submitted in run order, or with ``block_costs`` longest estimated first
+    (:func:`h2lab.runner.executor.longest_first`: for executors that run several at once).
     Ctrl-C/SIGTERM stops the executor the orderly way and raises KeyboardInterrupt; the
     executor is closed when this returns."""
     if executor is None:
@@ -105,7 +117,7 @@ def run_trials(
             if not todo:
                 return []
             pages = _pages(todo)
-            for job in block_jobs(
+            jobs = block_jobs(
                 todo,
                 attempts,
                 retries=retries,
@@ -115,7 +127,10 @@ def run_trials(
                 pages={spec: page.digest for spec, page in pages.items()},
                 fail_on=fail_on,
                 capture=capture,
-            ):
+            )
+            if block_costs is not None:
+                jobs = longest_first(jobs, block_costs(jobs, pages))
+            for job in jobs:
                 executor.submit(job)
             return _drive(executor, store, todo, on_progress, interrupted)
         finally:

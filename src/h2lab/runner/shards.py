@@ -3,11 +3,12 @@
 
 Labs are independent (own namespaces, Rattan, servers, addresses), so N of them run at once.
 Each worker (:mod:`h2lab.runner.worker`) is fed one block at a time, as a JSON line on its
-stdin, whenever it is idle, so the workers finish together however uneven the blocks, each goes
-round by round, and a block's protocols stay back to back in one lab. Workers answer with JSON
-lines on stdout and never open the store: the driver stores what they stream back. A worker's
-stderr goes to ``DIR/shard-K.log``; each trial it runs is marked ``"shard": "K/N"`` in its
-configuration (not in its key).
+stdin, whenever it is idle, in the order submitted (``h2lab run --jobs``: longest estimated
+first, :func:`h2lab.runner.executor.longest_first`), so the workers finish together however
+uneven the blocks, and a block's protocols stay back to back in one lab. Workers answer with
+JSON lines on stdout and never open the store: the driver stores what they stream back. A
+worker's stderr goes to ``DIR/shard-K.log``; each trial it runs is marked ``"shard": "K/N"`` in
+its configuration (not in its key).
 """
 
 from __future__ import annotations
