@@ -20,14 +20,14 @@ again when the namespace is a new one. One browser per launch-flag set: ``h1s`` 
 (:data:`~h2lab.clients.browser.chromium.options.PLAYWRIGHT_FLAGS`), so the browser behaves as it did
 when Playwright drove it.
 
-One trial, in order: the tab made ready after the previous trial is taken (a new browser
-context and a blank page, attached by a flat DevTools session with Network and Page events
-on); tracing starts; ``Page.navigate``; the load event; two animation frames and
-:data:`~h2lab.clients.browser.chromium.tab.SCREENSHOT_SETTLE_MS` (the page's timing read meanwhile);
-the trace is read back as one stream. Then, off the page load: the context is closed without
-waiting, the analysis (trace, SpeedIndex, HAR) runs on one thread while the next trial's
-context and page are made on another (mostly Chromium starting a renderer); ``load`` returns
-when the analysis is done, the old context is gone and Chromium is quiet again
+One trial, in order: a tab made ready after an earlier trial is taken (a new browser context
+and a blank page, attached by a flat DevTools session with Network and Page events on);
+tracing starts; ``Page.navigate``; the load event; two animation frames and
+:data:`~h2lab.clients.browser.chromium.tab.SCREENSHOT_SETTLE_MS` (the page's timing read
+meanwhile); the trace is read back as one stream. Then, off the page load, the analysis (trace,
+SpeedIndex, HAR) runs on one thread while the tab is put away: frozen and kept while other
+made tabs are ready; when none is, the kept contexts are closed and :data:`TABS_AHEAD` new
+ones made at once, and ``load`` returns when Chromium is quiet again
 (:func:`~h2lab.clients.browser.chromium.tab.wait_quiet`: a new context's window goes on working
 after its tab answers, and a load begun meanwhile is slower). Only DevTools calls cross
 threads; the connection (:class:`~h2lab.clients.browser.chromium.cdp.CdpPipe`) is safe for that.
@@ -55,9 +55,10 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from h2lab import procs
@@ -67,7 +68,7 @@ from h2lab.artifacts import (
 )
 from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
-from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, PipeClosed, Reply
+from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, DevTools, PipeClosed, Reply
 from h2lab.clients.browser.chromium.options import (
     OPTION_DOCS,
     PROTOCOLS,
@@ -81,6 +82,7 @@ from h2lab.clients.browser.chromium.tab import (
     TAB_TIMEOUT_S,
     Tab,
     dispose,
+    freeze,
     measure,
     new_tab,
     wait_quiet,
@@ -101,16 +103,24 @@ CHROMIUM = Path("/usr/lib/chromium/chromium")
 LAUNCH_TIMEOUT_S = 30.0
 """Longest wait for a browser to answer its first DevTools command (Playwright's default)."""
 
+TABS_AHEAD = 5
+"""Tabs a browser makes at once, then one quiet wait for all: a tab alone took 0.1 s to make
+and 0.15 s more to be quiet after every trial; five at once 0.41 s and one wait of 0.2 s.
+More at once are no cheaper per tab (ten: 0.94 s) and leave more idle contexts beside a load
+(docs/design-notes.md, "Tabs made five at a time")."""
+
 DEVTOOLS_FAILED = (TimeoutError, PipeClosed, CdpError)
 """How a DevTools call fails: no answer in time, the browser gone, or an error answer."""
 
 
 @dataclass
 class _Browser(Running[CdpPipe]):
-    ready: Tab | None = None
-    """the next trial's tab, made after the previous trial's trace, the browser quiet since"""
-    disposing: Reply | None = None
-    """the previous trial's context, being closed"""
+    ready: deque[Tab] = field(default_factory=deque)
+    """the next trials' tabs, made after an earlier trial's trace, the browser quiet since"""
+    disposing: list[Reply] = field(default_factory=list)
+    """earlier trials' contexts, being closed"""
+    used: list[Tab] = field(default_factory=list)
+    """measured tabs, frozen, to be closed with the making of the next tabs"""
     logs: tuple[Path, ...] = ()
     """the browser's NetLog / SSLKEYLOGFILE (options netlog, keylog), complete when it exits"""
     last_artifacts: Path | None = None
@@ -216,7 +226,7 @@ class Chromium(BrowserClient[_Browser, Options]):
                 with contextlib.suppress(*DEVTOOLS_FAILED):
                     dispose(handle.connection, tab).result(TAB_TIMEOUT_S)
             raise
-        handle.ready = tab
+        handle.ready.appendleft(tab)
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
         self.check_protocol(protocol)
@@ -249,45 +259,65 @@ class Chromium(BrowserClient[_Browser, Options]):
             raise self._failure(handle, protocol, exc, isinstance(exc, PipeClosed)) from None
         finally:
             handle.take_keys(ctx.keylog)
-        # Off the critical path from here: the context goes (Chromium does that while we go
-        # on), the analysis runs on one thread while the next trial's tab is made on another
-        # (Chromium's work, mostly a renderer starting). The tab may still be in the making
-        # when this returns; the next load waits for it. Neither overlaps a measured load.
-        # (It cannot start earlier: a renderer starting while the trace runs joins the trace
-        # and holds Tracing.end for 5 s.)
-        handle.disposing = dispose(handle.connection, tab)
+        # Off the critical path from here: the analysis runs on a thread while the tab is
+        # put away (:meth:`_put_away`). Nothing of it overlaps a measured load: the browser is
+        # quiet before this returns (a renderer starting while the trace ran would have joined
+        # it and held Tracing.end for 5 s, so no tab is made before the trace is in).
         analysis = self._threads().submit(self._analyse, raw, url, ctx)
         if self.options.restart:
+            handle.disposing.append(dispose(handle.connection, tab))
             self._browsers.close_browser(handle)
-            return analysis.result()
-        spare = self._threads().submit(self._new_tab, handle.connection)
-        result = analysis.result()
-        # Nothing of this browser may still be starting when the next load begins, in this
-        # browser or in another (h1s and h2s alternate between two): the next tab is made and
-        # the browser quiet before this returns. A failure here is the next trial's to meet.
-        with contextlib.suppress(*DEVTOOLS_FAILED):
-            handle.ready = self._settle(handle, spare.result(timeout=LAUNCH_TIMEOUT_S))
-        return result
+        else:
+            with contextlib.suppress(*DEVTOOLS_FAILED):  # the next trial's to meet
+                self._put_away(handle, tab)
+        return analysis.result()
+
+    def _put_away(self, handle: _Browser, tab: Tab) -> None:
+        """After a trial: while made tabs are ready, its tab is frozen (no timer, task or
+        animation of its page runs again) and kept; when none is, every kept tab's context
+        is closed, the next :data:`TABS_AHEAD` tabs are made, and the browser is quiet before
+        the next load begins, in this browser or in another (h1s and h2s alternate between
+        two). A tab that cannot be frozen is closed at once, and the browser let be quiet."""
+        if handle.ready:
+            try:
+                freeze(handle.connection, tab).result(TAB_TIMEOUT_S)
+            except CdpError:
+                handle.disposing.append(dispose(handle.connection, tab))
+                self._settle(handle)
+                return
+            handle.used.append(tab)
+            return
+        handle.used.append(tab)
+        handle.ready.extend(self._settle(handle, *self._new_tabs(handle.connection)))
 
     def _take_ready(self, handle: _Browser) -> Tab:
-        """The tab made ready after the last trial, or a new one made ready now."""
-        ready, handle.ready = handle.ready, None
-        if ready is not None:
-            return ready
-        return self._settle(handle, self._new_tab(handle.connection))
+        """A tab made ready after an earlier trial, or :data:`TABS_AHEAD` made now."""
+        if handle.ready:
+            return handle.ready.popleft()
+        tabs = self._settle(handle, *self._new_tabs(handle.connection))
+        handle.ready.extend(tabs[1:])
+        return tabs[0]
 
-    def _settle(self, handle: _Browser, tab: Tab) -> Tab:
-        """``tab`` once the last trial's context is gone and the browser is quiet: a load never
-        shares the browser with another context's renderer, or the CPU with one starting."""
-        disposing, handle.disposing = handle.disposing, None
-        if disposing is not None:
+    def _settle(self, handle: _Browser, *tabs: Tab) -> list[Tab]:
+        """``tabs`` once the kept and closing contexts are gone and the browser is quiet: a load
+        never shares the browser with a renderer starting or going, or the CPU with one."""
+        handle.disposing += [dispose(handle.connection, t) for t in handle.used]
+        handle.used = []
+        disposing, handle.disposing = handle.disposing, []
+        for reply in disposing:
             with contextlib.suppress(*DEVTOOLS_FAILED):
-                disposing.result(TAB_TIMEOUT_S)
+                reply.result(TAB_TIMEOUT_S)
         wait_quiet(handle.connection)
-        return tab
+        return list(tabs)
 
-    def _new_tab(self, cdp: CdpPipe) -> Tab:
-        return new_tab(cdp, DEVICES[self.options.device], self.options.cpu_slowdown)
+    def _new_tabs(self, cdp: DevTools) -> list[Tab]:
+        """:data:`TABS_AHEAD` new tabs, made at once (one when the browser goes after a trial:
+        option ``restart``)."""
+        device, slowdown = DEVICES[self.options.device], self.options.cpu_slowdown
+        count = 1 if self.options.restart else TABS_AHEAD
+        with ThreadPoolExecutor(count, thread_name_prefix="chromium-tab") as pool:
+            made = [pool.submit(new_tab, cdp, device, slowdown) for _ in range(count)]
+            return [m.result(LAUNCH_TIMEOUT_S) for m in made]
 
     def _analyse(self, raw: RawLoad, url: str, ctx: LoadContext) -> LoadResult:
         """The load's result, its artifacts written."""
@@ -303,7 +333,7 @@ def _stop(handle: _Browser) -> None:
     """Close a browser: ``Browser.close``, then its exit (killed if it does not go). A NetLog
     is complete only once the browser has exited: it goes with the last trial this browser
     loaded (it covers every trial since the browser started)."""
-    handle.ready = None
+    handle.ready.clear()
     with contextlib.suppress(Exception):
         handle.connection.call("Browser.close", timeout_s=2)
     handle.connection.close()

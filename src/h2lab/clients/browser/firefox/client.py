@@ -241,10 +241,11 @@ class Firefox(BrowserClient[_Browser, Options]):
             idle_ms=self.options.idle_ms, fail_on=ctx.fail_on,
         )  # fmt: skip
         if visual:
-            recording = frames.stop(handle.connection, handle.chrome)
             origin = raw.timing.get("timeOrigin")
-            if isinstance(origin, int | float):
-                raw.frames = frames.decode(recording, float(origin))
+            at = float(origin) if isinstance(origin, int | float) else None
+            decoded = frames.stop_decoded(handle.connection, handle.chrome, at)
+            if decoded is not None:
+                raw.frames = decoded
         return raw
 
 
