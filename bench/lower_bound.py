@@ -33,7 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab import procs
-from h2lab.analysis.lower_bound import fetch_lower_bound_ms, handshake_rtts
+from h2lab.analysis.lower_bound import (
+    fetch_lower_bound_ms,
+    first_window_control_packets,
+    handshake_rtts,
+)
 from h2lab.clients.h2load import _FLAGS
 from h2lab.errors import H2LabError
 from h2lab.metrics import h2load as h2load_parse
@@ -187,6 +191,7 @@ def bound_for(size_bytes: int, profile: NetworkProfile, protocol: str, tls: str 
         profile.down_rate_bps,
         handshake_rtts=handshake_rtts(protocol, tls or "1.3"),
         initcwnd_packets=TcpSettings().initcwnd_packets,
+        control_packets=first_window_control_packets(protocol),
     )
 
 

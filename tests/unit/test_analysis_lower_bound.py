@@ -10,7 +10,11 @@ import itertools
 
 import pytest
 
-from h2lab.analysis.lower_bound import fetch_lower_bound_ms, handshake_rtts
+from h2lab.analysis.lower_bound import (
+    fetch_lower_bound_ms,
+    first_window_control_packets,
+    handshake_rtts,
+)
 from h2lab.errors import SpecError
 
 MBIT = 1_000_000
@@ -172,6 +176,31 @@ def test_each_handshake_rtt_adds_exactly_one_rtt() -> None:
     assert three - one == pytest.approx(140.0)
 
 
+def test_the_h2_preface_packet_pushes_70_packets_into_a_fourth_round() -> None:
+    # 100 KB is 70 packets: the 10 + 20 + 40 of three slow-start rounds, the third costing only
+    # its serialisation; with the server's SETTINGS in a packet of the first ten, 69 fit
+    hs = handshake_rtts("h2s")
+    plain = fetch_lower_bound_ms(100_000, 200.0, 10 * MBIT, handshake_rtts=hs)
+    h2 = fetch_lower_bound_ms(
+        100_000, 200.0, 10 * MBIT, handshake_rtts=hs,
+        control_packets=first_window_control_packets("h2s"),
+    )  # fmt: skip
+    assert plain == pytest.approx(1046.9, abs=0.1)
+    # two handshake round trips, three rounds, two one-way trips and the last 88 bytes
+    assert h2 == pytest.approx(200.0 * 5 + 2 * 100.0 + 88 * 1500 / 1448 * 8 / 10_000, abs=0.01)
+    # a body the first window holds even without the slot costs no round more
+    assert fetch_lower_bound_ms(
+        10_000, 200.0, 10 * MBIT, handshake_rtts=hs, control_packets=1
+    ) == fetch_lower_bound_ms(10_000, 200.0, 10 * MBIT, handshake_rtts=hs)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "packets"), [("h2s", 1), ("h1s", 0), ("h1c", 0), ("h2c", 0), ("h3", 0)]
+)
+def test_only_h2_over_tls_starts_with_a_control_packet(protocol: str, packets: int) -> None:
+    assert first_window_control_packets(protocol) == packets
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -182,6 +211,8 @@ def test_each_handshake_rtt_adds_exactly_one_rtt() -> None:
         {"initcwnd_packets": 0},
         {"mss_bytes": 0},
         {"mss_bytes": 1501},
+        {"control_packets": -1},
+        {"control_packets": 10},
     ],
 )
 def test_rejects_impossible_inputs(kwargs: dict[str, float]) -> None:
