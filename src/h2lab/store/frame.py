@@ -40,6 +40,7 @@ NUMBER_COLUMNS = (
     "cpu_busy_pct",
     "cpu_saturated",
     "emulator_drops",
+    "warmup",
 )
 """The columns a frame holds besides the cell (the factor columns): what the report reads of
 every trial. The rest of a row (started_at, error, ...) is read per trial when shown."""
@@ -99,7 +100,9 @@ class TrialFrame:
         """The frame of ``records``, in their order."""
         rows = list(records)
         cells: dict[Cell, int] = {}
-        cell = np.fromiter((cells.setdefault(t.cell, len(cells)) for t in rows), np.int64, len(rows))
+        cell = np.fromiter(
+            (cells.setdefault(t.cell, len(cells)) for t in rows), np.int64, len(rows)
+        )
         texts = {c: Texts.of([getattr(t, c) for t in rows]) for c in TEXT_COLUMNS}
         numbers = {
             c: np.array([np.nan if getattr(t, c) is None else getattr(t, c) for t in rows], float)
