@@ -68,14 +68,13 @@ def bootstrap_median_ci(
     n = len(x)
     draws = rng.integers(0, n, size=(resamples, n))
     # The median of each row, from the ranks of the values drawn: the k-th smallest rank is
-    # the rank of the k-th smallest value (values sorted by rank never decrease), and
-    # partitioning small integers around the middle is 1.7 times faster than sorting the
-    # values (n = 1,000: 19 ms against 34 ms per 2,000 resamples; issue #43).
+    # the rank of the k-th smallest value (values sorted by rank never decrease), and sorting
+    # rows of small integers is faster than sorting the values (2,000 resamples: n = 100,
+    # 0.38 ms against 0.96 ms; n = 1,000, 12.5 ms against 35 ms; issue #43).
     order = np.argsort(x, kind="stable")
     rank = np.empty(n, np.int32)
     rank[order] = np.arange(n, dtype=np.int32)
-    middle = sorted({(n - 1) // 2, n // 2})
-    ranks = np.partition(rank[draws], middle, axis=1)
+    ranks = np.sort(rank[draws], axis=1)
     sorted_x = x[order]
     medians = (sorted_x[ranks[:, (n - 1) // 2]] + sorted_x[ranks[:, n // 2]]) / 2
     alpha = 1 - confidence

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 BATCH_ROWS = 65_536
 """Rows per Arrow batch: bounds what one batch holds (about 10 MB of resources)."""
+BUSY_TIMEOUT_MS = 60_000
+"""As :class:`h2lab.store.Store`'s ``timeout=60``."""
 _DUMMY = {"TEXT": "''", "REAL": "0.0", "INTEGER": "0"}
 
 
@@ -90,6 +92,10 @@ def read_batches(
     try:
         cur = conn.cursor()
         try:
+            # a reader opening a store whose -wal another connection is reading waits, as
+            # Store's connections do, instead of failing with "database is locked"
+            cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            cur.fetchall()
             cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(batch_rows)})
             cur.execute(sql)
             first = True
