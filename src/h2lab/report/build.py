@@ -235,8 +235,19 @@ def _boxes(views: Sequence[model.MetricView]) -> str:
     for v in views:
         parts.append(h.h3(_metric_title(v)))
         groups = model.values_by(v.trials, v.metric, "network")
+        parts.append(h.note(_box_sizes(groups)))
         parts.append(svg.box_chart(groups, y_label=v.metric, title=f"{v.metric} per network"))
     return "".join(parts)
+
+
+def _box_sizes(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> str:
+    """What the boxes are drawn from: every value, and which outliers get a dot."""
+    n = sum(len(vals) for inner in groups.values() for vals in inner.values())
+    return (
+        f"Aggregated: each box is computed from all its values ({n:,} trials in all, none "
+        f"sampled); dots: the outliers, at most the {svg.MAX_OUTLIER_DOTS} most extreme per "
+        "box, so the figure's size does not grow with the number of trials."
+    )
 
 
 LOG_X = {"object_count", "object_size_bytes", "down_rate_bps", "up_rate_bps"}

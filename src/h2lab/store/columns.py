@@ -71,11 +71,12 @@ def read_batches(
     where: str = "",
     order: str = "rowid",
     have: frozenset[str] | None = None,
-    batch_rows: int = BATCH_ROWS,
+    batch_rows: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of ``table`` (``WHERE where``, ``ORDER BY order``) as batches of
-    :func:`arrow_schema` (``columns``). A column not in ``have`` (the table's columns, when the
-    caller knows the store predates some) is NULL in every row."""
+    :func:`arrow_schema` (``columns``) of ``batch_rows`` rows (default :data:`BATCH_ROWS`). A
+    column not in ``have`` (the table's columns, when the caller knows the store predates
+    some) is NULL in every row."""
     import adbc_driver_sqlite.dbapi as adbc  # type: ignore[import-untyped]
 
     schema = arrow_schema(columns)
@@ -96,7 +97,8 @@ def read_batches(
             # Store's connections do, instead of failing with "database is locked"
             cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             cur.fetchall()
-            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(batch_rows)})
+            rows = str(batch_rows or BATCH_ROWS)
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": rows})
             cur.execute(sql)
             first = True
             for batch in cur.fetch_record_batch():
