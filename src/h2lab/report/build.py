@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -240,7 +240,7 @@ def _boxes(views: Sequence[model.MetricView]) -> str:
     return "".join(parts)
 
 
-def _box_sizes(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> str:
+def _box_sizes(groups: Mapping[str, Mapping[str, Sized]]) -> str:
     """What the boxes are drawn from: every value, and which outliers get a dot."""
     n = sum(len(vals) for inner in groups.values() for vals in inner.values())
     return (
@@ -364,10 +364,10 @@ def _chosen_cell(store: Store, trials: TrialFrame, cell: Cell | None) -> list[st
     if cell is None:
         line = h.empty("no successful trial: no median trial to show")
         return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]
-    metric, rows = model.median_rows(trials, cell)
+    metric, at = model.median_rows(trials, cell)
     ids = trials.latest_ok().number("id")
-    by_id = {t.id: t for t in store.trials_by_id([int(ids[r]) for r in rows.values()])}
-    median = {p: by_id[int(ids[r])] for p, r in rows.items()}
+    by_id = {t.id: t for t in store.trials_by_id([int(ids[r]) for r in at.values()])}
+    median = {p: by_id[int(ids[r])] for p, r in at.items()}
     if not median:
         line = h.empty(f"the chosen cell has no successful trial: {cell.describe()}")
         return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]

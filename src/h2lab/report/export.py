@@ -34,7 +34,7 @@ def export_table(db_path: Path, table: str, out_dir: Path) -> list[Path]:
     """Write ``out_dir/TABLE.csv`` and ``out_dir/TABLE.parquet`` in one pass over ``table``;
     the paths written."""
     import pyarrow.csv as pacsv  # type: ignore[import-untyped]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq
 
     columns = TABLES[table]
     schema = arrow_schema(columns)

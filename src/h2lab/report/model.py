@@ -492,7 +492,7 @@ def choose_cell(trials: TrialsIn) -> Cell | None:
     browsers = browser_clients(ok)
     codes, n = np.unique(ok.cell, return_counts=True)
     counts = {ok.cells[c]: k for c, k in zip(codes.tolist(), n.tolist(), strict=True)}
-    pool = [c for c in counts if c.client in browsers] or list(counts)
+    pool: list[Cell] = [c for c in counts if c.client in browsers] or list(counts)
     return min(pool, key=lambda c: (-counts[c], c.describe()))
 
 

@@ -77,7 +77,7 @@ def read_batches(
     :func:`arrow_schema` (``columns``) of ``batch_rows`` rows (default :data:`BATCH_ROWS`). A
     column not in ``have`` (the table's columns, when the caller knows the store predates
     some) is NULL in every row."""
-    import adbc_driver_sqlite.dbapi as adbc  # type: ignore[import-untyped]
+    import adbc_driver_sqlite.dbapi as adbc
 
     schema = arrow_schema(columns)
     kinds = {n: t.split()[0] for n, t in columns.items()}

@@ -129,7 +129,8 @@ class TrialFrame:
     @property
     def ok(self) -> np.ndarray:
         """Rows whose attempt succeeded."""
-        return self.texts["status"].codes == self.texts["status"].code_of("ok")
+        ok: np.ndarray = self.texts["status"].codes == self.texts["status"].code_of("ok")
+        return ok
 
     def cell_levels(self, name: str) -> np.ndarray:
         """Each row's level of factor ``name`` (an object array)."""
