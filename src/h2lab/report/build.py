@@ -137,12 +137,14 @@ def write_report(
 NO_METRIC = "no successful trial has a value for pdt_ms, plt_ms or speed_index_ms"
 
 
-def _metric_title(view: model.MetricView) -> str:
+def _metric_title(view: model.MetricView[TrialFrame]) -> str:
     clients = ", ".join(model.view_clients(view))
     return f"{model.METRIC_NAMES[view.metric]} — {view.metric}, clients: {clients}"
 
 
-def _verdicts(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis]) -> str:
+def _verdicts(
+    views: Sequence[model.MetricView[TrialFrame]], analyses: Mapping[str, Analysis]
+) -> str:
     if not views:
         return h.empty(NO_METRIC)
     parts = [
@@ -170,7 +172,7 @@ def _verdicts(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis
 
 
 def _compare(
-    views: Sequence[model.MetricView],
+    views: Sequence[model.MetricView[TrialFrame]],
     rng: np.random.Generator,
     rule: OutlierRule | None,
     asked: tuple[str, tuple[str, ...]] | None,
@@ -212,7 +214,7 @@ def _compare(
     return "".join(parts)
 
 
-def _cdfs(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis]) -> str:
+def _cdfs(views: Sequence[model.MetricView[TrialFrame]], analyses: Mapping[str, Analysis]) -> str:
     if not views:
         return h.empty(NO_METRIC)
     parts = [h.note("Each step is one cell (page × network × server × client × tcp): its median.")]
@@ -228,7 +230,7 @@ def _cdfs(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis]) -
     return "".join(parts)
 
 
-def _boxes(views: Sequence[model.MetricView]) -> str:
+def _boxes(views: Sequence[model.MetricView[TrialFrame]]) -> str:
     if not views:
         return h.empty(NO_METRIC)
     parts = [h.note("Box: quartiles and median; whiskers: furthest values within 1.5 IQR.")]
@@ -253,7 +255,7 @@ def _box_sizes(groups: Mapping[str, Mapping[str, Sized]]) -> str:
 LOG_X = {"object_count", "object_size_bytes", "down_rate_bps", "up_rate_bps"}
 
 
-def _factors(views: Sequence[model.MetricView], trials: TrialFrame) -> str:
+def _factors(views: Sequence[model.MetricView[TrialFrame]], trials: TrialFrame) -> str:
     if not views:
         return h.empty(NO_METRIC)
     levels = model.numeric_factor_levels(set(trials.cells))

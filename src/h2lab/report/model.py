@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -73,16 +74,19 @@ def _is_browser(f: TrialFrame, browsers: frozenset[str]) -> np.ndarray:
     return np.isin(f.cell_levels("client"), list(browsers)) if len(f) else np.zeros(0, bool)
 
 
+TrialsT = TypeVar("TrialsT", tuple[TrialRecord, ...], TrialFrame)
+
+
 @dataclass(frozen=True)
-class MetricView:
+class MetricView(Generic[TrialsT]):
     """One main metric and the trials (every attempt) of the clients it judges: records when
     :func:`metric_views` was given records, else a frame."""
 
     metric: str
-    trials: tuple[TrialRecord, ...] | TrialFrame
+    trials: TrialsT
 
 
-def view_clients(view: MetricView) -> list[str]:
+def view_clients(view: MetricView[Any]) -> list[str]:
     """The clients whose trials the view holds, sorted."""
     if isinstance(view.trials, TrialFrame):
         f = view.trials
@@ -90,13 +94,17 @@ def view_clients(view: MetricView) -> list[str]:
     return sorted({t.cell.client for t in view.trials})
 
 
-def metric_views(trials: Sequence[TrialRecord] | TrialFrame) -> list[MetricView]:
+@overload
+def metric_views(trials: TrialFrame) -> list[MetricView[TrialFrame]]: ...
+@overload
+def metric_views(trials: Sequence[TrialRecord]) -> list[MetricView[tuple[TrialRecord, ...]]]: ...
+def metric_views(trials: Sequence[TrialRecord] | TrialFrame) -> list[MetricView[Any]]:
     """``pdt_ms`` over the non-browser clients, ``plt_ms`` and ``speed_index_ms`` over the
     browsers; a metric no successful trial has is left out."""
     f = as_frame(trials)
     browsers = browser_clients(f)
     is_browser = _is_browser(f, browsers)
-    out = []
+    out: list[MetricView[Any]] = []
     for metric in (TRANSPORT_METRIC, *BROWSER_METRICS):
         wanted = is_browser == (metric != TRANSPORT_METRIC)
         if np.any(wanted & f.ok & ~np.isnan(f.number(metric))):
