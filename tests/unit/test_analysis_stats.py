@@ -207,3 +207,16 @@ def test_wilcoxon_p_edge_cases() -> None:
         wilcoxon_p([1.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="non-finite"):
         wilcoxon_p([1.0], [math.nan])
+
+
+def test_bootstrap_medians_from_ranks_are_those_of_sorted_values() -> None:
+    """The CI is what sorting every resample's values gave before issue #43, ties and an even
+    or odd count alike."""
+    for n, seed in ((1, 0), (2, 1), (7, 2), (40, 3), (301, 4)):
+        values = np.round(np.random.default_rng(seed).lognormal(size=n), 1)  # ties
+        draws = np.random.default_rng(seed + 100).integers(0, n, size=(500, n))
+        resampled = np.sort(values[draws], axis=1)
+        medians = (resampled[:, (n - 1) // 2] + resampled[:, n // 2]) / 2
+        low, high = np.quantile(medians, [0.025, 0.975])
+        ci = bootstrap_median_ci(list(values), np.random.default_rng(seed + 100), resamples=500)
+        assert (ci.low, ci.high) == (float(low), float(high)), n

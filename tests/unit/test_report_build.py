@@ -232,3 +232,14 @@ def test_reproducibility_says_when_the_machines_agree(tmp_path: Path) -> None:
     )
     assert 'class="warn"' not in repro
     assert "No cell ran on machines that differ in cpu_model or kernel." in repro
+
+
+def test_box_plots_say_they_aggregate_every_value_and_cap_the_dots(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for r in range(3):
+        for protocol, v in (("h1s", 100.0), ("h2s", 80.0)):
+            store.add_trial(trial(protocol, r, v + r))
+    store.close()
+    boxes = section_html(write_report(tmp_path).read_text(), "boxes")
+    assert "from all its values (6 trials in all, none sampled)" in boxes
+    assert "at most the 40 most extreme per box" in boxes

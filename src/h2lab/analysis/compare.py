@@ -13,7 +13,7 @@ loss seed; otherwise they are paired by repetition number only.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,7 +33,7 @@ from h2lab.analysis.verdict import (
     outcome_of,
 )
 from h2lab.spec.factors import COMPARABLE
-from h2lab.store import TrialRecord
+from h2lab.store.frame import TrialsIn
 
 CompareOutcome = Literal["level faster", "baseline faster", "tie", "too few blocks"]
 
@@ -111,7 +111,7 @@ def compare_outcome(low: float, high: float, n: int) -> CompareOutcome:
 
 
 def compare_levels(
-    trials: Iterable[TrialRecord],
+    trials: TrialsIn,
     rng: np.random.Generator,
     factor: str,
     baselines: Sequence[str],

@@ -15,14 +15,18 @@ load client, or a row older than the column) is not a browser trial here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from h2lab.analysis.verdict import latest_ok
 from h2lab.spec.factors import Cell
 from h2lab.store import TrialRecord
+from h2lab.store.frame import TrialFrame, TrialsIn, as_frame
 
 TOP_PAIRS = 10
 """How many (URL, error) pairs :func:`failed_requests` keeps."""
@@ -76,25 +80,39 @@ def with_failures(records: Iterable[TrialRecord]) -> list[TrialRecord]:
     return [t for t in browser_ok(records) if (t.failed_requests or 0) > 0]
 
 
-def _rows(trials: Sequence[TrialRecord]) -> tuple[FailedRow, ...]:
-    groups: dict[tuple[Cell, str], list[TrialRecord]] = {}
-    for t in trials:
-        groups.setdefault((t.cell, t.protocol), []).append(t)
-    rows = []
-    for (cell, protocol), ts in sorted(groups.items()):
-        failed = [t.failed_requests or 0 for t in ts]
-        hit = sum(1 for n in failed if n > 0)
+def _browser_ok(trials: TrialsIn) -> TrialFrame:
+    """:func:`browser_ok` of a frame."""
+    ok = as_frame(trials).latest_ok()
+    return ok.take((ok.number("warmup") == 0) & ~np.isnan(ok.number("failed_requests")))
+
+
+def failure_ids(trials: TrialsIn) -> list[int]:
+    """The ids of :func:`with_failures`, read from a frame."""
+    f = _browser_ok(trials)
+    return [int(i) for i in f.number("id")[f.number("failed_requests") > 0].tolist()]
+
+
+def _rows(f: TrialFrame) -> tuple[FailedRow, ...]:
+    protocols = f.text("protocol")
+    failed = f.number("failed_requests")
+    groups = []
+    key = f.cell * len(protocols.values) + protocols.codes
+    for code in np.unique(key).tolist():
+        cell, protocol = divmod(code, len(protocols.values))
+        mine = failed[key == code]
+        hit = int(np.count_nonzero(mine > 0))
         if hit:
-            rows.append(FailedRow(cell, protocol, len(ts), hit, sum(failed)))
-    return tuple(rows)
+            row = FailedRow(f.cells[cell], str(protocols.values[protocol]), len(mine), hit, 0)
+            groups.append(dataclasses.replace(row, failed=int(mine.sum())))
+    return tuple(sorted(groups, key=lambda r: (r.cell, r.protocol)))
 
 
 def _top(
-    trials: Sequence[TrialRecord], resources: Mapping[int, Sequence[Mapping[str, Any]]]
+    ids: Sequence[int], resources: Mapping[int, Sequence[Mapping[str, Any]]]
 ) -> tuple[FailedPair, ...]:
     counts: Counter[tuple[str, str]] = Counter()
-    for t in trials:
-        for r in resources.get(t.id or 0, ()):
+    for i in ids:
+        for r in resources.get(i, ()):
             if r.get("error"):
                 counts[(str(r["url"]), str(r["error"]))] += 1
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -102,18 +120,18 @@ def _top(
 
 
 def failed_requests(
-    records: Iterable[TrialRecord], resources: Mapping[int, Sequence[Mapping[str, Any]]]
+    records: TrialsIn, resources: Mapping[int, Sequence[Mapping[str, Any]]]
 ) -> FailedRequests:
     """How many ok browser trials of ``records`` had a request fail, per cell and protocol,
     and the most frequent failing (URL, error) pairs among the rows of ``resources`` (trial id
     -> its resource rows, as ``Store.resources`` gives them; only the counted trials' are
     read, a trial missing from it adds no pair)."""
-    trials = browser_ok(records)
-    failed = [t.failed_requests or 0 for t in trials]
+    f = _browser_ok(records)
+    failed = f.number("failed_requests")
     return FailedRequests(
-        trials=len(trials),
-        with_failed=sum(1 for n in failed if n > 0),
-        failed=sum(failed),
-        rows=_rows(trials),
-        top=_top([t for t in trials if (t.failed_requests or 0) > 0], resources),
+        trials=len(f),
+        with_failed=int(np.count_nonzero(failed > 0)),
+        failed=int(failed.sum()),
+        rows=_rows(f),
+        top=_top(failure_ids(f), resources),
     )

@@ -20,8 +20,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from h2lab.spec.factors import Cell
-from h2lab.store import TrialRecord
+from h2lab.store.frame import TrialsIn, as_frame
 
 MACHINE_KEYS = ("machine", "host", "cpu_model", "kernel")
 """The keys of ``versions_json`` that describe the machine, not a tool's version."""
@@ -111,14 +113,16 @@ def setup_of(versions_json: str, machine: str | None) -> Setup:
     )
 
 
-def _row(machine: str | None, trials: Sequence[tuple[TrialRecord, Setup]]) -> MachineRow:
-    overheads = [s.delay_overhead_ms for _, s in trials if s.delay_overhead_ms is not None]
+def _row(machine: str | None, groups: Sequence[tuple[int, int, Setup]]) -> MachineRow:
+    """A machine's row from its groups of trials: (attempts, of them ok, their setup)."""
+    setups = [s for _, _, s in groups]
+    overheads = [s.delay_overhead_ms for s in setups if s.delay_overhead_ms is not None]
     return MachineRow(
         machine=machine,
-        attempts=len(trials),
-        ok=sum(1 for t, _ in trials if t.status == "ok"),
-        cpu_models=tuple(sorted({s.cpu_model for _, s in trials if s.cpu_model is not None})),
-        kernels=tuple(sorted({s.kernel for _, s in trials if s.kernel is not None})),
+        attempts=sum(n for n, _, _ in groups),
+        ok=sum(ok for _, ok, _ in groups),
+        cpu_models=tuple(sorted({s.cpu_model for s in setups if s.cpu_model is not None})),
+        kernels=tuple(sorted({s.kernel for s in setups if s.kernel is not None})),
         delay_overhead_ms=(min(overheads), max(overheads)) if overheads else None,
     )
 
@@ -139,29 +143,35 @@ def _mixed(cell: Cell, setups: Iterable[Setup]) -> MixedCell | None:
     return MixedCell(cell, differs, tuple(sorted(shown)))
 
 
-def machines(records: Iterable[TrialRecord]) -> Machines:
+def machines(records: TrialsIn) -> Machines:
     """How many machines ran ``records`` (warm-ups left out), one row per machine, and the
-    cells whose successful trials ran on machines that differ in CPU model or kernel."""
-    parsed: dict[tuple[str, str | None], Setup] = {}
-    by_machine: dict[str | None, list[tuple[TrialRecord, Setup]]] = defaultdict(list)
+    cells whose successful trials ran on machines that differ in CPU model or kernel. Counted
+    per distinct (versions_json, machine, ok, cell): a million trials parse a few JSON texts."""
+    f = as_frame(records)
+    f = f.take(f.number("warmup") == 0)
+    vj, mc, ncells = f.text("versions_json"), f.text("machine"), max(1, len(f.cells))
+    combo = ((vj.codes * len(mc.values) + mc.codes) * 2 + f.ok) * ncells + f.cell
+    distinct, counts = np.unique(combo, return_counts=True)
+    parsed: dict[tuple[int, int], Setup] = {}
+    by_machine: dict[str | None, list[tuple[int, int, Setup]]] = defaultdict(list)
     by_cell: dict[Cell, list[Setup]] = defaultdict(list)
-    for t in records:
-        if t.warmup:
-            continue
-        key = (t.versions_json, t.machine)
-        if key not in parsed:
-            parsed[key] = setup_of(*key)
-        setup = parsed[key]
-        by_machine[setup.machine].append((t, setup))
-        if t.status == "ok":
-            by_cell[t.cell].append(setup)
+    for key, n in zip(distinct.tolist(), counts.tolist(), strict=True):
+        key, cell = divmod(key, ncells)
+        key, ok = divmod(key, 2)
+        v, m = divmod(key, len(mc.values))
+        if (v, m) not in parsed:
+            parsed[(v, m)] = setup_of(vj.values[v] or "", mc.values[m])
+        setup = parsed[(v, m)]
+        by_machine[setup.machine].append((n, n * ok, setup))
+        if ok:
+            by_cell[f.cells[cell]].append(setup)
     names = sorted(m for m in by_machine if m is not None)
     order: list[str | None] = [*names, None] if None in by_machine else list(names)
     mixed = (_mixed(cell, by_cell[cell]) for cell in sorted(by_cell))
     return Machines(
         count=len(names),
-        attempts=sum(len(ts) for ts in by_machine.values()),
-        unrecorded=len(by_machine.get(None, ())),
+        attempts=len(f),
+        unrecorded=sum(n for n, _, _ in by_machine.get(None, ())),
         rows=tuple(_row(m, by_machine[m]) for m in order),
         mixed=tuple(m for m in mixed if m is not None),
     )

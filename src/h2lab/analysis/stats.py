@@ -66,9 +66,17 @@ def bootstrap_median_ci(
     if not np.all(np.isfinite(x)):
         raise ValueError("bootstrap of non-finite values")
     n = len(x)
-    resampled = np.sort(x[rng.integers(0, n, size=(resamples, n))], axis=1)
-    # the median of each row; sorting rows is several times faster than np.median(axis=1)
-    medians = (resampled[:, (n - 1) // 2] + resampled[:, n // 2]) / 2
+    draws = rng.integers(0, n, size=(resamples, n))
+    # The median of each row, from the ranks of the values drawn: the k-th smallest rank is
+    # the rank of the k-th smallest value (values sorted by rank never decrease), and sorting
+    # rows of small integers is faster than sorting the values (2,000 resamples: n = 100,
+    # 0.38 ms against 0.96 ms; n = 1,000, 12.5 ms against 35 ms; issue #43).
+    order = np.argsort(x, kind="stable")
+    rank = np.empty(n, np.int32)
+    rank[order] = np.arange(n, dtype=np.int32)
+    ranks = np.sort(rank[draws], axis=1)
+    sorted_x = x[order]
+    medians = (sorted_x[ranks[:, (n - 1) // 2]] + sorted_x[ranks[:, n // 2]]) / 2
     alpha = 1 - confidence
     low, high = np.quantile(medians, [alpha / 2, 1 - alpha / 2])
     return Interval(float(low), float(high))

@@ -35,6 +35,7 @@ from h2lab.analysis.stats import (
 )
 from h2lab.analysis.summary import PAIRS
 from h2lab.store import TrialRecord
+from h2lab.store.frame import TrialsIn, as_frame
 
 H2_FASTER_AT_MOST = 0.95
 """Seed 001 §IV.A: HTTP/2 outperforms HTTPS when s = PLT(h2) / PLT(https) ≤ 0.95."""
@@ -175,39 +176,45 @@ def latest_ok(trials: Iterable[TrialRecord]) -> list[TrialRecord]:
 
 
 def collect_values(
-    trials: Iterable[TrialRecord], metric: str, outlier_rule: OutlierRule | None
+    trials: TrialsIn, metric: str, outlier_rule: OutlierRule | None
 ) -> dict[Cell, dict[str, CellValues]]:
     """Cell -> protocol -> values. A trial retried after failures counts once: its successful
-    attempt if any (the latest), else as one failure."""
+    attempt if any (the latest), else as one failure. Values keep the order of their trials'
+    first attempts (the bootstrap draws by position); a block seen twice in one cell and
+    protocol keeps its first place and its last value."""
     _check_metric(metric)
-    attempts: dict[str, list[TrialRecord]] = defaultdict(list)
-    for t in trials:
-        attempts[t.trial_key].append(t)
-    by_block: dict[tuple[Cell, str], dict[str, float]] = defaultdict(dict)
-    failed: dict[tuple[Cell, str], int] = defaultdict(int)
-    missing: dict[tuple[Cell, str], int] = defaultdict(int)
-    for rows in attempts.values():
-        ok = [t for t in rows if t.status == "ok"]
-        last = max(ok or rows, key=lambda t: t.attempt)
-        key = (last.cell, last.protocol)
-        values = by_block[key]  # the protocol belongs to the cell even with no value
-        value = getattr(last, metric)
-        if not ok:
-            failed[key] += 1
-        elif value is None:
-            missing[key] += 1
-        else:
-            values[last.block] = float(value)
+    f = as_frame(trials)
+    rows = f.chosen(ok_only=False)
+    ok = f.ok[rows]
+    values = f.number(metric)[rows]
+    has = ok & ~np.isnan(values)
+    cells, protocols = f.cell[rows], f.text("protocol").codes[rows]
+    names = f.text("protocol").values
+    block = f.text("block")
     out: dict[Cell, dict[str, CellValues]] = defaultdict(dict)
-    for (cell, protocol), values in by_block.items():
-        kept = values
+    group = cells * len(names) + protocols
+    order = np.argsort(group, kind="stable")  # rows of one group stay in first-attempt order
+    bounds = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1], True])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        idx = order[a:b]
+        first = int(idx[0])
+        kept = idx[has[idx]]
+        by_block = dict(
+            zip(
+                [block.values[c] or "" for c in block.codes[rows[kept]].tolist()],
+                values[kept].tolist(),
+                strict=True,
+            )
+        )
+        n_failed = int(np.count_nonzero(~ok[idx]))
+        n_missing = len(idx) - n_failed - len(kept)
+        n_values = len(by_block)
         if outlier_rule == "2sd":
             # the rule depends on the value only, so equal values share one fate
-            removed = set(split_outliers(list(values.values()), OUTLIER_SDS).removed)
-            kept = {b: v for b, v in values.items() if v not in removed}
-        out[cell][protocol] = CellValues(
-            kept, failed[(cell, protocol)], missing[(cell, protocol)], len(values) - len(kept)
-        )
+            removed = set(split_outliers(list(by_block.values()), OUTLIER_SDS).removed)
+            by_block = {k: v for k, v in by_block.items() if v not in removed}
+        cell, protocol = f.cells[int(cells[first])], str(names[int(protocols[first])])
+        out[cell][protocol] = CellValues(by_block, n_failed, n_missing, n_values - len(by_block))
     return out
 
 
@@ -290,7 +297,7 @@ class Analysis:
 
 
 def analyze(
-    trials: Iterable[TrialRecord],
+    trials: TrialsIn,
     rng: np.random.Generator,
     *,
     metric: str = "pdt_ms",

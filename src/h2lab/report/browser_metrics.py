@@ -5,19 +5,16 @@ fully loaded), over the cell's successful trials. Pure: trials in, HTML out."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from h2lab.analysis.factors import Cell
-from h2lab.analysis.verdict import latest_ok
 from h2lab.report import html as h
 from h2lab.report.model import browser_clients, factor_texts
 from h2lab.results import BROWSER, METRICS, Metric
 from h2lab.spec.factors import report_columns
-from h2lab.store import TrialRecord
+from h2lab.store.frame import TrialsIn, as_frame
 
 BROWSER_PAGE_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.reported_by == BROWSER)
 """The metrics of the section, in column order."""
@@ -34,27 +31,27 @@ class BrowserMetricsRow:
 
 
 def browser_metric_rows(
-    trials: Iterable[TrialRecord],
+    trials: TrialsIn,
 ) -> tuple[tuple[Metric, ...], list[BrowserMetricsRow]]:
     """The metrics some successful browser trial has, and per (cell, protocol) their medians."""
-    ok = latest_ok(trials)
+    ok = as_frame(trials).latest_ok()
     browsers = browser_clients(ok)
-    by: dict[tuple[Cell, str], list[TrialRecord]] = defaultdict(list)
-    for t in ok:
-        if t.cell.client in browsers:
-            by[(t.cell, t.protocol)].append(t)
-    shown = tuple(
-        m
-        for m in BROWSER_PAGE_METRICS
-        if any(getattr(t, m.name) is not None for rows in by.values() for t in rows)
-    )
+    ok = ok.take(np.isin(ok.cell_levels("client"), list(browsers)))
+    protocols = ok.text("protocol")
+    shown = tuple(m for m in BROWSER_PAGE_METRICS if np.any(~np.isnan(ok.number(m.name))))
+    groups: dict[tuple[Cell, str], np.ndarray] = {}
+    key = ok.cell * len(protocols.values) + protocols.codes
+    for code in np.unique(key).tolist():
+        cell, protocol = divmod(code, len(protocols.values))
+        groups[(ok.cells[cell], str(protocols.values[protocol]))] = np.flatnonzero(key == code)
     out = []
-    for cell, protocol in sorted(by, key=lambda key: (key[0].describe(), key[1])):
-        rows = by[(cell, protocol)]
+    for cell, protocol in sorted(groups, key=lambda k: (k[0].describe(), k[1])):
+        rows = groups[(cell, protocol)]
         medians = []
         for m in shown:
-            values = [float(getattr(t, m.name)) for t in rows if getattr(t, m.name) is not None]
-            medians.append(float(np.median(values)) if values else None)
+            values = ok.number(m.name)[rows]
+            values = values[~np.isnan(values)]
+            medians.append(float(np.median(values)) if values.size else None)
         out.append(BrowserMetricsRow(cell, protocol, len(rows), tuple(medians)))
     return shown, out
 
@@ -65,7 +62,7 @@ def _value(metric: Metric, v: float | None) -> str:
     return f"{v:.3f}" if metric.unit == "score" else f"{v:.0f}"
 
 
-def browser_metrics_part(trials: Sequence[TrialRecord]) -> str:
+def browser_metrics_part(trials: TrialsIn) -> str:
     """The section's body: a note and the table (one line when no browser trial succeeded)."""
     shown, rows = browser_metric_rows(trials)
     if not rows:

@@ -5,11 +5,9 @@ what to show and reads the store and the artifact folders."""
 from __future__ import annotations
 
 import datetime
-import json
-import statistics
 import time
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -18,7 +16,6 @@ import numpy as np
 import h2lab
 from h2lab.analysis.compare import compare_levels
 from h2lab.analysis.factors import Cell
-from h2lab.analysis.machines import DELAY_OVERHEAD_KEY, MACHINE_KEYS, Machines, machines
 from h2lab.analysis.stats import DEFAULT_RESAMPLES
 from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze
 from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
@@ -30,8 +27,10 @@ from h2lab.report.coverage import coverage_part
 from h2lab.report.export import export_tables
 from h2lab.report.failed import failed_part
 from h2lab.report.priorities import priorities_part
+from h2lab.report.repro import experiments, repro
 from h2lab.store import Store, TrialRecord
-from h2lab.store.sqlite import CPU_SATURATED_PCT
+from h2lab.store.columns import read_trial_frame
+from h2lab.store.frame import TrialFrame
 from h2lab.version import short_commit
 
 T = TypeVar("T")
@@ -60,8 +59,9 @@ def write_report(
     ``chosen_cell``: the cell whose median trials get waterfalls, filmstrips and a frame
     timeline (default: the browser cell with the most trials, else any). ``rng_seed`` seeds
     the bootstrap and the tree (recorded in the report). ``timings``, when given, receives the
-    seconds spent in each phase. ``compare`` (factor, baselines) sets the paired comparison on
-    another factor (default: the experiment's ``[compare]``).
+    seconds spent in each phase (``export`` runs in a thread beside the others; ``export
+    (wait)`` is how long the report then waited for it). ``compare`` (factor, baselines) sets
+    the paired comparison on another factor (default: the experiment's ``[compare]``).
     """
     if not (out_dir / RESULTS_DB).is_file():
         raise NoResults(out_dir)
@@ -74,9 +74,13 @@ def write_report(
         finally:
             clock[name] = clock.get(name, 0.0) + time.perf_counter() - t0
 
-    store = Store(out_dir)
+    store = Store(out_dir)  # brings an older store's schema up to date
+    # The export reads the store once more, beside the analysis: it waits on SQLite and the
+    # disk where the analysis waits on numpy, so on two cores the two overlap (issue #43).
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="h2lab-export")
+    exported = pool.submit(timed, "export", lambda: export_tables(out_dir / RESULTS_DB, out_dir))
     try:
-        trials = timed("load", store.trials)
+        trials = timed("load", lambda: read_trial_frame(out_dir / RESULTS_DB))
         rng = np.random.default_rng(rng_seed)
         views = model.metric_views(trials)
         info = artifacts.experiment_info(out_dir)
@@ -108,20 +112,23 @@ def write_report(
         failed = timed("failed requests", lambda: failed_part(store, trials))
         failed += timed("coverage", lambda: coverage_part(store, trials))
         failed += timed("priority signals", lambda: priorities_part(store))
-        sections.append(h.section("repro", _repro(out_dir, trials, rng_seed, failed)))
-        n_ok = len(model.latest_ok(trials))
+        sections.append(h.section("repro", repro(out_dir, trials, rng_seed, failed)))
+        n_ok = len(trials.latest_ok())
         subtitle = (
             f"{len(trials)} trial attempts ({n_ok} trials succeeded) in {out_dir}; "
             f"written {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by h2lab "
             f"{h2lab.__version__} (commit {short_commit()})"
         )
-        names = sorted({t.experiment for t in trials}) or ["(no trials)"]
+        names = experiments(trials) or ["(no trials)"]
         text = h.page(f"h2lab report: {', '.join(names)}", subtitle, sections)
         path = out_dir / "report.html"
         path.write_text(text, encoding="utf-8")
     finally:
         store.close()
-    timed("export", lambda: export_tables(out_dir / RESULTS_DB, out_dir))
+        t0 = time.perf_counter()
+        pool.shutdown(wait=True)  # a failed report still leaves no export half written
+        clock["export (wait)"] = time.perf_counter() - t0
+    exported.result()
     return path
 
 
@@ -130,12 +137,14 @@ def write_report(
 NO_METRIC = "no successful trial has a value for pdt_ms, plt_ms or speed_index_ms"
 
 
-def _metric_title(view: model.MetricView) -> str:
-    clients = ", ".join(sorted({t.cell.client for t in view.trials}))
+def _metric_title(view: model.MetricView[TrialFrame]) -> str:
+    clients = ", ".join(model.view_clients(view))
     return f"{model.METRIC_NAMES[view.metric]} — {view.metric}, clients: {clients}"
 
 
-def _verdicts(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis]) -> str:
+def _verdicts(
+    views: Sequence[model.MetricView[TrialFrame]], analyses: Mapping[str, Analysis]
+) -> str:
     if not views:
         return h.empty(NO_METRIC)
     parts = [
@@ -163,7 +172,7 @@ def _verdicts(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis
 
 
 def _compare(
-    views: Sequence[model.MetricView],
+    views: Sequence[model.MetricView[TrialFrame]],
     rng: np.random.Generator,
     rule: OutlierRule | None,
     asked: tuple[str, tuple[str, ...]] | None,
@@ -205,7 +214,7 @@ def _compare(
     return "".join(parts)
 
 
-def _cdfs(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis]) -> str:
+def _cdfs(views: Sequence[model.MetricView[TrialFrame]], analyses: Mapping[str, Analysis]) -> str:
     if not views:
         return h.empty(NO_METRIC)
     parts = [h.note("Each step is one cell (page × network × server × client × tcp): its median.")]
@@ -221,24 +230,35 @@ def _cdfs(views: Sequence[model.MetricView], analyses: Mapping[str, Analysis]) -
     return "".join(parts)
 
 
-def _boxes(views: Sequence[model.MetricView]) -> str:
+def _boxes(views: Sequence[model.MetricView[TrialFrame]]) -> str:
     if not views:
         return h.empty(NO_METRIC)
     parts = [h.note("Box: quartiles and median; whiskers: furthest values within 1.5 IQR.")]
     for v in views:
         parts.append(h.h3(_metric_title(v)))
-        groups = model.values_by(v.trials, v.metric, lambda t: t.cell.network)
+        groups = model.values_by(v.trials, v.metric, "network")
+        parts.append(h.note(_box_sizes(groups)))
         parts.append(svg.box_chart(groups, y_label=v.metric, title=f"{v.metric} per network"))
     return "".join(parts)
+
+
+def _box_sizes(groups: Mapping[str, Mapping[str, Sized]]) -> str:
+    """What the boxes are drawn from: every value, and which outliers get a dot."""
+    n = sum(len(vals) for inner in groups.values() for vals in inner.values())
+    return (
+        f"Aggregated: each box is computed from all its values ({n:,} trials in all, none "
+        f"sampled); dots: the outliers, at most the {svg.MAX_OUTLIER_DOTS} most extreme per "
+        "box, so the figure's size does not grow with the number of trials."
+    )
 
 
 LOG_X = {"object_count", "object_size_bytes", "down_rate_bps", "up_rate_bps"}
 
 
-def _factors(views: Sequence[model.MetricView], trials: Sequence[TrialRecord]) -> str:
+def _factors(views: Sequence[model.MetricView[TrialFrame]], trials: TrialFrame) -> str:
     if not views:
         return h.empty(NO_METRIC)
-    levels = model.numeric_factor_levels({t.cell for t in trials})
+    levels = model.numeric_factor_levels(set(trials.cells))
     if not levels:
         return h.empty(
             "no numeric factor varies in this experiment (object count, object size, origins, "
@@ -331,7 +351,7 @@ def _tree(primary: Sequence[Verdict], seed: int) -> str:
     return "".join(parts)
 
 
-def _headers(trials: Sequence[TrialRecord]) -> str:
+def _headers(trials: TrialFrame) -> str:
     rows = model.header_rows(trials)
     if not rows:
         return h.empty("no successful trial")
@@ -342,11 +362,14 @@ def _headers(trials: Sequence[TrialRecord]) -> str:
     ) + h.header_table(rows)
 
 
-def _chosen_cell(store: Store, trials: Sequence[TrialRecord], cell: Cell | None) -> list[str]:
+def _chosen_cell(store: Store, trials: TrialFrame, cell: Cell | None) -> list[str]:
     if cell is None:
         line = h.empty("no successful trial: no median trial to show")
         return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]
-    metric, median = model.median_trials(trials, cell)
+    metric, at = model.median_rows(trials, cell)
+    ids = trials.latest_ok().number("id")
+    by_id = {t.id: t for t in store.trials_by_id([int(ids[r]) for r in at.values()])}
+    median = {p: by_id[int(ids[r])] for p, r in at.items()}
     if not median:
         line = h.empty(f"the chosen cell has no successful trial: {cell.describe()}")
         return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]
@@ -437,152 +460,4 @@ def _frames(dirs: Mapping[str, Path], rows: Mapping[str, list[svg.WaterfallRow]]
         t_max = max((b for lane in lanes for _, b, _ in lane.spans), default=1.0)
         parts.append(h.h3(f"{p}: {source}"))
         parts.append(svg.timeline(lanes, t_max_ms=t_max, title=f"streams over time, {p}"))
-    return "".join(parts)
-
-
-def _cpu_row(trials: Sequence[TrialRecord]) -> str:
-    busy = sorted(t.cpu_busy_pct for t in trials if t.cpu_busy_pct is not None)
-    if not busy:
-        return "not recorded"
-    saturated = sum(1 for t in trials if t.cpu_saturated)
-    return (
-        f"machine busy {statistics.median(busy):.0f}% (median over {len(busy)} trials), "
-        f"max {busy[-1]:.0f}%; {saturated} trials at >= {CPU_SATURATED_PCT:.0f}% "
-        "(cpu_saturated: their timings may include waiting for a core)"
-    )
-
-
-def _emulator_drops_row(trials: Sequence[TrialRecord]) -> str:
-    drops = [t.emulator_drops for t in trials if t.emulator_drops is not None]
-    if not drops:
-        return "not recorded"
-    hit = [d for d in drops if d > 0]
-    if not hit:
-        return f"none in {len(drops)} trials"
-    return (
-        f"{len(hit)} of {len(drops)} trials lost packets in Rattan's full sockets ({sum(hit)} "
-        "in all; emulator_drops: their links lost more than the profile asks)"
-    )
-
-
-def _shards_row(trials: Sequence[TrialRecord]) -> str:
-    """How many trials ran beside others (``h2lab run --jobs``), from each trial's config."""
-    counts: dict[str, int] = defaultdict(int)
-    for t in trials:
-        try:
-            mark = json.loads(t.config_json).get("shard", "")
-        except (ValueError, AttributeError):
-            mark = ""
-        counts[mark.partition("/")[2]] += 1
-    alone = counts.pop("", 0)
-    parts = [f"{alone} one at a time"] if alone else []
-    parts += [f"{n} as shards of --jobs {j}" for j, n in sorted(counts.items())]
-    return "; ".join(parts) or "–"
-
-
-NOT_TOOLS = {*MACHINE_KEYS, DELAY_OVERHEAD_KEY}
-"""Keys of ``versions_json`` shown per machine, not as tool versions."""
-
-
-def _machine_count(ms: Machines) -> str:
-    line = f"{ms.count} machine{'' if ms.count == 1 else 's'} ran the {ms.attempts} trial attempts"
-    line += " (warm-ups not counted)"
-    if ms.unrecorded:
-        line += f"; {ms.unrecorded} recorded no machine"
-    return line + "."
-
-
-def _machine_rows(ms: Machines) -> list[tuple[str, ...]]:
-    def overhead(r: tuple[float, float] | None) -> str:
-        if r is None:
-            return "not recorded"
-        return f"{r[0]:.3f} ms" if r[0] == r[1] else f"{r[0]:.3f}–{r[1]:.3f} ms"
-
-    return [
-        (
-            r.machine or "not recorded",
-            str(r.attempts),
-            str(r.ok),
-            "; ".join(r.cpu_models) or "unknown",
-            "; ".join(r.kernels) or "unknown",
-            overhead(r.delay_overhead_ms),
-        )
-        for r in ms.rows
-    ]
-
-
-def _machines(trials: Sequence[TrialRecord]) -> str:
-    """The machines that ran the trials (``machine``, ``versions_json``), and a warning per
-    cell whose successful trials ran on machines that differ in CPU model or kernel."""
-    ms = machines(trials)
-    parts = [h.h3("machines"), h.note(_machine_count(ms))]
-    if ms.rows:
-        headers = ("machine", "attempts", "ok", "cpu_model", "kernel", "rattan delay overhead")
-        parts.append(h.table(headers, _machine_rows(ms), numeric={1, 2}))
-    for c in ms.mixed:
-        setups = ", ".join(f"{m} ({cpu}, kernel {k})" for m, cpu, k in c.setups)
-        parts.append(
-            h.warning(
-                f"{c.cell.describe()}: its trials ran on machines that differ in "
-                f"{' and '.join(c.differs)}: {setups}"
-            )
-        )
-    if ms.count and not ms.mixed:
-        parts.append(h.note("No cell ran on machines that differ in cpu_model or kernel."))
-    return "".join(parts)
-
-
-def _tool_versions(trials: Sequence[TrialRecord]) -> str:
-    versions: dict[str, set[str]] = defaultdict(set)
-    for vj in {t.versions_json for t in trials}:
-        try:
-            for tool, ver in json.loads(vj).items():
-                if tool == "h2lab_commit":
-                    versions["h2lab commit"].add(short_commit(str(ver)))
-                elif tool not in NOT_TOOLS:
-                    versions[str(tool)].add(str(ver))
-        except (ValueError, AttributeError):
-            versions["(unreadable versions_json)"].add(vj[:60])
-    return "; ".join(f"{k} {', '.join(sorted(v))}" for k, v in sorted(versions.items())) or "–"
-
-
-def _repro(out_dir: Path, trials: Sequence[TrialRecord], rng_seed: int, failed: str) -> str:
-    """The reproducibility table, the machines, ``failed`` (the requests that failed in the
-    browser, :mod:`h2lab.report.failed`, and the replay coverage, :mod:`h2lab.report.coverage`),
-    then the seeds and configuration."""
-    exp = artifacts.experiment_info(out_dir)
-    m = artifacts.machine()
-    seeds = sorted({t.seed for t in trials})
-    rows = [
-        ("experiment", ", ".join(sorted({t.experiment for t in trials})) or "–"),
-        ("experiment file", exp.source or "not recorded (no experiment.json)"),
-        ("experiment seed", "–" if exp.seed is None else str(exp.seed)),
-        ("trials planned / attempts stored", f"{exp.trials or '–'} / {len(trials)}"),
-        ("trial seeds (loss processes)", f"{len(seeds)} distinct, stored with every trial"),
-        ("report seed (bootstrap, tree)", str(rng_seed)),
-        ("outlier rule", exp.outlier_rule or "none (every value kept)"),
-        ("CPU during trials", _cpu_row(trials)),
-        ("packets the emulator dropped", _emulator_drops_row(trials)),
-        ("trials at once", _shards_row(trials)),
-        ("tool versions", _tool_versions(trials)),
-        ("h2lab (report)", f"{h2lab.__version__}, commit {short_commit()}"),
-        ("machine (report)", f"{m.node}: {m.system}"),
-        (
-            "CPUs, memory",
-            f"{m.cpus or '?'} CPUs, "
-            + ("?" if m.memory_bytes is None else f"{m.memory_bytes / 2**30:.1f} GiB"),
-        ),
-        ("Python", m.python),
-    ]
-    parts = [h.table(("", ""), rows), _machines(trials), failed]
-    if seeds:
-        parts.append(h.details("trial seeds", h.pre(" ".join(str(s) for s in seeds[:1000]))))
-    if exp.text:
-        parts.append(h.details("experiment file", h.pre(exp.text)))
-    if trials:
-        try:
-            config = json.dumps(json.loads(trials[0].config_json), indent=1, sort_keys=True)
-        except ValueError:
-            config = trials[0].config_json
-        parts.append(h.details("resolved configuration of the first trial", h.pre(config)))
     return "".join(parts)

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
+import numpy as np
+
 from h2lab.analysis.coverage import CoverageRow, coverage_rows
 from h2lab.errors import SpecError
 from h2lab.pages.manifest import Page, find_page, load_page
 from h2lab.report import html as h
-from h2lab.store import Store, TrialRecord
+from h2lab.store import Store
+from h2lab.store.frame import TrialFrame, TrialsIn
 
 TITLE = "Replay coverage"
 HEADERS = (
@@ -68,6 +71,21 @@ def render(rows: Sequence[CoverageRow], missing: Sequence[str]) -> str:
     return "".join(parts)
 
 
-def coverage_part(store: Store, trials: Sequence[TrialRecord]) -> str:
-    rows, missing = coverage_rows(trials, cache(_page), store.resources)
+def replayed_ids(trials: TrialFrame) -> list[int]:
+    """The trials :func:`coverage_rows` counts (the latest ok, non-warm-up browser trials of
+    pages that are not synthetic), read in full from the store: a store of synthetic pages
+    reads none."""
+    ok = trials.latest_ok()
+    replayed = np.array([not str(c["page"]).startswith("synthetic:") for c in ok.cells] + [0])
+    wanted = (
+        replayed[:-1].astype(bool)[ok.cell]
+        & (ok.number("warmup") == 0)
+        & ~np.isnan(ok.number("failed_requests"))
+    )
+    return [int(i) for i in ok.number("id")[wanted].tolist()]
+
+
+def coverage_part(store: Store, trials: TrialsIn) -> str:
+    records = store.trials_by_id(replayed_ids(trials)) if isinstance(trials, TrialFrame) else trials
+    rows, missing = coverage_rows(records, cache(_page), store.resources)
     return render(rows, missing)

@@ -4,13 +4,12 @@ trials that had a failed request only (a big store of clean trials reads none)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from h2lab.analysis.failed_requests import FailedRequests, failed_requests, with_failures
+from h2lab.analysis.failed_requests import FailedRequests, failed_requests, failure_ids
 from h2lab.report import html as h
 from h2lab.report.model import factor_texts
 from h2lab.spec.factors import report_columns
-from h2lab.store import Store, TrialRecord
+from h2lab.store import Store
+from h2lab.store.frame import TrialsIn
 
 TITLE = "Requests that failed in the browser"
 NONE_FAILED = "No request failed in the browser's ok trials."
@@ -61,8 +60,8 @@ def render(f: FailedRequests) -> str:
     return "".join(parts)
 
 
-def failed_part(store: Store, trials: Sequence[TrialRecord]) -> str:
+def failed_part(store: Store, trials: TrialsIn) -> str:
     """Count the failed requests of ``trials`` and render them; reads ``store.resources`` of
     the trials with ``failed_requests`` > 0 only."""
-    resources = {t.id or 0: store.resources(t.id or 0) for t in with_failures(trials)}
+    resources = {i: store.resources(i) for i in failure_ids(trials)}
     return render(failed_requests(trials, resources))

@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from h2lab.report.svg.waterfall import TimelineRow, WaterfallRow
 from h2lab.results import BROWSER, LOAD, METRICS
 from h2lab.spec.factors import FACTORS, report_columns
 from h2lab.store import TrialRecord
+from h2lab.store.frame import TrialFrame, TrialsIn, as_frame
 
 TRANSPORT_METRIC = next(m.name for m in METRICS if m.judges == LOAD)
 BROWSER_METRICS = tuple(m.name for m in METRICS if m.judges == BROWSER)
@@ -59,29 +61,59 @@ more than "these two cells differ"."""
 # ------------------------------------------------------------------------- trials and metrics
 
 
-def browser_clients(trials: Iterable[TrialRecord]) -> frozenset[str]:
-    return frozenset(
-        t.cell.client for t in trials if any(getattr(t, m) is not None for m in BROWSER_METRICS)
-    )
+def browser_clients(trials: TrialsIn) -> frozenset[str]:
+    f = as_frame(trials)
+    measured = np.zeros(len(f), bool)
+    for m in BROWSER_METRICS:
+        measured |= ~np.isnan(f.number(m))
+    return frozenset(f.cells[c].client for c in np.unique(f.cell[measured]).tolist())
+
+
+def _is_browser(f: TrialFrame, browsers: frozenset[str]) -> np.ndarray:
+    """Each row: whether its client is one of ``browsers``."""
+    return np.isin(f.cell_levels("client"), list(browsers)) if len(f) else np.zeros(0, bool)
+
+
+TrialsT = TypeVar("TrialsT", tuple[TrialRecord, ...], TrialFrame)
 
 
 @dataclass(frozen=True)
-class MetricView:
-    """One main metric and the trials (every attempt) of the clients it judges."""
+class MetricView(Generic[TrialsT]):
+    """One main metric and the trials (every attempt) of the clients it judges: records when
+    :func:`metric_views` was given records, else a frame."""
 
     metric: str
-    trials: tuple[TrialRecord, ...]
+    trials: TrialsT
 
 
-def metric_views(trials: Sequence[TrialRecord]) -> list[MetricView]:
+def view_clients(view: MetricView[Any]) -> list[str]:
+    """The clients whose trials the view holds, sorted."""
+    if isinstance(view.trials, TrialFrame):
+        f = view.trials
+        return sorted({f.cells[c].client for c in np.unique(f.cell).tolist()})
+    return sorted({t.cell.client for t in view.trials})
+
+
+@overload
+def metric_views(trials: TrialFrame) -> list[MetricView[TrialFrame]]: ...
+@overload
+def metric_views(trials: Sequence[TrialRecord]) -> list[MetricView[tuple[TrialRecord, ...]]]: ...
+def metric_views(trials: Sequence[TrialRecord] | TrialFrame) -> list[MetricView[Any]]:
     """``pdt_ms`` over the non-browser clients, ``plt_ms`` and ``speed_index_ms`` over the
     browsers; a metric no successful trial has is left out."""
-    browsers = browser_clients(trials)
-    out = []
+    f = as_frame(trials)
+    browsers = browser_clients(f)
+    is_browser = _is_browser(f, browsers)
+    out: list[MetricView[Any]] = []
     for metric in (TRANSPORT_METRIC, *BROWSER_METRICS):
-        wanted = [t for t in trials if (t.cell.client in browsers) == (metric != TRANSPORT_METRIC)]
-        if any(t.status == "ok" and getattr(t, metric) is not None for t in wanted):
-            out.append(MetricView(metric, tuple(wanted)))
+        wanted = is_browser == (metric != TRANSPORT_METRIC)
+        if np.any(wanted & f.ok & ~np.isnan(f.number(metric))):
+            if isinstance(trials, TrialFrame):
+                out.append(MetricView(metric, f.take(wanted)))
+            else:
+                out.append(
+                    MetricView(metric, tuple(t for t, w in zip(trials, wanted, strict=True) if w))
+                )
     return out
 
 
@@ -216,16 +248,30 @@ def compare_row(r: LevelRatio) -> CompareRow:
 # ------------------------------------------------------------------------ distributions
 
 
-def values_by(
-    trials: Iterable[TrialRecord], metric: str, key: Callable[[TrialRecord], str]
-) -> dict[str, dict[str, list[float]]]:
-    """key(trial) -> protocol -> values of ``metric`` (successful trials with a value)."""
-    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for t in latest_ok(trials):
-        v = getattr(t, metric)
-        if v is not None:
-            out[key(t)][t.protocol].append(float(v))
-    return {k: dict(inner) for k, inner in sorted(out.items())}
+def values_by(trials: TrialsIn, metric: str, factor: str) -> dict[str, dict[str, np.ndarray]]:
+    """Level of ``factor`` (as text) -> protocol -> values of ``metric`` (successful trials
+    with a value, in id order)."""
+    f = as_frame(trials).latest_ok()
+    values = f.number(metric)
+    has = ~np.isnan(values)
+    texts = [str(c[factor]) for c in f.cells]
+    levels = sorted(set(texts))
+    level_of_cell = np.array([levels.index(t) for t in texts] + [0], np.int64)[:-1]
+    protocols = f.text("protocol")
+    width = len(protocols.values)
+    key = level_of_cell[f.cell[has]] * width + protocols.codes[has]
+    out: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
+    for group in _groups(key):
+        level, protocol = divmod(int(key[group[0]]), width)
+        out[levels[level]][str(protocols.values[protocol])] = values[has][group]
+    return dict(out)
+
+
+def _groups(key: np.ndarray) -> list[np.ndarray]:
+    """Row indices per distinct ``key``, each in row order, groups by key."""
+    order = np.argsort(key, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, key[order][1:] != key[order][:-1], True])
+    return [order[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
 
 
 def cdf_series(analysis: Analysis) -> dict[str, list[float]]:
@@ -260,23 +306,24 @@ def numeric_factor_levels(
 
 
 def line_series(
-    trials: Iterable[TrialRecord], metric: str, levels: Mapping[Cell, float]
+    trials: TrialsIn, metric: str, levels: Mapping[Cell, float]
 ) -> dict[str, list[LinePoint]]:
     """Protocol -> (level, median, p25, p75) of ``metric`` over the trials at each level of a
     factor (pooled over the other factors)."""
-    grouped: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for t in latest_ok(trials):
-        v = getattr(t, metric)
-        level = levels.get(t.cell)
-        if v is not None and level is not None:
-            grouped[t.protocol][level].append(float(v))
+    f = as_frame(trials).latest_ok()
+    level = np.array([levels.get(c, np.nan) for c in f.cells] + [np.nan], float)[:-1][f.cell]
+    values = f.number(metric)
+    keep = ~np.isnan(values) & ~np.isnan(level)
+    protocols = f.text("protocol")
     out: dict[str, list[LinePoint]] = {}
-    for protocol in sorted(grouped):
+    for code in np.unique(protocols.codes[keep]).tolist():
+        mine = keep & (protocols.codes == code)
         pts = []
-        for level, vals in sorted(grouped[protocol].items()):
-            q25, q50, q75 = np.quantile(np.asarray(vals), [0.25, 0.5, 0.75])
-            pts.append(LinePoint(level, float(q50), float(q25), float(q75)))
-        out[protocol] = pts
+        for x in np.unique(level[mine]).tolist():
+            vals = values[mine & (level == x)]
+            q25, q50, q75 = np.quantile(vals, [0.25, 0.5, 0.75])
+            pts.append(LinePoint(x, float(q50), float(q25), float(q75)))
+        out[str(protocols.values[code])] = pts
     return out
 
 
@@ -404,34 +451,38 @@ class HeaderRow:
     response_share: float | None
 
 
-def header_rows(trials: Iterable[TrialRecord]) -> list[HeaderRow]:
+def _median(xs: np.ndarray) -> float | None:
+    return float(np.median(xs)) if xs.size else None
+
+
+def header_rows(trials: TrialsIn) -> list[HeaderRow]:
     """Seed 000 Table 2: header bytes per protocol and their share of the page's bytes."""
-    by: dict[tuple[str, str], list[TrialRecord]] = defaultdict(list)
-    for t in latest_ok(trials):
-        by[(t.cell.client, t.protocol)].append(t)
-
-    def med(xs: list[float]) -> float | None:
-        return float(np.median(xs)) if xs else None
-
+    f = as_frame(trials).latest_ok()
+    clients = f.cell_levels("client")
+    protocols = f.text("protocol").texts()
+    req, resp, body = (
+        f.number(c) for c in ("request_header_bytes", "response_header_bytes", "body_bytes")
+    )
+    total = np.nan_to_num(req) + np.nan_to_num(resp) + np.nan_to_num(body)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        req_share, resp_share = req / total, resp / total
+    counted = total > 0
+    by: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, key in enumerate(zip(clients.tolist(), protocols, strict=True)):
+        by[(str(key[0]), str(key[1]))].append(i)
     out = []
     for (client, protocol), rows in sorted(by.items()):
-        req = [float(t.request_header_bytes) for t in rows if t.request_header_bytes is not None]
-        resp = [float(t.response_header_bytes) for t in rows if t.response_header_bytes is not None]
-        body = [float(t.body_bytes) for t in rows if t.body_bytes is not None]
-        req_share, resp_share = [], []
-        for t in rows:
-            parts = (t.request_header_bytes, t.response_header_bytes, t.body_bytes)
-            total = sum(p or 0 for p in parts)
-            if total <= 0:
-                continue
-            if t.request_header_bytes is not None:
-                req_share.append(t.request_header_bytes / total)
-            if t.response_header_bytes is not None:
-                resp_share.append(t.response_header_bytes / total)
+        r = np.asarray(rows)
+        share = r[counted[r]]
+
+        def med(x: np.ndarray, rows: np.ndarray = r) -> float | None:
+            v = x[rows]
+            return _median(v[~np.isnan(v)])
+
         out.append(
             HeaderRow(
                 client, protocol, len(rows), med(req), med(resp), med(body),
-                med(req_share), med(resp_share),
+                med(req_share, share), med(resp_share, share),
             )
         )  # fmt: skip
     return out
@@ -440,34 +491,47 @@ def header_rows(trials: Iterable[TrialRecord]) -> list[HeaderRow]:
 # ------------------------------------------------------------------- the chosen cell's trials
 
 
-def choose_cell(trials: Sequence[TrialRecord]) -> Cell | None:
+def choose_cell(trials: TrialsIn) -> Cell | None:
     """The browser cell with the most successful trials (ties: the first in sort order), else
     the cell with the most successful trials of any client; None without successful trials."""
-    ok = latest_ok(trials)
-    if not ok:
+    ok = as_frame(trials).latest_ok()
+    if not len(ok):
         return None
     browsers = browser_clients(ok)
-    counts: dict[Cell, int] = defaultdict(int)
-    for t in ok:
-        counts[t.cell] += 1
-    pool = [c for c in counts if c.client in browsers] or list(counts)
+    codes, n = np.unique(ok.cell, return_counts=True)
+    counts = {ok.cells[c]: k for c, k in zip(codes.tolist(), n.tolist(), strict=True)}
+    pool: list[Cell] = [c for c in counts if c.client in browsers] or list(counts)
     return min(pool, key=lambda c: (-counts[c], c.describe()))
+
+
+def median_rows(f: TrialFrame, cell: Cell) -> tuple[str, dict[str, int]]:
+    """The cell's primary metric and, per protocol, the row in ``f.latest_ok()`` of its median
+    trial (the lower middle one for an even count), among successful trials with a value."""
+    browsers = browser_clients(f)
+    is_browser = _is_browser(f, frozenset({cell.client}) & browsers)
+    has_plt = bool(np.any(is_browser & ~np.isnan(f.number("plt_ms"))))
+    metric = "plt_ms" if has_plt else "speed_index_ms"
+    if cell.client not in browsers:
+        metric = TRANSPORT_METRIC
+    ok = f.latest_ok()
+    rows = np.flatnonzero(np.array([c == cell for c in ok.cells] + [False])[:-1][ok.cell])
+    rows = rows[~np.isnan(ok.number(metric)[rows])]
+    keys = ok.text("trial_key").codes
+    out = {}
+    protocols = ok.text("protocol")
+    for code in np.unique(protocols.codes[rows]).tolist():
+        mine = rows[protocols.codes[rows] == code]
+        mine = mine[np.lexsort((keys[mine], ok.number(metric)[mine]))]
+        out[str(protocols.values[code])] = int(mine[(len(mine) - 1) // 2])
+    return metric, out
 
 
 def median_trials(trials: Sequence[TrialRecord], cell: Cell) -> tuple[str, dict[str, TrialRecord]]:
     """The cell's primary metric and, per protocol, its median trial (the lower middle one for
-    an even count), among successful trials with a value."""
-    browsers = browser_clients(trials)
-    metric = primary_metric(cell.client, browsers, trials)
-    by: dict[str, list[TrialRecord]] = defaultdict(list)
-    for t in latest_ok(trials):
-        if t.cell == cell and getattr(t, metric) is not None:
-            by[t.protocol].append(t)
-    out = {}
-    for protocol, rows in sorted(by.items()):
-        rows.sort(key=lambda t: (getattr(t, metric), t.trial_key))
-        out[protocol] = rows[(len(rows) - 1) // 2]
-    return metric, out
+    an even count), among successful trials with a value (:func:`median_rows`)."""
+    metric, rows = median_rows(TrialFrame.of(trials), cell)
+    ok = latest_ok(trials)  # the order of the frame's latest_ok()
+    return metric, {p: ok[r] for p, r in rows.items()}
 
 
 def waterfall_rows(resources: Iterable[Mapping[str, object]]) -> list[WaterfallRow]:

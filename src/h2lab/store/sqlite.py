@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,6 +251,22 @@ class Store:
             TrialRecord.from_row(dict(zip(TRIAL_COLUMNS, r, strict=True)))
             for r in self._db.execute(q, args)
         ]
+
+    def trials_by_id(self, ids: Sequence[int]) -> list[TrialRecord]:
+        """The stored trials of ``ids`` (those that exist), in id order: the few a report
+        shows in full, when it holds the others as columns."""
+        rows: list[TrialRecord] = []
+        for start in range(0, len(ids), 500):  # SQLite's default limit of 999 parameters
+            chunk = list(ids[start : start + 500])
+            q = (
+                f"SELECT {', '.join(TRIAL_COLUMNS)} FROM trials "
+                f"WHERE id IN ({', '.join('?' for _ in chunk)})"
+            )
+            rows += [
+                TrialRecord.from_row(dict(zip(TRIAL_COLUMNS, r, strict=True)))
+                for r in self._db.execute(q, chunk)
+            ]
+        return sorted(rows, key=lambda t: t.id or 0)
 
     def resources(self, trial_id: int) -> list[dict[str, Any]]:
         cur = self._db.execute(

@@ -89,7 +89,7 @@ class BoxStats:
     outliers: tuple[float, ...]
 
 
-def box_stats(values: Sequence[float]) -> BoxStats:
+def box_stats(values: Sequence[float] | np.ndarray) -> BoxStats:
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         raise ValueError("box of no values")
@@ -113,7 +113,7 @@ MAX_OUTLIER_DOTS = 40
 
 
 def box_chart(
-    groups: Mapping[str, Mapping[str, Sequence[float]]], *, y_label: str, title: str
+    groups: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]], *, y_label: str, title: str
 ) -> str:
     """Box plots: one group per outer key (network), one box per inner key (protocol)."""
     stats = {
