@@ -27,10 +27,10 @@ Left out, each of which can only make a real fetch slower, so the result stays a
 HTTP request and response header bytes, TLS record and HTTP/2 frame overhead, small packets
 using up slots of the window (Linux counts cwnd in packets, so e.g. a separately written
 response header or a TLS session ticket costs a whole MSS of it) other than
-``control_packets``, the handshake packets' own serialisation, the per-packet rounding of the last segment, delayed ACKs and
-ACK clocking (a round really lasts RTT plus one packet's serialisation), receive-window
-limits, HyStart leaving slow start early, server think time and loss. TCP timestamps are
-not left out: they are already counted in the 1448 B MSS.
+``control_packets``, the handshake packets' own serialisation, the per-packet rounding of
+the last segment, delayed ACKs and ACK clocking (a round really lasts RTT plus one packet's
+serialisation), receive-window limits, HyStart leaving slow start early, server think time
+and loss. TCP timestamps are not left out: they are already counted in the 1448 B MSS.
 """
 
 from __future__ import annotations
