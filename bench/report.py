@@ -14,7 +14,7 @@ lognormal noise, so that verdicts, factors and the tree have something to find.
 Printed: the time to generate the store (not counted), the time to import scikit-learn alone
 (counted: ``write_report`` imports it for the tree; measured first, in this process, so the
 report's own figure then excludes it), the time and peak resident memory of each phase of
-``write_report`` (the export runs in a thread beside the others), the files' sizes, and the
+``write_report`` (the export last, after the store is closed), the files' sizes, and the
 total (import + report) against the budget of that scale.
 """
 

@@ -43,6 +43,24 @@ def test_the_frame_read_from_a_store_is_the_frame_of_its_records(tmp_path: Path)
     assert np.isnan(read.number("plt_ms")[0]) and read.number("plt_ms")[3] == 90.0
 
 
+def test_seeds_of_64_bits_are_read_exactly(tmp_path: Path) -> None:
+    # real seeds (runner.matrix.block_seed) are 64-bit: a float64 would merge two of them, and
+    # pyarrow's safe cast refused them ("Integer value ... not in range")
+    seeds = (5_136_120_783_927_023_873, 5_136_120_783_927_023_874)
+    store = Store(tmp_path)
+    for i, seed in enumerate(seeds):
+        store.add_trial(dataclasses.replace(trial("h2s", i, 80.0), seed=seed))
+    records = store.trials()
+    store.close()
+    read = read_trial_frame(tmp_path / "results.sqlite")
+    assert (
+        read.number("seed").tolist()
+        == list(seeds)
+        == TrialFrame.of(records).number("seed").tolist()
+    )
+    assert len(np.unique(read.number("seed"))) == 2
+
+
 def test_latest_ok_and_chosen_follow_the_record_rules(tmp_path: Path) -> None:
     store = stored(tmp_path)
     records = store.trials()

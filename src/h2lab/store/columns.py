@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from h2lab.spec.factors import Cell
-from h2lab.store.frame import NUMBER_COLUMNS, TEXT_COLUMNS, Texts, TrialFrame
+from h2lab.store.frame import EXACT_COLUMNS, NUMBER_COLUMNS, TEXT_COLUMNS, Texts, TrialFrame
 from h2lab.store.reader import _default
 from h2lab.store.sqlite import FACTOR_COLUMNS, TRIAL_COLUMNS
 
@@ -164,11 +164,26 @@ def _cells(table: pa.Table) -> tuple[tuple[Cell, ...], np.ndarray]:
     return tuple(cells), index.reshape(-1).astype(np.int64)
 
 
+def _number(column: pa.ChunkedArray, exact: bool) -> np.ndarray:
+    """A number column as float64 (NULL: NaN), or with ``exact``
+    (:data:`~h2lab.store.frame.EXACT_COLUMNS`) as int64 when it has no NULL. Integers beyond
+    2^53 lose their last bits as floats; the measured ones never get there (counts of bytes,
+    ms), so the cast is not asked to refuse them."""
+    import numpy as np
+    import pyarrow as pa
+
+    values: np.ndarray
+    if exact and column.null_count == 0:
+        values = column.cast(pa.int64()).to_numpy().astype(np.int64, copy=False)
+    else:
+        values = column.cast(pa.float64(), safe=False).to_numpy().astype(np.float64, copy=False)
+    return values
+
+
 def read_trial_frame(db_path: Path) -> TrialFrame:
     """The stored trials (warm-ups left out, by id) as a :class:`TrialFrame`, read in batches
     of Arrow arrays: no Python object per row. Columns an older store lacks take their
     defaults, as :func:`h2lab.store.reader.read_trials` gives them."""
-    import numpy as np
     import pyarrow as pa
 
     have = table_columns(db_path, "trials")
@@ -186,8 +201,5 @@ def read_trial_frame(db_path: Path) -> TrialFrame:
         )
     cells, cell = _cells(table)
     texts = {c: _texts(table[c]) for c in TEXT_COLUMNS}
-    numbers = {
-        c: table[c].cast(pa.float64()).to_numpy().astype(np.float64, copy=False)
-        for c in NUMBER_COLUMNS
-    }
+    numbers = {c: _number(table[c], c in EXACT_COLUMNS) for c in NUMBER_COLUMNS}
     return TrialFrame(cells, cell, texts, numbers)

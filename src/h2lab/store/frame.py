@@ -44,6 +44,15 @@ NUMBER_COLUMNS = (
 )
 """The columns a frame holds besides the cell (the factor columns): what the report reads of
 every trial. The rest of a row (started_at, error, ...) is read per trial when shown."""
+EXACT_COLUMNS = frozenset({"seed"})
+"""Kept as 64-bit integers: a trial's seed is any 64-bit value, and a float64 holds integers
+only up to 2^53 exactly (two seeds would fall together)."""
+
+
+def _numbers(values: Sequence[float | int | None], column: str) -> np.ndarray:
+    if column in EXACT_COLUMNS and all(v is not None for v in values):
+        return np.array(values, np.int64)
+    return np.array([np.nan if v is None else v for v in values], float)
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,8 @@ class TrialFrame:
     texts: Mapping[str, Texts]
     """one per :data:`TEXT_COLUMNS`"""
     numbers: Mapping[str, np.ndarray]
-    """one per :data:`NUMBER_COLUMNS`, float64, NaN for NULL"""
+    """one per :data:`NUMBER_COLUMNS`, float64, NaN for NULL (:data:`EXACT_COLUMNS`: int64
+    when none is NULL)"""
 
     def __len__(self) -> int:
         return len(self.cell)
@@ -104,10 +114,7 @@ class TrialFrame:
             (cells.setdefault(t.cell, len(cells)) for t in rows), np.int64, len(rows)
         )
         texts = {c: Texts.of([getattr(t, c) for t in rows]) for c in TEXT_COLUMNS}
-        numbers = {
-            c: np.array([np.nan if getattr(t, c) is None else getattr(t, c) for t in rows], float)
-            for c in NUMBER_COLUMNS
-        }
+        numbers = {c: _numbers([getattr(t, c) for t in rows], c) for c in NUMBER_COLUMNS}
         numbers["id"] = np.nan_to_num(numbers["id"], nan=0.0)  # a record not stored: id 0
         return cls(tuple(cells), cell, texts, numbers)
 
