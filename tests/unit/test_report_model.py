@@ -7,7 +7,7 @@ import numpy as np
 
 from h2lab.analysis.factors import Cell
 from h2lab.analysis.verdict import analyze
-from h2lab.report import model
+from h2lab.report import model, timeline
 from h2lab.report.svg import WaterfallRow
 from h2lab.store import TrialRecord
 
@@ -186,7 +186,7 @@ def test_frame_log_gives_one_lane_per_stream_with_data_frames() -> None:
             "[  0.130] recv DATA frame <length=1808, flags=0x01, stream_id=13>",
         ]
     )
-    lanes = model.frame_rows_from_log(log, "nghttp-0")
+    lanes = timeline.frame_rows_from_log(log, "nghttp-0")
     assert [lane.label for lane in lanes] == ["nghttp-0 stream 13", "nghttp-0 stream 15"]
     assert lanes[0].spans == ((122.0, 122.0, 512), (130.0, 130.0, 1808))
 
@@ -196,7 +196,7 @@ def test_frame_rows_from_resources_span_first_to_last_byte() -> None:
         WaterfallRow("/b", 5.0, None, 9.0, "c", 10),
         WaterfallRow("/a", 1.0, 3.0, 4.0, "c", 20),
     ]
-    lanes = model.frame_rows_from_resources(rows)
+    lanes = timeline.frame_rows_from_resources(rows)
     assert [(lane.label, lane.spans) for lane in lanes] == [
         ("/a", ((3.0, 4.0, 20),)),
         ("/b", ((5.0, 9.0, 10),)),
@@ -204,7 +204,7 @@ def test_frame_rows_from_resources_span_first_to_last_byte() -> None:
 
 
 def test_waterfall_rows_from_store_dicts() -> None:
-    (row,) = model.waterfall_rows(
+    (row,) = timeline.waterfall_rows(
         [
             {
                 "url": "https://o1.h2lab.test/obj/1.png?x=1",
@@ -220,8 +220,8 @@ def test_waterfall_rows_from_store_dicts() -> None:
 
 
 def test_filmstrip_instants_and_frame_on_screen() -> None:
-    assert model.filmstrip_times([900.0, 450.0], count=4) == [0.0, 300.0, 600.0, 900.0]
+    assert timeline.filmstrip_times([900.0, 450.0], count=4) == [0.0, 300.0, 600.0, 900.0]
     frames = [(100.0, "a"), (500.0, "b")]
-    assert model.frame_at(frames, 50.0) is None
-    assert model.frame_at(frames, 100.0) == "a"
-    assert model.frame_at(frames, 600.0) == "b"
+    assert timeline.frame_at(frames, 50.0) is None
+    assert timeline.frame_at(frames, 100.0) == "a"
+    assert timeline.frame_at(frames, 600.0) == "b"

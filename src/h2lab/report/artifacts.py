@@ -16,8 +16,8 @@ from PIL import Image
 
 from h2lab.analysis.verdict import OutlierRule
 from h2lab.artifacts import EXPERIMENT_FILE, FILMSTRIP_DIR, NGHTTP_OUT, VISUAL_PROGRESS
-from h2lab.report.model import frame_rows_from_log
 from h2lab.report.svg.waterfall import TimelineRow
+from h2lab.report.timeline import frame_rows_from_log
 
 THUMB_WIDTH_PX = 128
 """Filmstrip frame width in the report (WebPageTest's filmstrip thumbnails are about as wide)."""

@@ -19,7 +19,7 @@ from h2lab.analysis.stats import DEFAULT_RESAMPLES
 from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze
 from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
 from h2lab.errors import H2LabError
-from h2lab.report import artifacts, model, svg
+from h2lab.report import artifacts, model, svg, timeline
 from h2lab.report import html as h
 from h2lab.report.browser_metrics import browser_metrics_part
 from h2lab.report.coverage import coverage_part
@@ -107,16 +107,7 @@ def write_report(
         failed += timed("coverage", lambda: coverage_part(store, trials))
         failed += timed("priority signals", lambda: priorities_part(store))
         sections.append(h.section("repro", repro(out_dir, trials, rng_seed, failed)))
-        n_ok = len(trials.latest_ok())
-        subtitle = (
-            f"{len(trials)} trial attempts ({n_ok} trials succeeded) in {out_dir}; "
-            f"written {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by h2lab "
-            f"{h2lab.__version__} (commit {short_commit()})"
-        )
-        names = experiments(trials) or ["(no trials)"]
-        text = h.page(f"h2lab report: {', '.join(names)}", subtitle, sections)
-        path = out_dir / "report.html"
-        path.write_text(text, encoding="utf-8")
+        path = _write_page(out_dir, trials, sections)
     finally:
         store.close()
     # Not in a thread beside the analysis (as it was for a day): its read-only connection
@@ -124,6 +115,21 @@ def write_report(
     # open meanwhile, may write it (its schema, a checkpoint at close): a Bus error in one run
     # of the unit tests. Once the store is closed, nothing else of this process writes it.
     timed("export", lambda: export_tables(out_dir / RESULTS_DB, out_dir))
+    return path
+
+
+def _write_page(out_dir: Path, trials: TrialFrame, sections: list[str]) -> Path:
+    """``out_dir/report.html``: the sections under a title naming the experiments and a
+    subtitle saying what was stored, when and by which h2lab."""
+    n_ok = len(trials.latest_ok())
+    subtitle = (
+        f"{len(trials)} trial attempts ({n_ok} trials succeeded) in {out_dir}; "
+        f"written {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by h2lab "
+        f"{h2lab.__version__} (commit {short_commit()})"
+    )
+    names = experiments(trials) or ["(no trials)"]
+    path = out_dir / "report.html"
+    path.write_text(h.page(f"h2lab report: {', '.join(names)}", subtitle, sections), "utf-8")
     return path
 
 
@@ -369,7 +375,7 @@ def _chosen_cell(store: Store, trials: TrialFrame, cell: Cell | None) -> list[st
         line = h.empty(f"the chosen cell has no successful trial: {cell.describe()}")
         return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]
     intro = h.note(f"Chosen cell: {cell.describe()}. Per protocol, its median trial by {metric}.")
-    rows = {p: model.waterfall_rows(store.resources(t.id or 0)) for p, t in median.items()}
+    rows = {p: timeline.waterfall_rows(store.resources(t.id or 0)) for p, t in median.items()}
     t_max = max((r.end_ms for rs in rows.values() for r in rs), default=1.0)
 
     def caption(p: str, t: TrialRecord) -> str:
@@ -405,7 +411,7 @@ def _filmstrips(dirs: Mapping[str, Path]) -> str:
     progress = {p: artifacts.visual_progress(d) for p, d in dirs.items()}
     parts = []
     if any(frames.values()):
-        times = model.filmstrip_times(f[-1][0] for f in frames.values() if f)
+        times = timeline.filmstrip_times(f[-1][0] for f in frames.values() if f)
         parts.append(h.note("What was on screen at the same instants for every protocol."))
         for p, fs in frames.items():
             parts.append(h.h3(p))
@@ -415,7 +421,7 @@ def _filmstrips(dirs: Mapping[str, Path]) -> str:
             uris: dict[str, str] = {}
             strip = []
             for t in times:
-                name = model.frame_at(fs, t)
+                name = timeline.frame_at(fs, t)
                 if name is not None and name not in uris:
                     uris[name] = artifacts.thumbnail_uri(dirs[p] / FILMSTRIP_DIR / name)
                 strip.append((t, None if name is None else uris[name]))
@@ -447,7 +453,7 @@ def _frames(dirs: Mapping[str, Path], rows: Mapping[str, list[svg.WaterfallRow]]
         if lanes:
             source = f"from the frame log ({', '.join(files)}): one mark per DATA frame received"
         else:
-            lanes = model.frame_rows_from_resources(rows[p])
+            lanes = timeline.frame_rows_from_resources(rows[p])
             source = (
                 "derived from resource timings (no frame log recorded for this trial): one lane "
                 "per stream, from its first byte to its last"
