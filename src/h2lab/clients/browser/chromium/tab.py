@@ -360,18 +360,21 @@ def _tab_commands(device: Device, cpu_slowdown: float) -> list[tuple[str, dict[s
     return commands
 
 
+def _stop_listening(cdp: DevTools, tab: Tab) -> None:
+    for session in (tab.session, *tab.children):
+        cdp.listen(session, None)
+
+
 def freeze(cdp: DevTools, tab: Tab) -> Reply:
     """Stop listening to the tab and freeze its page (no timer, task or animation of it runs
     again): a measured tab left for a later :func:`dispose` costs no CPU meanwhile."""
-    for session in (tab.session, *tab.children):
-        cdp.listen(session, None)
+    _stop_listening(cdp, tab)
     return cdp.send("Page.setWebLifecycleState", {"state": "frozen"}, tab.session)
 
 
 def dispose(cdp: DevTools, tab: Tab) -> Reply:
     """Close the tab's browser context (its cache, cookies, sockets); do not wait."""
-    for session in (tab.session, *tab.children):
-        cdp.listen(session, None)
+    _stop_listening(cdp, tab)
     return cdp.send("Target.disposeBrowserContext", {"browserContextId": tab.context_id})
 
 

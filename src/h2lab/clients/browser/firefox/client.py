@@ -243,7 +243,7 @@ class Firefox(BrowserClient[_Browser, Options]):
         if visual:
             origin = raw.timing.get("timeOrigin")
             at = float(origin) if isinstance(origin, int | float) else None
-            decoded = frames.stop_decoded(handle.connection, handle.chrome, at)
+            decoded = frames.stop(handle.connection, handle.chrome, at)
             if decoded is not None:
                 raw.frames = decoded
         return raw

@@ -27,7 +27,7 @@ import io
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,28 +134,24 @@ def start(bidi: Bidi, chrome: str) -> None:
     _evaluate(bidi, chrome, START_JS)
 
 
-def stop(bidi: Bidi, chrome: str) -> Recording:
-    """End the recording (after :data:`SETTLE_S`) and fetch its distinct frames."""
+def stop(bidi: Bidi, chrome: str, time_origin_ms: float | None) -> list[Frame] | None:
+    """End the recording (after :data:`SETTLE_S`) and fetch its distinct frames :data:`BATCH`
+    at a time, each batch decoded (as :func:`decode`) on a thread (:data:`DECODERS`) while
+    the next crosses the connection (the browser's work): the demo page's 32 frames took
+    0.44 s to fetch and 0.78 s to decode, one after the other. Without a time origin none is
+    fetched (None)."""
     head = _stop(bidi, chrome)
-    frames: list[tuple[float, str]] = []
-    for batch in _batches(bidi, chrome, int(head["count"])):
-        frames += batch
-    return _recording(head, frames)
-
-
-def stop_decoded(bidi: Bidi, chrome: str, time_origin_ms: float | None) -> list[Frame] | None:
-    """``decode(stop(bidi, chrome), time_origin_ms)``, each batch decoded on a thread
-    (:data:`DECODERS`) while the next crosses the connection (the browser's work): the demo
-    page's 32 frames took 0.44 s to fetch and 0.78 s to decode, one after the other. Without a
-    time origin the frames are fetched and dropped (None)."""
-    head = _stop(bidi, chrome)
+    if time_origin_ms is None:
+        _evaluate(bidi, chrome, CLEAR_JS, value=False)
+        return None
     shell = _recording(head, [])
     with ThreadPoolExecutor(DECODERS, thread_name_prefix="firefox-frames") as pool:
-        decoding: list[Future[Frame]] = []
-        for batch in _batches(bidi, chrome, int(head["count"])):
-            if time_origin_ms is not None:
-                decoding += [pool.submit(_frame, f, shell, time_origin_ms) for f in batch]
-        return None if time_origin_ms is None else [d.result() for d in decoding]
+        decoding = [
+            pool.submit(_frame, f, shell, time_origin_ms)
+            for batch in _batches(bidi, chrome, int(head["count"]))
+            for f in batch
+        ]
+        return [d.result() for d in decoding]
 
 
 def _stop(bidi: Bidi, chrome: str) -> dict[str, Any]:
