@@ -39,7 +39,7 @@ from h2lab.analysis.factors import Cell
 from h2lab.analysis.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
-    bootstrap_median_ci,
+    median_ci,
     quantile,
     wilcoxon_p,
 )
@@ -188,7 +188,7 @@ def _paired(
     median = low = high = a_ms = b_ms = None
     outcome: AbOutcome = "too few pairs"
     if ratios:
-        ci = bootstrap_median_ci(ratios, rng, resamples=resamples, confidence=confidence)
+        ci = median_ci(ratios, rng, resamples=resamples, confidence=confidence)
         median, low, high = quantile(ratios, 0.5), ci.low, ci.high
         a_ms, b_ms = quantile(xs, 0.5), quantile(ys, 0.5)
         outcome = ab_outcome(low, high, len(ratios))

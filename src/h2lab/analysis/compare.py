@@ -23,7 +23,7 @@ from h2lab.analysis.factors import Cell
 from h2lab.analysis.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
-    bootstrap_median_ci,
+    median_ci,
     quantile,
 )
 from h2lab.analysis.verdict import (
@@ -149,7 +149,7 @@ def compare_levels(
             level_ms = base_ms = None
             outcome: CompareOutcome = "too few blocks"
             if ratios:
-                ci = bootstrap_median_ci(ratios, rng, resamples=resamples, confidence=confidence)
+                ci = median_ci(ratios, rng, resamples=resamples, confidence=confidence)
                 median, low, high = quantile(ratios, 0.5), ci.low, ci.high
                 level_ms = quantile([ours[r] for r in reps], 0.5)
                 base_ms = quantile([base[r] for r in reps], 0.5)

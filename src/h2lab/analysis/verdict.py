@@ -28,8 +28,8 @@ from h2lab.analysis.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     OUTLIER_SDS,
-    bootstrap_median_ci,
     lower_bound_efficiency,
+    median_ci,
     quantile,
     split_outliers,
 )
@@ -230,7 +230,7 @@ def _stats(
     xs = list(v.by_block.values())
     median = p25 = p75 = low = high = None
     if xs:
-        ci = bootstrap_median_ci(xs, rng, resamples=resamples, confidence=confidence)
+        ci = median_ci(xs, rng, resamples=resamples, confidence=confidence)
         median, p25, p75 = quantile(xs, 0.5), quantile(xs, 0.25), quantile(xs, 0.75)
         low, high = ci.low, ci.high
     return CellStats(
@@ -268,7 +268,7 @@ def _ratio(
     n_incomplete = len(either) - len(ratios)
     median = low = high = None
     if ratios:
-        ci = bootstrap_median_ci(ratios, rng, resamples=resamples, confidence=confidence)
+        ci = median_ci(ratios, rng, resamples=resamples, confidence=confidence)
         median, low, high = quantile(ratios, 0.5), ci.low, ci.high
     return PairedRatio(
         cell=cell,

@@ -31,7 +31,7 @@ from h2lab.analysis.ab import (
 )
 from h2lab.analysis.factors import Cell
 from h2lab.analysis.machines import DELAY_OVERHEAD_KEY, MACHINE_KEYS
-from h2lab.analysis.stats import DEFAULT_RESAMPLES
+from h2lab.analysis.stats import CI_METHOD
 from h2lab.analysis.verdict import H1_FASTER_AT_LEAST, H2_FASTER_AT_MOST
 from h2lab.artifacts import RESULTS_DB
 from h2lab.errors import SpecError
@@ -298,8 +298,8 @@ METHOD = (
     "Cells are matched on every factor whose levels the two runs share; a factor with no "
     "level in common is set aside (it is what the runs compare). Per matched cell and "
     "protocol, the trial of repetition r in A is paired with the trial of repetition r in B; "
-    "s = B/A per pair, its median and percentile bootstrap 95% CI "
-    f"({DEFAULT_RESAMPLES} resamples); Wilcoxon signed-rank test of the paired values, "
+    f"s = B/A per pair, its median and 95% CI ({CI_METHOD}); Wilcoxon signed-rank test "
+    "of the paired values, "
     "two-sided (with n pairs the smallest possible p is 2/2^n); verdict 'B faster' when the "
     f"whole CI is ≤ {H2_FASTER_AT_MOST}, 'A faster' when ≥ {H1_FASTER_AT_LEAST}, else 'tie' "
     "(the report's thresholds, seed 001); fewer than 2 pairs: 'too few pairs'. "

@@ -15,7 +15,7 @@ import numpy as np
 import h2lab
 from h2lab.analysis.compare import compare_levels
 from h2lab.analysis.factors import Cell
-from h2lab.analysis.stats import DEFAULT_RESAMPLES
+from h2lab.analysis.stats import CI_METHOD
 from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze
 from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
 from h2lab.errors import H2LabError
@@ -150,8 +150,8 @@ def _verdicts(
         return h.empty(NO_METRIC)
     parts = [
         h.note(
-            "Per cell: median of each protocol with its bootstrap 95% CI (percentile, "
-            f"{DEFAULT_RESAMPLES} resamples); s = metric(h2)/metric(h1) per block (paired: same "
+            f"Per cell: median of each protocol with its 95% CI ({CI_METHOD}); "
+            "s = metric(h2)/metric(h1) per block (paired: same "
             "loss seed), its median and CI; verdict 'h2 faster' when the whole CI of s is "
             "≤ 0.95, 'h1 faster' when ≥ 1.05, else 'tie' (seed 001's thresholds); fewer than 2 "
             "complete blocks: 'too few blocks'. Method: docs/statistics.md."
@@ -200,8 +200,7 @@ def _compare(
             f"Every level of {factor} against {named}, per cell and protocol: s = "
             "metric(level)/metric(baseline) per repetition, the baseline's trial being the one "
             f"of the same repetition in the cell that differs only in {factor}; {how}. "
-            "Median s with its "
-            f"bootstrap 95% CI ({DEFAULT_RESAMPLES} resamples); 'level faster' when the whole "
+            f"Median s with its 95% CI ({CI_METHOD}); 'level faster' when the whole "
             "CI is ≤ 0.95, 'baseline faster' when ≥ 1.05, else 'tie'."
         )
     ]
