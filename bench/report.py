@@ -8,7 +8,10 @@ needed; time it under ``flock /tmp/h2lab-bench.lock`` on a shared machine).
 The store is generated, not measured: 500 cells (object count 8..128 × object size 1..100 KB ×
 RTT 20..300 ms × loss 0/1 % × client h2load/chromium) × protocols h1s/h2s × N/1,000
 repetitions, 50 resources per trial, written with ``executemany`` in batches of 10,000 trials
-into a store made by :class:`Store` (its schema). Page times follow a simple model with seeded
+into a store made by :class:`Store` (its schema); every
+:data:`~h2lab.store.segments.SEAL_ROWS` resource rows are sealed into a Parquet segment as a
+run's store seals them (:meth:`Store.seal_if_due`), so from 20,000 trials on most resource rows
+are in segments. Page times follow a simple model with seeded
 lognormal noise, so that verdicts, factors and the tree have something to find.
 
 Printed: the time to generate the store (not counted), the time to import scikit-learn alone
@@ -38,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from h2lab.store import Store
-from h2lab.store.sqlite import TRIAL_COLUMNS
+from h2lab.store.segments import SEAL_ROWS, seal
+from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
 
 BUDGET_S = 15.0
 """Issue #7, must hold: analysis + report for 10,000 trials and 500,000 resources ≤ 15 s."""
@@ -178,7 +182,7 @@ def generate(out: Path, repetitions: int = REPETITIONS, seed: int = 0) -> tuple[
         f"INSERT INTO resources ({', '.join(RESOURCE_FIELDS)}) "
         f"VALUES ({', '.join('?' for _ in RESOURCE_FIELDS)})"
     )
-    n_trials = n_resources = 0
+    n_trials = n_resources = unsealed = 0
     rows = _trial_rows(repetitions, rng)
     while batch := list(itertools.islice(rows, GENERATE_BATCH_TRIALS)):
         trial_cols = trial_cols or [c for c in batch[0][0] if c in TRIAL_COLUMNS]
@@ -197,6 +201,10 @@ def generate(out: Path, repetitions: int = REPETITIONS, seed: int = 0) -> tuple[
             )
         n_trials += len(batch)
         n_resources += len(batch) * RESOURCES_PER_TRIAL
+        unsealed += len(batch) * RESOURCES_PER_TRIAL
+        if unsealed >= SEAL_ROWS:  # as a run's store seals them (Store.seal_if_due)
+            seal(db, out / "results.sqlite", RESOURCE_COLUMNS)
+            unsealed = 0
     db.close()
     return n_trials, n_resources
 

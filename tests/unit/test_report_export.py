@@ -5,6 +5,8 @@ however many batches and row groups the rows are cut into."""
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -15,9 +17,9 @@ import pytest
 from h2lab.clients import ResourceTiming
 from h2lab.report import export
 from h2lab.store import Store
-from h2lab.store import columns as store_columns
-from h2lab.store.columns import arrow_schema
+from h2lab.store import tables as store_tables
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
+from h2lab.store.tables import arrow_schema
 from tests.unit.test_report_model import trial
 
 
@@ -57,7 +59,7 @@ def test_streamed_export_is_the_whole_table_export(
 ) -> None:
     store_with_late_texts(tmp_path)
     if batch_rows:  # cut the rows into batches of 2 and row groups of 5
-        monkeypatch.setattr(store_columns, "BATCH_ROWS", batch_rows)
+        monkeypatch.setattr(store_tables, "BATCH_ROWS", batch_rows)
         monkeypatch.setattr(export, "ROW_GROUP_ROWS", 5)
     out = tmp_path / "out"
     out.mkdir()
@@ -85,3 +87,53 @@ def test_empty_tables_are_a_header_and_no_rows(tmp_path: Path) -> None:
     header = (tmp_path / "resources.csv").read_text().splitlines()
     assert header == [",".join(f'"{c}"' for c in RESOURCE_COLUMNS)]
     assert pq.read_table(tmp_path / "trials.parquet").num_rows == 0
+
+
+def test_fan_out_gives_every_batch_in_order_to_each_sink_and_raises_the_first_error() -> None:
+    batches = [pa.record_batch({"n": [i]}) for i in range(20)]
+    seen: dict[str, list[int]] = {"a": [], "b": []}
+    threads: set[str] = set()
+
+    def sink(name: str) -> Callable[[pa.RecordBatch], None]:
+        def take(batch: pa.RecordBatch) -> None:
+            threads.add(threading.current_thread().name + name)
+            seen[name].append(batch["n"][0].as_py())
+
+        return take
+
+    export.fan_out(iter(batches), [sink("a"), sink("b")])
+    assert seen == {"a": list(range(20)), "b": list(range(20))}
+    assert len(threads) == 2 and threading.current_thread().name + "a" not in threads
+
+    def broken(batch: pa.RecordBatch) -> None:
+        if batch["n"][0].as_py() == 3:
+            raise OSError("No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        export.fan_out(iter(batches), [broken, sink("a")])
+
+    def failing_reader() -> Iterator[pa.RecordBatch]:
+        yield batches[0]
+        raise RuntimeError("store unreadable")
+
+    with pytest.raises(RuntimeError, match="unreadable"):
+        export.fan_out(failing_reader(), [sink("b")])
+    assert all(t.name != "h2lab-export" for t in threading.enumerate())  # every one joined
+
+
+def test_a_table_over_the_csv_limit_gets_its_parquet_file_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resources: 24 rows, trials: 9; a limit of 10 rows leaves out resources.csv (and removes
+    the one an earlier, smaller export wrote), keeps trials.csv, and every row is in the
+    Parquet files."""
+    store_with_late_texts(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "resources.csv").write_text("stale\n")
+    monkeypatch.setattr(export, "CSV_ROWS_MAX", 10)
+    written = export.export_tables(tmp_path / "results.sqlite", out)
+    assert [p.name for p in written] == ["trials.csv", "trials.parquet", "resources.parquet"]
+    assert not (out / "resources.csv").exists()
+    assert pq.read_table(out / "resources.parquet").num_rows == 24
+    assert len((out / "trials.csv").read_text().splitlines()) == 1 + 9

@@ -51,8 +51,9 @@ def write_report(
     timings: dict[str, float] | None = None,
     compare: tuple[str, tuple[str, ...]] | None = None,
 ) -> Path:
-    """Write ``out_dir/report.html`` (one self-contained file) and ``trials.csv``,
-    ``resources.csv``, ``trials.parquet``, ``resources.parquet`` next to it; returns the
+    """Write ``out_dir/report.html`` (one self-contained file) and ``trials.parquet``,
+    ``resources.parquet``, ``trials.csv`` and ``resources.csv`` (each CSV up to
+    :data:`~h2lab.report.export.CSV_ROWS_MAX` rows) next to it; returns the
     report's path.
 
     ``chosen_cell``: the cell whose median trials get waterfalls, filmstrips and a frame
@@ -72,9 +73,13 @@ def write_report(
         finally:
             clock[name] = clock.get(name, 0.0) + time.perf_counter() - t0
 
-    store = Store(out_dir)  # brings an older store's schema up to date
+    Store(out_dir).close()  # brings an older store's schema up to date
+    # read while no connection of this process has the store open: the ADBC driver carries
+    # its own copy of SQLite, and closing its file releases every POSIX lock this process holds
+    # on the store, another connection's among them (sqlite.org/howtocorrupt.html, 2.2.1)
+    trials = timed("load", lambda: read_trial_frame(out_dir / RESULTS_DB))
+    store = Store(out_dir)
     try:
-        trials = timed("load", lambda: read_trial_frame(out_dir / RESULTS_DB))
         rng = np.random.default_rng(rng_seed)
         views = model.metric_views(trials)
         info = artifacts.experiment_info(out_dir)
@@ -113,7 +118,8 @@ def write_report(
     # Not in a thread beside the analysis (as it was for a day): its read-only connection
     # takes the file as immutable when no -wal has content, and the store's own connection,
     # open meanwhile, may write it (its schema, a checkpoint at close): a Bus error in one run
-    # of the unit tests. Once the store is closed, nothing else of this process writes it.
+    # of the unit tests. Once the store is closed, nothing else of this process writes it, nor
+    # holds a lock the export's connection would release as it closes (above).
     timed("export", lambda: export_tables(out_dir / RESULTS_DB, out_dir))
     return path
 

@@ -1,38 +1,114 @@
 """``trials`` and ``resources`` as CSV and Parquet, streamed: each table is read once, in
-batches of Arrow arrays (:func:`h2lab.store.columns.read_batches`), and every batch goes to a
-CSV writer and a Parquet writer before the next is read. Memory stays at a few batches
+batches of Arrow arrays (:func:`h2lab.store.tables.read_batches`), and every batch goes to a
+CSV writer and a Parquet writer, each on a thread of its own (:func:`fan_out`: the two files
+are written at once, on two cores). Memory stays at a few batches
 whatever the store's size (before issue #43 the whole table was built first: 1.8 GiB for
 5,000,000 resources). The CSV is byte for byte what ``pyarrow.csv.write_csv`` of the whole
 table wrote (one header row, quoting only where needed); the Parquet file holds the same rows
-and types, in row groups of :data:`ROW_GROUP_ROWS`."""
+and types, in row groups of :data:`ROW_GROUP_ROWS`. Resource rows sealed into segments
+(:mod:`h2lab.store.segments`) come first, then those still in SQLite: the stored order."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
-from h2lab.store.columns import arrow_schema, read_batches, table_columns
+from h2lab.store.reader import connect_read_only
+from h2lab.store.segments import SEGMENTS_DIR, Segment, batches, registered
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
+from h2lab.store.tables import arrow_schema, read_batches, table_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+    Batch: TypeAlias = pa.RecordBatch
+
 TABLES = {"trials": TRIAL_COLUMNS, "resources": RESOURCE_COLUMNS}
 ROW_GROUP_ROWS = 1_048_576
 """Rows per Parquet row group: pyarrow's default for a whole table (``write_table``)."""
+CSV_ROWS_MAX = 1_048_576
+"""A table of more rows gets no CSV from the report, its Parquet file only: a spreadsheet (Excel,
+LibreOffice Calc) opens no more rows than this, and pandas, R, Polars and DuckDB read the Parquet
+file. At a million trials the 50,000,000 resource rows make a 7.3 GB CSV that took 43 s to
+write, more than the rest of the report (issue #43). ``h2lab export DIR`` writes any size."""
+QUEUED_BATCHES = 4
+"""Batches a writer may lag behind the reader (each about 10 MB of resources)."""
 
 
-def _write(batches: list[pa.RecordBatch], parquet: pq.ParquetWriter, schema: pa.Schema) -> None:
-    """One row group of ``batches``."""
-    import pyarrow as pa
+class _RowGroups:
+    """A sink that gathers batches into row groups of :data:`ROW_GROUP_ROWS` rows."""
 
-    parquet.write_table(pa.Table.from_batches(batches, schema=schema))
+    def __init__(self, parquet: pq.ParquetWriter, schema: pa.Schema) -> None:
+        self.parquet, self.schema = parquet, schema
+        self.group: list[pa.RecordBatch] = []
+        self.rows = 0
+
+    def __call__(self, batch: pa.RecordBatch) -> None:
+        self.group.append(batch)
+        self.rows += batch.num_rows
+        if self.rows >= ROW_GROUP_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+
+        if self.group:
+            self.parquet.write_table(pa.Table.from_batches(self.group, schema=self.schema))
+        self.group, self.rows = [], 0
+
+
+def fan_out(
+    batches: Iterable[pa.RecordBatch], sinks: Sequence[Callable[[pa.RecordBatch], None]]
+) -> None:
+    """Give every batch, in order, to each sink, each sink on a thread of its own, at most
+    :data:`QUEUED_BATCHES` batches ahead of it (pyarrow's writers release the GIL: the CSV
+    and the Parquet file are written at once, on two cores). The first error of a sink or of
+    ``batches`` is raised once every thread has ended."""
+    queues: list[queue.Queue[pa.RecordBatch | None]] = [queue.Queue(QUEUED_BATCHES) for _ in sinks]
+    errors: list[BaseException] = []
+
+    def drain(
+        q: queue.Queue[pa.RecordBatch | None], sink: Callable[[pa.RecordBatch], None]
+    ) -> None:
+        while (batch := q.get()) is not None:
+            if errors:
+                continue  # another sink failed: take what comes until the end, write nothing
+            try:
+                sink(batch)
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [
+        threading.Thread(target=drain, args=(q, sink), name="h2lab-export", daemon=True)
+        for q, sink in zip(queues, sinks, strict=True)
+    ]
+    for t in threads:
+        t.start()
+    try:
+        for batch in batches:
+            if errors:
+                break
+            for q in queues:
+                q.put(batch)
+    finally:
+        for q in queues:
+            q.put(None)
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
 
 
 def export_table(db_path: Path, table: str, out_dir: Path) -> list[Path]:
-    """Write ``out_dir/TABLE.csv`` and ``out_dir/TABLE.parquet`` in one pass over ``table``;
-    the paths written."""
+    """Write ``out_dir/TABLE.parquet``, and ``out_dir/TABLE.csv`` unless the table has more
+    than :data:`CSV_ROWS_MAX` rows (then a CSV left by an earlier export is removed), in one
+    pass over ``table``; the paths written."""
     import pyarrow.csv as pacsv  # type: ignore[import-untyped]
     import pyarrow.parquet as pq
 
@@ -41,26 +117,43 @@ def export_table(db_path: Path, table: str, out_dir: Path) -> list[Path]:
     have = table_columns(db_path, table)
     order = "id" if "id" in columns else "rowid"
     csv_path, parquet_path = out_dir / f"{table}.csv", out_dir / f"{table}.parquet"
-    options = pacsv.WriteOptions(quoting_style="needed")
-    with (
-        pacsv.CSVWriter(csv_path, schema, write_options=options) as csv,
-        pq.ParquetWriter(parquet_path, schema) as parquet,
-    ):
-        group: list[pa.RecordBatch] = []
-        rows = 0
-        for batch in read_batches(db_path, table, columns, order=order, have=have):
-            csv.write_batch(batch)
-            group.append(batch)
-            rows += batch.num_rows
-            if rows >= ROW_GROUP_ROWS:
-                _write(group, parquet, schema)
-                group, rows = [], 0
-        if group:
-            _write(group, parquet, schema)
-    return [csv_path, parquet_path]
+    sealed, rows = _counted(db_path, table)
+    with contextlib.ExitStack() as files:
+        parquet = files.enter_context(pq.ParquetWriter(parquet_path, schema))
+        groups = _RowGroups(parquet, schema)
+        sinks: list[Callable[[Batch], None]] = [groups]
+        if rows <= CSV_ROWS_MAX:
+            options = pacsv.WriteOptions(quoting_style="needed")
+            sinks.append(
+                files.enter_context(
+                    pacsv.CSVWriter(csv_path, schema, write_options=options)
+                ).write_batch
+            )
+        else:
+            csv_path.unlink(missing_ok=True)
+        stored = read_batches(db_path, table, columns, order=order, have=have)
+        fan_out(itertools.chain(_sealed_batches(db_path, table, sealed), stored), sinks)
+        groups.flush()
+    return [csv_path, parquet_path] if rows <= CSV_ROWS_MAX else [parquet_path]
+
+
+def _counted(db_path: Path, table: str) -> tuple[list[Segment], int]:
+    """The segments of ``table`` (resources only; none in a small store) and its rows, sealed
+    and not."""
+    db = connect_read_only(db_path)
+    try:
+        sealed = registered(db) if table == "resources" else []
+        rows = int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    finally:
+        db.close()
+    return sealed, rows + sum(s.rows for s in sealed)
+
+
+def _sealed_batches(db_path: Path, table: str, sealed: list[Segment]) -> Iterator[Batch]:
+    return batches(db_path.parent / SEGMENTS_DIR, sealed, TABLES[table])
 
 
 def export_tables(db_path: Path, out_dir: Path) -> list[Path]:
-    """Write ``trials.csv``, ``trials.parquet``, ``resources.csv`` and ``resources.parquet``
-    to ``out_dir``; the paths written."""
+    """Write ``trials.parquet``, ``resources.parquet`` and, up to :data:`CSV_ROWS_MAX` rows,
+    ``trials.csv`` and ``resources.csv`` to ``out_dir``; the paths written."""
     return [p for table in TABLES for p in export_table(db_path, table, out_dir)]

@@ -189,6 +189,7 @@ def _drive(
             record = dataclasses.replace(
                 event.record, id=store.add_trial(event.record, event.resources)
             )
+            store.seal_if_due()  # a large store's resource rows into Parquet, now and then
             written.append(record)
             if event.last and on_progress:
                 on_progress(specs[record.trial_key], record)

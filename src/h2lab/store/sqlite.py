@@ -5,14 +5,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from h2lab.artifacts import ARTIFACTS_DIR, RESULTS_DB
 from h2lab.results import Metrics, ResourceTiming
 from h2lab.spec.factors import FACTORS, Cell
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    from h2lab.store.segments import Segment
 
 CPU_SATURATED_PCT = 90.0
 """A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
@@ -20,8 +25,8 @@ CPU_SATURATED_PCT = 90.0
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
 # 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls; 8: machine;
 # 9: failed_requests, resource error; 10: resource priority_field, priority_update, from_cache,
-# trial view, early_data_packets
-SCHEMA_VERSION = 10
+# trial view, early_data_packets; 11: resource_segments (resource rows sealed into Parquet)
+SCHEMA_VERSION = 11
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 
@@ -147,7 +152,12 @@ _MACHINE_FROM_HOST = (
 
 
 class Store:
+    """The results store of one folder: trials and their resources in SQLite, the resource rows
+    of large stores sealed into Parquet segments beside it (:mod:`h2lab.store.segments`)."""
+
     def __init__(self, out_dir: Path) -> None:
+        from h2lab.store.segments import REGISTRY_DDL
+
         self.dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         self.path = out_dir / RESULTS_DB
@@ -167,7 +177,10 @@ class Store:
                 "CREATE TABLE IF NOT EXISTS claims (run TEXT NOT NULL, block TEXT NOT NULL, "
                 "shard TEXT NOT NULL, PRIMARY KEY (run, block))"
             )
+            self._db.execute(REGISTRY_DDL)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self._unsealed: int | None = None
+        """resource rows in SQLite, counted when first needed (:meth:`seal_if_due`)"""
 
     def _add_missing_columns(self) -> None:
         """Bring a store written by an older h2lab up to this schema (new columns are NULL, or
@@ -203,7 +216,29 @@ class Store:
                 f"VALUES ({', '.join('?' for _ in RESOURCE_COLUMNS)})",
                 [(trial_id, *dataclasses.astuple(r)) for r in resources],
             )
+        if self._unsealed is not None:
+            self._unsealed += len(resources)
         return trial_id
+
+    def seal_if_due(self, rows: int | None = None) -> Segment | None:
+        """Seal the resource rows in SQLite into a segment once there are ``rows`` of them
+        (default :data:`~h2lab.store.segments.SEAL_ROWS`); the segment, or None."""
+        from h2lab.store import segments
+
+        limit = segments.SEAL_ROWS if rows is None else rows
+        if self._unsealed is None:
+            self._unsealed = int(self._db.execute("SELECT count(*) FROM resources").fetchone()[0])
+        if self._unsealed < limit:
+            return None
+        segment = segments.seal(self._db, self.path, RESOURCE_COLUMNS)
+        self._unsealed = 0
+        return segment
+
+    def segments(self) -> list[Segment]:
+        """The sealed segments, in trial order."""
+        from h2lab.store.segments import registered
+
+        return registered(self._db)
 
     def done_keys(self, experiment: str) -> set[str]:
         """Trial keys of ``experiment`` that already have a successful row (skipped on resume)."""
@@ -269,10 +304,31 @@ class Store:
         return sorted(rows, key=lambda t: t.id or 0)
 
     def resources(self, trial_id: int) -> list[dict[str, Any]]:
-        cur = self._db.execute(
-            f"SELECT {', '.join(RESOURCE_COLUMNS)} FROM resources WHERE trial_id = ?", (trial_id,)
-        )
-        return [dict(zip(RESOURCE_COLUMNS, r, strict=True)) for r in cur]
+        """The resource rows of one trial, in stored order (column -> value)."""
+        return self.resources_of([trial_id]).get(trial_id, [])
+
+    def resources_of(self, trial_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+        """The resource rows of ``trial_ids`` by trial id, each in stored order, from SQLite
+        or the sealed segments (a trial without resources is absent)."""
+        from h2lab.store.segments import SEGMENTS_DIR, rows_of
+
+        found: dict[int, list[dict[str, Any]]] = {}
+        ids = list(dict.fromkeys(trial_ids))
+        for start in range(0, len(ids), 500):  # SQLite's default limit of 999 parameters
+            chunk = ids[start : start + 500]
+            cur = self._db.execute(
+                f"SELECT {', '.join(RESOURCE_COLUMNS)} FROM resources "
+                f"WHERE trial_id IN ({', '.join('?' for _ in chunk)}) ORDER BY rowid",
+                chunk,
+            )
+            for r in cur:
+                row = dict(zip(RESOURCE_COLUMNS, r, strict=True))
+                found.setdefault(int(row["trial_id"]), []).append(row)
+        sealed = self.segments()
+        rest = [i for i in ids if i not in found]
+        if sealed and rest:
+            found.update(rows_of(self.dir / SEGMENTS_DIR, sealed, rest, RESOURCE_COLUMNS))
+        return found
 
     def priority_signals(self) -> list[tuple[str, str, str, str, int, int]]:
         """What the clients said of their requests' priorities, over the resources of the ok
@@ -287,7 +343,28 @@ class Store:
             "AND (r.priority IS NOT NULL OR r.priority_field IS NOT NULL) "
             "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 5 DESC, 3, 4"
         )
-        return [(str(a), str(b), str(c), str(d), int(e), int(f)) for a, b, c, d, e, f in cur]
+        counts = {(str(a), str(b), str(c), str(d)): (int(e), int(f)) for a, b, c, d, e, f in cur}
+        for key, (n, changed) in self._sealed_priority_counts().items():
+            had, had_changed = counts.get(key, (0, 0))
+            counts[key] = (had + n, had_changed + changed)
+        rows = [(*key, n, changed) for key, (n, changed) in counts.items()]
+        return sorted(rows, key=lambda r: (r[0], r[1], -r[4], r[2], r[3]))
+
+    def _sealed_priority_counts(self) -> dict[tuple[str, str, str, str], tuple[int, int]]:
+        """:meth:`priority_signals`'s counts over the sealed segments."""
+        from h2lab.store.segments import SEGMENTS_DIR, priority_counts
+
+        sealed = self.segments()
+        if not sealed:
+            return {}
+        clients = dict(
+            self._db.execute(
+                "SELECT id, client FROM trials WHERE status = 'ok' AND warmup = 0 "
+                "AND id BETWEEN ? AND ?",
+                (sealed[0].first_trial, sealed[-1].last_trial),
+            )
+        )
+        return priority_counts(self.dir / SEGMENTS_DIR, sealed, clients, RESOURCE_COLUMNS)
 
     def export_csv(self, out_dir: Path) -> list[Path]:
         import csv
@@ -298,9 +375,17 @@ class Store:
             with path.open("w", newline="") as f:
                 w = csv.writer(f)
                 w.writerow(columns)
+                if table == "resources":
+                    for batch in self._sealed_batches():
+                        w.writerows(tuple(r.values()) for r in batch.to_pylist())
                 w.writerows(self._db.execute(f"SELECT {', '.join(columns)} FROM {table}"))
             written.append(path)
         return written
+
+    def _sealed_batches(self) -> Iterator[pa.RecordBatch]:
+        from h2lab.store.segments import SEGMENTS_DIR, batches
+
+        return batches(self.dir / SEGMENTS_DIR, self.segments(), RESOURCE_COLUMNS)
 
 
 def config_json(config: dict[str, Any]) -> str:
