@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
+from h2lab.errors import SpecError
 from h2lab.report.export import export_tables
 from h2lab.spec.factors import Cell
 from h2lab.store import Store
@@ -157,5 +158,21 @@ def test_a_resource_less_trial_has_no_rows_sealed_or_not(tmp_path: Path) -> None
         assert store.resources(3) == []
         assert store.resources_of([3, 99]) == {}
         assert sorted(store.resources_of([1, 3, 2])) == [1, 2]
+    finally:
+        store.close()
+
+
+def test_a_store_naming_a_file_outside_its_segments_is_refused(tmp_path: Path) -> None:
+    """A results folder from elsewhere is outside data: a registered name that is not one
+    h2lab writes (here a path out of the folder) is refused, naming the table, not opened."""
+    store = Store(tmp_path / "r")
+    try:
+        _fill(store, 0, 1)
+        with store._db:
+            store._db.execute(
+                "INSERT INTO resource_segments VALUES ('../../../etc/passwd', 1, 1, 3)"
+            )
+        with pytest.raises(SpecError, match="resource_segments: not a segment name"):
+            store.resources(1)
     finally:
         store.close()

@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from h2lab.artifacts import RESULTS_DB
+from h2lab.errors import SpecError
 from h2lab.store.tables import arrow_schema
 
 if TYPE_CHECKING:
@@ -44,6 +47,8 @@ trials of a 50-request page. Sealing them took ~3 s on this machine kind (read, 
 ROW_GROUP_ROWS = 65_536
 """Rows per Parquet row group: a lookup of one trial's resources reads one group or two (its
 statistics on ``trial_id`` skip the others)."""
+_NAME = re.compile(r"seg-[0-9]{10}-[0-9]{10}\.parquet")
+"""What :func:`seal` names a segment: nothing else is opened under ``resources/``."""
 REGISTRY_DDL = (
     "CREATE TABLE IF NOT EXISTS resource_segments (name TEXT PRIMARY KEY, "
     "first_trial INTEGER NOT NULL, last_trial INTEGER NOT NULL, rows INTEGER NOT NULL)"
@@ -70,7 +75,13 @@ def registered(db: sqlite3.Connection) -> list[Segment]:
     rows = db.execute(
         "SELECT name, first_trial, last_trial, rows FROM resource_segments ORDER BY first_trial"
     )
-    return [Segment(str(n), int(a), int(b), int(r)) for n, a, b, r in rows]
+    found = [Segment(str(n), int(a), int(b), int(r)) for n, a, b, r in rows]
+    for segment in found:  # a store from elsewhere may name any file: read only our own
+        if _NAME.fullmatch(segment.name) is None:
+            raise SpecError(
+                RESULTS_DB, "resource_segments", f"not a segment name: {segment.name!r}"
+            )
+    return found
 
 
 def seal(db: sqlite3.Connection, db_path: Path, columns: Mapping[str, str]) -> Segment | None:
