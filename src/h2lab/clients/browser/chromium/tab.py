@@ -48,14 +48,16 @@ TASKS_CATEGORY = "disabled-by-default-devtools.timeline"
 """The tasks for TBT (option ``tbt``, on by default): on the demo page it cost plt +0.5-1% and
 SpeedIndex +0.3-1.8% in medians (docs/design-notes.md, issue #33)."""
 
-SCREENSHOT_SETTLE_MS = 50
+SCREENSHOT_SETTLE_MS = 25
 """After the load event and two animation frames, the time given to the compositor's last
 screenshot to reach the trace (it is captured and encoded after the frame is drawn; without
-this wait the final frame was sometimes missing and SpeedIndex stopped at the one before). 50 ms
-(100 before issue #43): over 120 trials of the demo page (h1s, h2s, cable; four runs of 30, two
-at each value) the last visual change came 6-36 ms after the load event at both values, every
-trial's post-load frame was in the trace, and the medians of SpeedIndex and visual complete
-moved less than 0.5 %; the overhead's median fell from 0.27 s to 0.22 s."""
+any wait the final frame was sometimes missing and SpeedIndex stopped at the one before). 25 ms
+(100 before issue #43). The demo page (h1s, h2s, cable; runs of 30 trials): the last visual
+change came 6-36 ms after the load event with 100, 50 and 25 ms alike, so every trial's
+post-load frame was in the trace, and the medians of SpeedIndex and visual complete moved less
+than 1 % (overhead median 0.27 s at 100 ms, 0.22 s at 50, 0.20 s at 25). A heavy page
+(``synthetic:mix``, 229 objects, 7 MB, 12-17 s loads; 20 trials at each): 9-25 ms at 25 ms, 13-30
+at 100, SpeedIndex medians within 0.5 %."""
 
 # After the load event: two animation frames, so the paint the load triggers is traced.
 _AFTER_LOAD_JS = (
