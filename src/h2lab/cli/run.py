@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,6 +20,7 @@ from h2lab.results import METRICS
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from h2lab.runner.executor import Executor
     from h2lab.runner.matrix import TrialSpec
     from h2lab.runner.run import BlockCosts
     from h2lab.spec.experiment import Experiment
@@ -98,12 +100,11 @@ def run_experiment(
     (``h2lab run --jobs``; a shard's own output goes to ``out/shard-K.log``), or on the lab
     nodes of the Ray cluster ``cluster`` (address, secrets folder), joined before anything is
     written. Several labs (``jobs`` > 1, a cluster) are handed the blocks longest estimated
-    first (:func:`_block_costs`)."""
-    from h2lab.runner.executor import Executor
-    from h2lab.runner.run import run_trials
+    first (:func:`_block_costs`). One run at a time into ``out``: while this one runs, another
+    is refused before it writes anything (:func:`h2lab.store.lock.run_lock`)."""
     from h2lab.runner.shards import LocalShardsExecutor
     from h2lab.runner.trial import SerialExecutor
-    from h2lab.store import Store
+    from h2lab.store.lock import run_lock
 
     if cluster is None:  # the labs are this machine's: root or rootless mode, before any thread
         enter_lab_mode()
@@ -115,14 +116,40 @@ def run_experiment(
         executor = RayExecutor(cluster[0], say=lambda line: err.print(line, soft_wrap=True))
     else:
         executor = SerialExecutor() if jobs == 1 else LocalShardsExecutor(jobs, out)
-    try:
-        trials = _start_run(exp_path, exp, out, only or {})
-    except BaseException:
-        executor.close()
-        raise
+    with contextlib.ExitStack() as held:
+        try:  # one run at a time into a folder: a second is refused here, nothing written
+            held.enter_context(run_lock(out))
+            trials = _start_run(exp_path, exp, out, only or {})
+        except BaseException:
+            executor.close()
+            raise
+        _run_started(
+            exp,
+            out,
+            trials,
+            executor,
+            retry_failed=retry_failed,
+            costs=cluster is not None or jobs > 1,
+        )
+
+
+def _run_started(
+    exp: Experiment,
+    out: Path,
+    trials: list[TrialSpec],
+    executor: Executor,
+    *,
+    retry_failed: bool,
+    costs: bool,
+) -> None:
+    """:func:`run_experiment`'s trials on ``executor``, the store open, the bar showing;
+    ``costs``: several labs, handed the blocks longest estimated first."""
+    from h2lab.runner.run import run_trials
+    from h2lab.store import Store
+
     store = Store(out)
     try:
-        costs = None if cluster is None and jobs == 1 else _block_costs(store, exp.name)
+        block_costs = _block_costs(store, exp.name) if costs else None
         with progress() as bar:
             tally = _Tally(bar, exp.name, len(trials))
 
@@ -146,7 +173,7 @@ def run_experiment(
                 executor=executor,
                 fail_on=exp.fail_on,
                 capture=exp.capture,
-                block_costs=costs,
+                block_costs=block_costs,
             )
     finally:
         store.close()
