@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from h2lab.store.reader import connect_read_only
 from h2lab.store.segments import SEGMENTS_DIR, Segment, batches, registered
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
-from h2lab.store.tables import arrow_schema, read_batches, table_columns
+from h2lab.store.tables import arrow_schema, connect_read_only, read_batches, table_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]

@@ -21,6 +21,7 @@ from h2lab.errors import SpecError
 from h2lab.spec.factors import BY_COLUMN
 from h2lab.store.restore import ADDED_DEFAULTS
 from h2lab.store.sqlite import TRIAL_COLUMNS, TrialRecord
+from h2lab.store.tables import connect_read_only
 
 
 def _default(column: str, kind: str, db_path: Path) -> Any:
@@ -33,15 +34,6 @@ def _default(column: str, kind: str, db_path: Path) -> Any:
     if "NOT NULL" in kind:
         raise SpecError(db_path, column, "required column missing from the trials table")
     return None
-
-
-def connect_read_only(db_path: Path) -> sqlite3.Connection:
-    """``db_path`` opened to read only, leaving no file beside it (see the module's text)."""
-    uri = db_path.resolve().as_uri() + "?mode=ro"
-    wal = Path(f"{db_path}-wal")
-    if not wal.exists() or wal.stat().st_size == 0:
-        uri += "&immutable=1"  # every transaction is in the main file
-    return sqlite3.connect(uri, uri=True)
 
 
 def read_trials(out_dir: Path) -> list[TrialRecord]:

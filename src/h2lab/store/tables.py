@@ -13,7 +13,7 @@ would be taken for an integer. So every query starts with one row of the declare
 (:func:`arrow_schema`), the one the store's export always had.
 
 The store is opened read-only, immutable when no ``-wal`` with content is beside it (as
-:func:`h2lab.store.reader.connect_read_only`): reading leaves no file behind. This module
+:func:`connect_read_only`): reading leaves no file behind. This module
 imports nothing of h2lab's, so that every part of the store can use it.
 """
 
@@ -57,6 +57,12 @@ def _uri(db_path: Path) -> str:
     if not wal.exists() or wal.stat().st_size == 0:
         uri += "&immutable=1"  # every transaction is in the main file
     return uri
+
+
+def connect_read_only(db_path: Path) -> sqlite3.Connection:
+    """``db_path`` opened to read only through Python's own SQLite, leaving no file beside it
+    (:mod:`h2lab.store.reader` says when it is immutable)."""
+    return sqlite3.connect(_uri(db_path), uri=True)
 
 
 def read_batches(
@@ -110,7 +116,7 @@ def read_batches(
 
 def table_columns(db_path: Path, table: str) -> frozenset[str]:
     """The columns ``table`` has in this store (an older store lacks the newer ones)."""
-    db = sqlite3.connect(_uri(db_path), uri=True)
+    db = connect_read_only(db_path)
     try:
         return frozenset(r[1] for r in db.execute(f"PRAGMA table_info({table})"))
     finally:
