@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: setup demo test quick durations lint unit integration clean image reference
+.PHONY: setup demo test quick durations lint unit integration clean image reference fuzz
 
 VENV := .venv/bin
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
@@ -11,10 +11,10 @@ demo: setup
 	$(VENV)/h2lab demo
 
 lint: setup
-	$(VENV)/ruff check src tests scripts bench
-	$(VENV)/ruff format --check src tests scripts bench
+	$(VENV)/ruff check src tests scripts bench fuzz
+	$(VENV)/ruff format --check src tests scripts bench fuzz
 	$(VENV)/mypy
-	$(VENV)/mypy scripts bench tests
+	$(VENV)/mypy scripts bench tests fuzz
 	test -z "$$(cd origin && $(dir $(GO))gofmt -l .)" || { echo "gofmt: run gofmt -w origin"; exit 1; }
 	cd origin && GOTOOLCHAIN=local $(GO) vet -tags http2legacy ./... \
 	  && GOTOOLCHAIN=local $(GO) test -count=1 -tags http2legacy ./...
@@ -47,6 +47,14 @@ clean: setup
 # metrics, options); tests/unit/test_reference.py fails when it is out of date.
 reference: setup
 	$(VENV)/python -m h2lab.reference > docs/reference.md
+
+# Coverage-guided fuzzing of every parser of outside data (fuzz/targets.py), FUZZ_SECONDS per
+# target (default 60; FUZZ_ONLY=warc,har for some); prints executions, coverage, peak memory
+# and findings per target. See docs/fuzzing.md.
+FUZZ_SECONDS ?= 60
+FUZZ_ONLY ?=
+fuzz: setup
+	$(VENV)/python -m fuzz.run --seconds $(FUZZ_SECONDS) --only "$(FUZZ_ONLY)"
 
 # Every seed paper's experiment, full variants, into reproduction/<name>/ (long; resumable;
 # not part of CI). See REPRODUCTION.md.

@@ -102,9 +102,14 @@ func LoadPage(folder string) (*Page, error) {
 		}
 		var file string
 		if r.BodySHA256 != nil {
+			// a body is named by its hash only, so a manifest cannot name a file outside
+			// the page's folder (h2lab.pages.confine holds the same rules)
+			if !sha256Hex.MatchString(*r.BodySHA256) {
+				return nil, fmt.Errorf("resources[%d] body_sha256: expected 64 hex digits", i)
+			}
 			file = filepath.Join(folder, "bodies", *r.BodySHA256)
 		} else if r.SizeBytes > 0 {
-			file = filepath.Join(folder, r.Host, strings.TrimPrefix(u.Path, "/"))
+			return nil, fmt.Errorf("resources[%d] body_sha256: null, but size_bytes is not 0", i)
 		}
 		if file != "" {
 			if b, ok := bodies[file]; ok {
@@ -172,6 +177,8 @@ func closest(same []*Resource, query string) *Resource {
 	}
 	return best
 }
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 var refRE = regexp.MustCompile(`(?i)\b(?:href|src)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))`)
 

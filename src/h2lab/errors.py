@@ -6,6 +6,7 @@ input errors (:class:`SpecError`) exit 2, everything else exits 1.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,14 +24,33 @@ EXIT_CODES: dict[int, str] = {
 """Every exit code of ``h2lab``, for docs/reference.md."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+MAX_LINE_CHARS = 1000
+"""Longest error line printed: a message quoting a long input is cut in its middle."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character written as an escape (``\\n``, ``\\x00``), at
+    most :data:`MAX_LINE_CHARS` long: what an input put into a message can never break the
+    line or the terminal, nor bury the message."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    cut = len(text) - MAX_LINE_CHARS
+    half = MAX_LINE_CHARS // 2
+    return f"{text[:half]} […{cut} characters…] {text[-half:]}"
+
+
 class H2LabError(Exception):
     """Base of every error h2lab raises on purpose."""
 
     exit_code = 1
 
     def line(self) -> str:
-        """The one line the CLI prints."""
-        return str(self)
+        """The one line the CLI prints (control characters escaped, :func:`one_line`)."""
+        return one_line(str(self))
 
 
 class SpecError(H2LabError):

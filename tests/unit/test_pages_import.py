@@ -15,6 +15,7 @@ import brotli
 import pytest
 
 from h2lab.errors import SpecError
+from h2lab.net.addresses import valid_hostname
 from h2lab.pages import resolve_page
 from h2lab.pages.importers import (
     DEFAULT_HOST,
@@ -33,7 +34,6 @@ from h2lab.pages.importers.common import (
     choose_entry,
     dechunk,
     decode_body,
-    valid_hostname,
 )
 from h2lab.pages.manifest import check_bodies, load_page
 
@@ -253,6 +253,7 @@ def test_dechunk_accepts_bare_lf() -> None:
         ("[::1]", False),
         ("exa mple.com", False),
         ("éxample.com", False),
+        ("example.com\n", False),
         ("a..com", False),
         ("com.", False),
         ("x" * 64 + ".com", False),

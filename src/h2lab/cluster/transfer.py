@@ -13,9 +13,11 @@ import os
 import shutil
 import tarfile
 import tempfile
+import zlib
 from pathlib import Path
 
 from h2lab.errors import H2LabError, SpecError
+from h2lab.pages.importers.common import MAX_PAGE_BYTES, MAX_RESOURCES
 from h2lab.pages.manifest import Page, check_bodies, find_page, load_page, pages_root
 
 MAX_ARTIFACTS_BYTES = 64 << 20
@@ -55,22 +57,43 @@ def pack(folder: Path, cap_bytes: int | None = None) -> bytes:
     return buf.getvalue()
 
 
+MAX_MEMBERS = 2 * MAX_RESOURCES + 16
+"""Most files an archive may hold: a page's manifest and bodies, or a trial's artifacts."""
+MAX_UNPACKED_BYTES = MAX_PAGE_BYTES + (64 << 20)
+"""Most an archive may unpack to: a page's bodies at their cap, and its manifest."""
+
+
 def unpack(data: bytes, folder: Path) -> None:
     """Extract an archive of :func:`pack` into ``folder``: regular files only, each inside
-    it (a member named absolute or with ``..``, a link or a device is an error). By hand, not
-    ``extractall(filter="data")``: Debian 12's Python 3.11.2 predates that filter."""
+    it (a member named absolute or with ``..``, a link or a device is an error), at most
+    :data:`MAX_MEMBERS` of them and :data:`MAX_UNPACKED_BYTES` in all. By hand, not
+    ``extractall(filter="data")``: Debian 12's Python 3.11.2 predates that filter. Whatever
+    is wrong is one :class:`H2LabError`."""
     folder.mkdir(parents=True, exist_ok=True)
     root = folder.resolve()
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        for member in tar:
-            target = (root / member.name).resolve()
-            if not member.isfile() or root not in target.parents:
-                raise H2LabError(f"archive member {member.name!r} is not a file inside it")
-            source = tar.extractfile(member)
-            assert source is not None
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with source, target.open("wb") as out:
-                shutil.copyfileobj(source, out)
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for n, member in enumerate(tar):
+                target = (root / member.name).resolve()
+                if not member.isfile() or root not in target.parents:
+                    raise H2LabError(
+                        f"archive member {member.name[:200]!r} is not a file inside it"
+                    )
+                total += member.size
+                if n >= MAX_MEMBERS or total > MAX_UNPACKED_BYTES:
+                    raise H2LabError(
+                        f"archive holds more than {MAX_MEMBERS} files or {MAX_UNPACKED_BYTES} bytes"
+                    )
+                source = tar.extractfile(member)
+                assert source is not None
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with source, target.open("wb") as out:
+                    shutil.copyfileobj(source, out)
+    except (tarfile.TarError, zlib.error, EOFError) as exc:
+        raise H2LabError(f"archive does not unpack: {type(exc).__name__}: {exc}") from None
+    except OSError as exc:
+        raise H2LabError(f"archive does not unpack into {folder}: {exc.strerror or exc}") from None
 
 
 def page_archive(page: Page) -> bytes:

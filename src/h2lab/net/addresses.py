@@ -15,6 +15,7 @@ but not served: the lab's namespaces run IPv4 only (:func:`h2lab.net.lab.quiet_i
 from __future__ import annotations
 
 import ipaddress
+import re
 
 LAB_NETS = (ipaddress.ip_network("10.1.0.0/16"), ipaddress.ip_network("10.2.0.0/16"))
 """Rattan's client side (10.1.<pair>.x), its servers side and the named origins (10.2.x.x)."""
@@ -44,3 +45,16 @@ def why_not_servable(ip: IPAddress) -> str | None:
         (any(ip in net for net in LAB_NETS), "an address the lab uses itself"),
     )
     return next((why for hit, why in kinds if hit), None)
+
+
+_LABEL_RE = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")  # fullmatch: "$" would pass a final "\n"
+
+
+def valid_hostname(host: str) -> bool:
+    """A DNS name the lab can give its own address and certificate: ASCII labels of letters,
+    digits, ``-`` (not at either end) and ``_`` (seen on real CDN hosts), at most 253 characters,
+    a last label that is not all digits (so no IPv4 literal; IPv6 literals have colons)."""
+    if not host or len(host) > 253:
+        return False
+    labels = host.split(".")
+    return all(_LABEL_RE.fullmatch(label) for label in labels) and not labels[-1].isdigit()

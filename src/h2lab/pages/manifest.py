@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from h2lab.errors import SpecError
-from h2lab.pages import synthetic_spec
+from h2lab.pages import confine, synthetic_spec
 from h2lab.pages.closest import closest
 from h2lab.paths import cache_root
 from h2lab.spec.factors import IMPORT_KINDS
@@ -60,7 +60,7 @@ headers that would make the browser leave the lab or change protocol on its own:
 
 
 PAGE_ID_LEN = 16
-_ID_RE = re.compile(r"^[0-9a-f]{16}$")
+_ID_RE = re.compile(r"^[0-9a-f]{16}\Z")
 
 
 @dataclass(frozen=True)
@@ -152,8 +152,10 @@ class Page:
         return found, "path" if found else ""
 
     def body_file(self, res: Resource) -> Path:
+        """The file of ``res``'s body, inside the page's folder; a resource without a body
+        (no ``body_sha256``, :func:`~h2lab.pages.confine.check_body`) reads as empty."""
         if res.body_sha256 is None:
-            return self.docroot / res.origin / res.path.lstrip("/")
+            return Path(os.devnull)
         return self.docroot / "bodies" / res.body_sha256
 
     def manifest_json(self) -> str:
@@ -377,6 +379,7 @@ def _origin_schemes(data: Mapping[str, Any], where: str) -> dict[str, str]:
             raise SpecError(where, f"origins[{i}]", "expected an object")
         host = _need(o, "host", str, f"origins[{i}]", where).lower()
         schemes[host] = _need(o, "scheme", str, f"origins[{i}]", where)
+        confine.check_origin(host, schemes[host], where, f"origins[{i}]")
     return schemes
 
 
@@ -404,18 +407,23 @@ def _resource(r: object, at: str, schemes: Mapping[str, str], where: str) -> Res
     if not _headers_ok(headers):
         raise SpecError(where, f"{at}.headers", "expected a list of [name, value] pairs")
     delay = r.get("delay_ms", 0)
-    if not isinstance(delay, int | float) or delay < 0:
-        raise SpecError(where, f"{at}.delay_ms", "expected a number >= 0")
+    if not isinstance(delay, int | float) or not 0 <= delay < 3_600_000:
+        raise SpecError(where, f"{at}.delay_ms", "expected a number of ms, 0 to an hour")
     size = _need(r, "size_bytes", int, at, where)
     if size < 0:
         raise SpecError(where, f"{at}.size_bytes", "must be >= 0")
+    confine.check_body(sha, size, where, at)
+    confine.check_headers(headers, KEPT_HEADERS, where, at)
+    method = _need(r, "method", str, at, where)
+    confine.check_request(method, parts.path or "/", parts.query, where, at)
+    content_type = _need(r, "content_type", str, at, where)
     return Resource(
         origin=host,
         path=parts.path or "/",
         query=parts.query,
         size_bytes=size,
-        content_type=_need(r, "content_type", str, at, where),
-        method=_need(r, "method", str, at, where),
+        content_type=confine.check_text(content_type, where, f"{at}.content_type"),
+        method=method,
         status=status,
         headers=tuple((k, v) for k, v in headers),
         body_sha256=sha,

@@ -21,7 +21,7 @@ from h2lab.report.timeline import frame_rows_from_log
 
 THUMB_WIDTH_PX = 128
 """Filmstrip frame width in the report (WebPageTest's filmstrip thumbnails are about as wide)."""
-_FRAME_NAME = re.compile(r"^(\d+(?:\.\d+)?)ms\.(jpg|jpeg|png)$")
+_FRAME_NAME = re.compile(r"^(\d+(?:\.\d+)?)ms\.(jpg|jpeg|png)\Z")
 
 
 def filmstrip_frames(artifacts: Path) -> list[tuple[float, str]]:

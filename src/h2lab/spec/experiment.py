@@ -389,9 +389,12 @@ def load_experiment(
     """The experiment file at ``path``; ``checks`` as :func:`validate_factors` takes them."""
     source = str(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(source, "file", f"cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise SpecError(source, f"line {line}", "not UTF-8 text (TOML is UTF-8)") from exc
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from h2lab.clients.browser.reply import Reply
+from h2lab.errors import TrialFailed
 
 CLOSED = "h2lab.connectionClosed"
 """The event every listener gets once when the connection closes (our own, not the
@@ -28,6 +29,18 @@ Listener = Callable[[str, dict[str, Any]], None]
 """``listener(method, params)``: one event, called on the reader thread."""
 
 R = TypeVar("R", bound=Reply)
+
+UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
+"""What a message unlike the protocol's raises as it is read (a field missing or of another
+type): the message is dropped and noted in :attr:`Connection.fault`; the reader goes on."""
+
+
+def check_fault(conn: object, engine: str) -> None:
+    """A trial fails when its connection dropped a message it could not read (fakes in tests
+    have no :attr:`Connection.fault`)."""
+    fault = getattr(conn, "fault", None)
+    if fault is not None:
+        raise TrialFailed(f"{engine} sent a message h2lab could not read: {fault}")
 
 
 class Connection(abc.ABC):
@@ -42,6 +55,9 @@ class Connection(abc.ABC):
         self._listeners: dict[str, Listener] = {}
         self.closed = threading.Event()
         """set once the browser's end is gone (every waiting command failed by then)"""
+        self.fault: str | None = None
+        """the first message h2lab could not read, in one line (the message was dropped; a
+        trial that sees a fault fails with it, :func:`check_fault`)"""
         threading.Thread(target=self._read, name=thread_name, daemon=True).start()
 
     def _send(self, reply: R, message: dict[str, Any]) -> R:
@@ -70,7 +86,10 @@ class Connection(abc.ABC):
     def _read(self) -> None:
         try:
             for message in self._receive():
-                self._dispatch(message)
+                try:
+                    self._dispatch(message)
+                except UNREADABLE as exc:
+                    self._note_fault(message, exc)
         finally:
             self._reader_done()
             with self._lock:
@@ -94,6 +113,14 @@ class Connection(abc.ABC):
         listener = self._listeners.get(session)
         if listener is not None:
             listener(method, params)
+
+    def _note_fault(self, message: object, exc: BaseException) -> None:
+        """Keep the first message that could not be read, as one line."""
+        method = message.get("method") if isinstance(message, dict) else None
+        what = method if isinstance(method, str) else "a message"
+        line = f"{what[:80]}: {type(exc).__name__}: {exc}"
+        if self.fault is None:
+            self.fault = " ".join(line.split())[:300]
 
     # -- the engine's part
 

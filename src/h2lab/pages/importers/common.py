@@ -20,7 +20,7 @@ from urllib.parse import urljoin, urlsplit
 import brotli
 
 from h2lab.errors import SpecError
-from h2lab.net.addresses import ip_literal, why_not_servable
+from h2lab.net.addresses import ip_literal, valid_hostname, why_not_servable
 from h2lab.pages.manifest import Page, PageWriter
 
 MAX_PAGE_BYTES = 500 * 1000**2
@@ -38,6 +38,29 @@ synthetic generator's ``MAX_ORIGINS``)."""
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 20  # browsers give up after 20 (Chromium net/url_request kMaxRedirects)
+
+MAX_RATIO = 1000
+"""Most times its encoded size a body (or a whole gzipped WARC) may decode to, past
+:data:`RATIO_FREE_BYTES`. Deflate cannot exceed 1032:1; real bodies compress 3-20 times (HTML,
+CSS, JS) and rarely 100 (a sparse SVG). A 1 KB input that decodes to more than the page
+budget is a decompression bomb, refused after 16 MB of work instead of 500 MB."""
+
+RATIO_FREE_BYTES = 16 * 1000**2
+"""Decoded bytes any input may reach whatever its ratio (a few milliseconds of inflating)."""
+
+
+def bomb_cap(encoded_bytes: int) -> int:
+    """Most bytes ``encoded_bytes`` of compressed input may decode to (:data:`MAX_RATIO`)."""
+    return max(RATIO_FREE_BYTES, encoded_bytes * MAX_RATIO)
+
+
+def bomb_reason(decoded_bytes: int, encoded_bytes: int) -> str:
+    """The note for an input refused by :func:`bomb_cap`: the limit, named."""
+    return (
+        f"decodes to more than {decoded_bytes} bytes, over {MAX_RATIO} times its "
+        f"{encoded_bytes} encoded bytes (a decompression bomb; the limit is "
+        "h2lab.pages.importers.common.MAX_RATIO)"
+    )
 
 
 @dataclass(frozen=True)
@@ -124,18 +147,7 @@ class DecodeError(ValueError):
     """A body could not be decoded; wrapped into SpecError with the record's place."""
 
 
-_LABEL_RE = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 _BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f]")
-
-
-def valid_hostname(host: str) -> bool:
-    """A DNS name the lab can give its own address and certificate: ASCII labels of letters,
-    digits, ``-`` (not at either end) and ``_`` (seen on real CDN hosts), at most 253 characters,
-    a last label that is not all digits (so no IPv4 literal; IPv6 literals have colons)."""
-    if not host or len(host) > 253:
-        return False
-    labels = host.split(".")
-    return all(_LABEL_RE.match(label) for label in labels) and not labels[-1].isdigit()
 
 
 def check_url(url: str, where: str | Path, field: str) -> str:
@@ -292,13 +304,28 @@ def decode_body(
     stays empty whatever its headers say (204, 304, HEAD). Decoded output above ``limit`` bytes
     and a truncated or corrupt stream raise :class:`DecodeError`. An unknown content coding
     (recorders write ``null``, ``utf-8``, ``none``) is passed through as identity, as a browser
-    takes it, with a line in ``notes``; without ``notes`` it raises."""
+    takes it, with a line in ``notes``; without ``notes`` it raises. Whatever ``limit``, the
+    body may not decode to more than :func:`bomb_cap` of its raw size (a bomb is
+    :class:`BodyTooLarge` in milliseconds)."""
     if notes is not None:
         unknown = [c for c in codings(content_encoding) if c not in KNOWN_CODINGS]
         if unknown:
             notes.append(f"Content-Encoding {', '.join(unknown)!r} unknown: taken as identity")
             kept = [c for c in codings(content_encoding) if c in KNOWN_CODINGS]
             content_encoding = ", ".join(kept) or None
+    cap = bomb_cap(len(raw))
+    if cap < limit:
+        try:
+            return _decode(raw, transfer_encoding, content_encoding, cap)
+        except BodyTooLarge:
+            raise BodyTooLarge(bomb_reason(cap, len(raw))) from None
+    return _decode(raw, transfer_encoding, content_encoding, limit)
+
+
+def _decode(
+    raw: bytes, transfer_encoding: str | None, content_encoding: str | None, limit: int
+) -> bytes:
+    """:func:`decode_body` once unknown codings are dropped, within ``limit`` bytes."""
     steps = codings(transfer_encoding)
     if steps and steps[-1] == "chunked":
         if is_chunked(raw):

@@ -19,12 +19,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from h2lab.errors import SpecError
+from h2lab.net.addresses import valid_hostname
 from h2lab.pages.importers.common import (
     Budget,
     Capture,
     Recorded,
     finish,
-    valid_hostname,
 )
 
 DEFAULT_HOST = "site.h2lab.test"  # RFC 2606 reserves .test: never resolvable outside the lab

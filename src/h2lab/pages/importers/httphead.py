@@ -92,6 +92,9 @@ def _lines(stream: Any) -> Iterator[str]:
         yield line
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def _fields(lines: list[str]) -> list[str]:
     """Header lines with their continuation lines appended (obsolete line folding)."""
     fields: list[str] = []
@@ -113,6 +116,8 @@ def _header(field: str) -> tuple[str, str] | str:
         return "empty header name"
     if not _TOKEN.fullmatch(name):
         return "header name is not a token"
+    if _CONTROL.search(value):
+        return "control character in the value"  # a bare CR, a NUL (RFC 9110 §5.5)
     return name, value.lstrip()
 
 

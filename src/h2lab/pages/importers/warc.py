@@ -19,45 +19,76 @@ import tempfile
 import zlib
 from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
 
 from h2lab.errors import SpecError
-from h2lab.pages.importers.common import Capture, finish
+from h2lab.pages.importers.common import (
+    MAX_PAGE_BYTES,
+    Capture,
+    bomb_cap,
+    bomb_reason,
+    finish,
+)
 from h2lab.pages.importers.warc_records import WarcPass
 
 _READ_CHUNK = 1 << 20
 
 
-def _check_gzip_complete(path: Path) -> None:
+MAX_WARC_DECODED_BYTES = 2 * MAX_PAGE_BYTES
+"""Most bytes a gzipped WARC may inflate to (records, heads and bodies as stored): the page cap
+twice over, as for a HAR file; a small file is held to :func:`~.common.bomb_cap` of its size."""
+
+
+def _check_gzip_complete(path: Path, data: Path | None = None) -> None:
     """A ``.warc.gz`` is a series of gzip members; warcio stops quietly where the file ends,
-    even inside a member. Inflate the file once (output discarded) to find that."""
+    even inside a member. Inflate the file once (output discarded) to find that, and to refuse
+    one that inflates past :data:`MAX_WARC_DECODED_BYTES` or :func:`~.common.bomb_cap` of the
+    size of ``path`` (the file the user named; ``data``, if given, is what to read)."""
     try:
-        with path.open("rb") as fh:
+        encoded = path.stat().st_size
+        with (data or path).open("rb") as fh:
             if fh.read(2) != b"\x1f\x8b":
                 return
+            cap = min(MAX_WARC_DECODED_BYTES, bomb_cap(encoded))
             fh.seek(0)
-            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            in_member = False
-            while chunk := fh.read(_READ_CHUNK):
-                data = chunk
-                while data:
-                    in_member = True
-                    d.decompress(data, _READ_CHUNK)
-                    if d.eof:
-                        data = d.unused_data
-                        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                        in_member = False
-                    else:
-                        data = d.unconsumed_tail
+            in_member = _inflate_all(fh, path, cap, encoded)
     except OSError as exc:
         raise SpecError(path, "warc", f"cannot read: {exc.strerror}") from exc
     except zlib.error as exc:
         raise SpecError(path, "warc", f"corrupt gzip data: {exc}") from exc
     if in_member:
         raise SpecError(path, "warc", "file is truncated (it ends inside a gzip member)")
+
+
+def _inflate_all(fh: BinaryIO, path: Path, cap: int, encoded: int) -> bool:
+    """Inflate every gzip member of ``fh`` (output counted, not kept); whether it ends inside a
+    member. Past ``cap`` bytes: a SpecError naming the limit."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    in_member = False
+    decoded = 0
+    while chunk := fh.read(_READ_CHUNK):
+        data = chunk
+        while data:
+            in_member = True
+            decoded += len(d.decompress(data, _READ_CHUNK))
+            if decoded > cap:
+                why = (
+                    bomb_reason(cap, encoded)
+                    if cap < MAX_WARC_DECODED_BYTES
+                    else f"inflates to more than {cap} bytes (MAX_WARC_DECODED_BYTES)"
+                )
+                raise SpecError(path, "warc", why)
+            if d.eof:
+                data = d.unused_data
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                in_member = False
+            else:
+                data = d.unconsumed_tail
+    return in_member
 
 
 def read_warc(path: Path) -> Capture:
@@ -89,10 +120,10 @@ def _unwrap_double_gzip(path: Path) -> Path | None:
     try:
         with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as outer:
             shutil.copyfileobj(outer, out, _READ_CHUNK)
+        _check_gzip_complete(path, Path(name))
     except BaseException:
         Path(name).unlink(missing_ok=True)
         raise
-    _check_gzip_complete(Path(name))
     return Path(name)
 
 

@@ -16,6 +16,11 @@ from h2lab.clients.browser.connection import Listener
 __all__ = ["PIPE_CLOSED", "CdpError", "CdpPipe", "DevTools", "Listener", "PipeClosed", "Reply"]
 
 
+MAX_MESSAGE_BYTES = 512 << 20
+"""Longest DevTools message read (a full-page screenshot or a trace chunk is a few MB); past
+it the connection is dropped with a fault."""
+
+
 class PipeClosed(Exception):
     """The browser's end of the DevTools pipe is gone (it exited or crashed)."""
 
@@ -103,12 +108,22 @@ class CdpPipe(connection.Connection, DevTools):
         return True
 
     def _receive(self) -> Iterator[dict[str, Any]]:
-        buffer = b""
+        buffer = bytearray()
         try:
             while chunk := os.read(self._in, 1 << 20):
-                *messages, buffer = (buffer + chunk).split(b"\0")
-                for raw in messages:
-                    yield json.loads(raw)
+                scan, start = len(buffer), 0
+                buffer += chunk
+                while (end := buffer.find(b"\0", scan)) >= 0:
+                    raw, start = bytes(buffer[start:end]), end + 1
+                    scan = start
+                    try:
+                        yield json.loads(raw)
+                    except ValueError as exc:  # UnicodeDecodeError too
+                        self._note_fault(raw[:80], exc)
+                del buffer[:start]
+                if len(buffer) > MAX_MESSAGE_BYTES:
+                    self._note_fault(None, ValueError(f"a message over {MAX_MESSAGE_BYTES} bytes"))
+                    return
         except OSError:
             pass
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from h2lab.clients.browser import connection
 from h2lab.clients.browser import log as browser_log
 from h2lab.clients.browser import pool as browser_pool
 from h2lab.clients.browser.chromium.analysis import RawLoad
@@ -466,6 +467,7 @@ def measure(
         check()
         wait_network_idle(tab, idle_ms, left)
         incomplete()
+        connection.check_fault(cdp, "chromium")
         timing = _after_load(cdp, s)
         tracing = False
         trace = _stop_tracing(tab, cdp)

@@ -107,9 +107,15 @@ class BidiConnection(connection.Connection, Bidi):
     def _receive(self) -> Iterator[dict[str, Any]]:
         while True:
             try:
-                message = json.loads(self._ws.receive())
-            except (WebSocketClosed, ValueError):
+                text = self._ws.receive()
+                message = json.loads(text)
+            except WebSocketClosed as exc:
+                if exc.fault:
+                    self._note_fault(None, ValueError(str(exc)))
                 return
+            except ValueError as exc:  # not UTF-8, not JSON: this message only
+                self._note_fault(None, exc)
+                continue
             yield message
 
     def _reader_done(self) -> None:

@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Any
 
+from h2lab.clients.browser import connection
 from h2lab.clients.browser import log as browser_log
 from h2lab.clients.browser.firefox.bidi import (
     CONNECTION_CLOSED,
@@ -243,6 +244,7 @@ def measure(
     check()
     wait_network_idle(tab, idle_ms, left)
     incomplete()
+    connection.check_fault(bidi, "firefox")
     return RawLoad(_after_load(bidi, tab.context, left()), tab.log)
 
 

@@ -27,7 +27,16 @@ MAX_HEADER_BYTES = 16_384
 
 
 class WebSocketClosed(Exception):
-    """The connection ended (a close frame, EOF or a socket error)."""
+    """The connection ended (a close frame, EOF or a socket error); ``fault``: because the
+    peer sent what no browser would (a message past :data:`MAX_MESSAGE_BYTES`)."""
+
+    def __init__(self, reason: str, *, fault: bool = False) -> None:
+        super().__init__(reason)
+        self.fault = fault
+
+
+MAX_MESSAGE_BYTES = 512 << 20
+"""Longest message read (frames of one message together); past it the connection ends."""
 
 
 def accept_key(key: str) -> str:
@@ -105,8 +114,12 @@ class WebSocket:
     def receive(self) -> str:
         """The next text message, pings answered on the way (WebSocketClosed at the end)."""
         parts: list[bytes] = []
+        size = 0
         while True:
             fin, opcode, payload = self._frame()
+            size += len(payload)
+            if size > MAX_MESSAGE_BYTES:
+                raise WebSocketClosed(f"a message over {MAX_MESSAGE_BYTES} bytes", fault=True)
             if opcode == PING:
                 self._write(PONG, payload)
             elif opcode == CLOSE:
@@ -129,6 +142,8 @@ class WebSocket:
             (n,) = struct.unpack("!H", self._take(2))
         elif n == 127:
             (n,) = struct.unpack("!Q", self._take(8))
+        if n > MAX_MESSAGE_BYTES:
+            raise WebSocketClosed(f"a frame of {n} bytes", fault=True)
         mask = self._take(4) if b1 & 0x80 else b""
         payload = self._take(n)
         return bool(b0 & 0x80), b0 & 0x0F, _masked(payload, mask) if mask else payload
