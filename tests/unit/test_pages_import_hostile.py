@@ -5,6 +5,7 @@ test_pages_import.py, whose small WARC, HAR and folder builders it uses)."""
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -275,3 +276,39 @@ def test_a_warc_gzipped_twice_is_read_with_a_note(tmp_path: Path) -> None:
     assert wrapped.notes[0] == "the file is gzipped twice: read the gzipped WARC inside it"
     assert wrapped.notes[1:] == plain.notes
     assert not list(Path(tempfile.gettempdir()).glob("h2lab-warc-*"))  # the inner copy is gone
+
+
+def test_folder_import_skips_a_file_it_cannot_read_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root reads any file, so the refusal is made by hand: one unreadable file and one
+    folder that cannot be listed are skipped, named in the notes; the rest imports."""
+    site = make_site(tmp_path / "site")
+    real_open, real_listdir = Path.open, os.listdir
+
+    def deny_open(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name == "app.js":
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    def deny_list(path: object) -> list[str]:
+        if str(path).endswith("/locked"):
+            raise PermissionError(13, "Permission denied")
+        return real_listdir(path)  # type: ignore[call-overload,no-any-return]
+
+    (site / "locked").mkdir()
+    monkeypatch.setattr(Path, "open", deny_open)
+    monkeypatch.setattr(os, "listdir", deny_list)
+    page = import_folder(site, root=tmp_path / "pages")
+    urls = {r.url() for r in page.resources}
+    assert "https://site.h2lab.test/sub/app.js" not in urls
+    assert "https://site.h2lab.test/style.CSS" in urls
+    page_notes = read_folder_notes(site)
+    assert "skipped sub/app.js: cannot read (Permission denied)" in page_notes
+    assert "skipped locked/: cannot list (Permission denied)" in page_notes
+
+
+def read_folder_notes(site: Path) -> tuple[str, ...]:
+    from h2lab.pages.importers import read_folder
+
+    return read_folder(site).notes

@@ -92,8 +92,9 @@ def _walk(
     root: Path, real_root: Path, follow_symlinks: bool, notes: list[str]
 ) -> list[tuple[str, Path]]:
     """Every regular file under ``root`` as (relative path with ``/``, path to read), sorted.
-    Symlinks are followed inside the folder; one leading out of it is a SpecError unless
-    ``follow_symlinks``; cycles are cut."""
+    Symlinks are followed inside the folder; one leading out of it is skipped with a note
+    unless ``follow_symlinks``; cycles are cut. A subfolder that cannot be listed is skipped
+    with a note too: real folders are messy, one bad entry does not fail the import."""
     files: list[tuple[str, Path]] = []
     seen_dirs: set[str] = set()
 
@@ -105,34 +106,37 @@ def _walk(
         try:
             names = sorted(os.listdir(folder))
         except OSError as exc:
-            raise SpecError(root, rel or ".", f"cannot list: {exc.strerror}") from exc
+            if not rel:
+                raise SpecError(root, ".", f"cannot list: {exc.strerror}") from exc
+            notes.append(f"skipped {_shown(rel)}/: cannot list ({exc.strerror})")
+            return
         for name in names:
             path = folder / name
             sub = f"{rel}/{name}" if rel else name
-            if path.is_symlink():
+            if path.is_symlink() and not follow_symlinks:
                 target = os.path.realpath(path)
-                inside = os.path.commonpath([target, str(real_root)]) == str(real_root)
-                if not inside and not follow_symlinks:
-                    raise SpecError(
-                        root,
-                        sub,
-                        f"symlink leads out of the folder (to {target}); "
-                        "allow with follow_symlinks",
-                    )
+                if os.path.commonpath([target, str(real_root)]) != str(real_root):
+                    notes.append(f"skipped {_shown(sub)}: symlink leads out of the folder")
+                    continue
             try:
                 st = path.stat()
             except OSError:
-                notes.append(f"skipped {sub}: broken symlink or unreadable")
+                notes.append(f"skipped {_shown(sub)}: broken symlink or unreadable")
                 continue
             if stat.S_ISDIR(st.st_mode):
                 visit(path, sub)
             elif stat.S_ISREG(st.st_mode):
                 files.append((sub, path))
             else:
-                notes.append(f"skipped {sub}: not a regular file")
+                notes.append(f"skipped {_shown(sub)}: not a regular file")
 
     visit(root, "")
     return files
+
+
+def _shown(rel: str) -> str:
+    """A relative path as a note shows it: printable, at most 200 characters."""
+    return "".join(c if c.isprintable() else "?" for c in rel[:200])
 
 
 def _url(host: str, rel: str) -> str:
@@ -194,7 +198,10 @@ def read_folder(
             with path.open("rb") as fh:
                 body = fh.read(budget.remaining_bytes + 1)
         except OSError as exc:
-            raise SpecError(folder, rel, f"cannot read: {exc.strerror}") from exc
+            if rel == entry:
+                raise SpecError(folder, rel, f"cannot read: {exc.strerror}") from exc
+            notes.append(f"skipped {_shown(rel)}: cannot read ({exc.strerror})")
+            continue
         budget.take(len(body), rel)
         name = rel.rsplit("/", 1)[-1]
         recorded = Recorded(
