@@ -115,3 +115,32 @@ class MissingTool(H2LabError):
 
 class TrialFailed(H2LabError):
     """One trial could not produce a result; the runner records it and goes on."""
+
+
+NO_SPACE = "No space left on device"
+"""``strerror`` of ENOSPC, as an error text carries it."""
+
+
+class OutOfSpace(H2LabError):
+    """The results folder's file system is full: the run stops; what was stored is kept."""
+
+    def __init__(self, folder: str | Path, what: str) -> None:
+        self.folder = str(folder)
+        super().__init__(
+            f"{self.folder}: no space left on device ({what}); the trials stored so far are "
+            "kept: free space, then run the same command to resume"
+        )
+
+
+def is_out_of_space(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk is full: ENOSPC or EDQUOT, or SQLite's SQLITE_FULL."""
+    import errno
+    import sqlite3
+
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(
+            exc, "sqlite_errorcode", None
+        ) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+    return False

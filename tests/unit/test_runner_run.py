@@ -3,6 +3,7 @@ give-up, stored attempts), and that it alone writes the store, every attempt as 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -292,3 +293,60 @@ def test_with_block_costs_blocks_go_out_longest_first_and_every_trial_is_stored(
     assert [job.trials[0].repetition for job in executor.jobs] == [0, 2, 1]
     assert [job.number for job in executor.jobs] == [0, 2, 1]  # numbers stay the blocks'
     assert sorted(r[0] for r in _rows(tmp_path)) == sorted(t.key for t in todo)
+
+
+def test_a_full_disk_stops_the_run_and_stores_nothing_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's SQLITE_FULL on the third trial: OutOfSpace names the folder and the trial,
+    the executor is cancelled, the two trials before stay stored."""
+    import sqlite3
+
+    from h2lab.errors import OutOfSpace
+
+    todo = trials(repetitions=3)
+    executor = FakeExecutor()
+    store = Store(tmp_path)
+    real_add = store.add_trial
+    added: list[str] = []
+
+    def add_trial(record: TrialRecord, resources: tuple[object, ...] = ()) -> int:
+        if len(added) == 2:
+            raise sqlite3.OperationalError("database or disk is full")
+        added.append(record.trial_key)
+        return real_add(record, resources)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "add_trial", add_trial)
+    try:
+        with pytest.raises(OutOfSpace, match=rf"^{tmp_path}: no space left on device \(storing"):
+            run_trials(todo, store, timeout_s=30, executor=executor)
+    finally:
+        store.close()
+    assert "cancel" in executor.calls
+    assert [k for k, _, _ in _rows(tmp_path)] == [t.key for t in todo[:2]]
+
+
+def test_a_trial_that_could_not_write_is_not_stored_as_failed(tmp_path: Path) -> None:
+    """ENOSPC inside a trial is the disk's fault, not the trial's: no failed attempt counts
+    against it; the run stops."""
+    from h2lab.errors import OutOfSpace
+
+    todo = trials()
+    executor = FakeExecutor(fails={todo[1].key})
+    store = Store(tmp_path)
+    original = attempt
+
+    def full(t: TrialSpec, number: int, ok: bool) -> TrialRecord:
+        record = original(t, number, ok)
+        if not ok:
+            return dataclasses.replace(record, error="[Errno 28] No space left on device")
+        return record
+
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(__import__(__name__, fromlist=["attempt"]), "attempt", full)
+            with pytest.raises(OutOfSpace, match="could not write"):
+                run_trials(todo, store, timeout_s=30, executor=executor)
+    finally:
+        store.close()
+    assert _rows(tmp_path) == [(todo[0].key, 1, "ok")]

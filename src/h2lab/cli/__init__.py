@@ -6,6 +6,7 @@ are imported as ``*_command``), and :func:`main` turns errors into one line and 
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 
 import typer
@@ -24,7 +25,7 @@ from h2lab.cli.report import report as report_command
 from h2lab.cli.run import demo, validate
 from h2lab.cli.run import run as run_command
 from h2lab.cli.verdict import verdict as verdict_command
-from h2lab.errors import H2LabError
+from h2lab.errors import H2LabError, OutOfSpace, is_out_of_space
 
 app = typer.Typer(
     name="h2lab",
@@ -105,3 +106,9 @@ def main() -> None:
     except H2LabError as exc:
         _error_line(exc.line())
         sys.exit(exc.exit_code)
+    except (OSError, sqlite3.OperationalError) as exc:
+        if not is_out_of_space(exc):
+            raise
+        where = getattr(exc, "filename", None) or "the results folder"
+        _error_line(OutOfSpace(where, "writing").line())
+        sys.exit(OutOfSpace.exit_code)

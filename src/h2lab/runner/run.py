@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
+from h2lab.errors import NO_SPACE, OutOfSpace, is_out_of_space
 from h2lab.pages import Page, resolve_page
 from h2lab.runner.executor import BlockJob, Event, Executor, TrialDone, block_jobs, longest_first
 from h2lab.runner.matrix import TrialSpec
@@ -186,10 +187,16 @@ def _drive(
 
     def keep(event: Event) -> None:
         if isinstance(event, TrialDone):
-            record = dataclasses.replace(
-                event.record, id=store.add_trial(event.record, event.resources)
-            )
-            store.seal_if_due()  # a large store's resource rows into Parquet, now and then
+            if NO_SPACE in (event.record.error or ""):  # not the trial's fault: not stored
+                raise OutOfSpace(store.dir, f"trial {event.record.trial_key} could not write")
+            try:
+                trial_id = store.add_trial(event.record, event.resources)
+                store.seal_if_due()  # a large store's resource rows into Parquet, now and then
+            except Exception as exc:
+                if not is_out_of_space(exc):
+                    raise
+                raise OutOfSpace(store.dir, f"storing trial {event.record.trial_key}") from exc
+            record = dataclasses.replace(event.record, id=trial_id)
             written.append(record)
             if event.last and on_progress:
                 on_progress(specs[record.trial_key], record)
@@ -203,5 +210,10 @@ def _drive(
         executor.cancel()
         for event in executor.events():
             keep(event)
+        raise
+    except OutOfSpace:
+        executor.cancel()
+        for _ in executor.events():
+            pass  # what ends now cannot be stored either: the same command runs it again
         raise
     return written

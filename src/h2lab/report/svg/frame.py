@@ -32,7 +32,9 @@ PALETTE = (
 """Colours for series that are not protocols (connections): matplotlib's "tab10"."""
 LABEL_COLOURS = {"h2": "#cfe3f7", "h1": "#fbe0c7", "tie": "#eeeeee", "mixed": "#ffffff"}
 
-FONT = "font-family:sans-serif;font-size:11px"
+FONT = 'font-family="sans-serif" font-size="11px"'
+"""The figures' font, as SVG presentation attributes (a style attribute would need the
+report's Content-Security-Policy to allow inline style attributes)."""
 WIDTH = 640
 HEIGHT = 300
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 64, 110, 16, 42
@@ -56,7 +58,7 @@ def svg_root(width: float, height: float, body: Sequence[str], title: str = "") 
     label = f' aria-label="{esc(title)}"' if title else ""
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{num(width)}" height="{num(height)}" '
-        f'viewBox="0 0 {num(width)} {num(height)}" role="img"{label} style="{FONT}">'
+        f'viewBox="0 0 {num(width)} {num(height)}" role="img"{label} {FONT}>'
     )
     inner = [f"<title>{esc(title)}</title>"] if title else []
     return head + "".join([*inner, *body]) + "</svg>"

@@ -37,7 +37,7 @@ def tree_chart(root: TreeNode, *, title: str = "decision tree") -> str:
             body.append(
                 f'<line x1="{num(x0)}" y1="{num(y0)}" x2="{num(x1)}" y2="{num(y1)}" stroke="#666"/>'
                 f'<text x="{num(x1)}" y="{num(y1 - 5)}" text-anchor="middle" '
-                f'style="font-size:10px" fill="#333" stroke="#fff" stroke-width="3" '
+                f'font-size="10px" fill="#333" stroke="#fff" stroke-width="3" '
                 f'paint-order="stroke">{esc(shorten(text, 28))}</text>'
             )
     for n in nodes:

@@ -82,7 +82,7 @@ def waterfall(
         body.append(
             f"<g><title>{esc(tip)}</title>"
             f'<text x="{num(left - 4)}" y="{num(y + ROW_H - 3)}" text-anchor="end" '
-            f'style="font-size:9px">{esc(shorten(r.label, 24))}</text>'
+            f'font-size="9px">{esc(shorten(r.label, 24))}</text>'
             f'<rect x="{num(x0)}" y="{num(y + 2)}" width="{num(max(0.5, first - x0))}" '
             f'height="{num(ROW_H - 4)}" fill="{c}" fill-opacity="0.3"/>'
             f'<rect x="{num(first)}" y="{num(y + 2)}" width="{num(max(1.0, x1 - first))}" '
@@ -90,7 +90,7 @@ def waterfall(
         )
     if extra:
         body.append(
-            f'<text x="{num(left + 4)}" y="{num(bottom - 3)}" style="font-size:9px">'
+            f'<text x="{num(left + 4)}" y="{num(bottom - 3)}" font-size="9px">'
             f"… {len(ordered) - len(shown)} more resources not drawn</text>"
         )
     body.append(
@@ -138,11 +138,11 @@ def timeline(
         body.append(
             f"<g><title>{esc(f'{r.label}: {len(r.spans)} span(s), {total} B')}</title>"
             f'<text x="{num(left - 4)}" y="{num(y + ROW_H - 3)}" text-anchor="end" '
-            f'style="font-size:9px">{esc(shorten(r.label, 20))}</text>{marks}</g>'
+            f'font-size="9px">{esc(shorten(r.label, 20))}</text>{marks}</g>'
         )
     if extra:
         body.append(
-            f'<text x="{num(left + 4)}" y="{num(bottom - 3)}" style="font-size:9px">'
+            f'<text x="{num(left + 4)}" y="{num(bottom - 3)}" font-size="9px">'
             f"… {len(rows) - len(shown)} more streams not drawn</text>"
         )
     body.append(
