@@ -14,7 +14,6 @@ from pathlib import Path
 import brotli
 import pytest
 
-from h2lab.errors import SpecError
 from h2lab.net.addresses import valid_hostname
 from h2lab.pages import resolve_page
 from h2lab.pages.importers import (
