@@ -116,3 +116,15 @@ def test_a_hostile_manifest_is_refused_field_by_field(tmp_path: Path) -> None:
     (folder / "manifest.json").write_text(json.dumps(base))
     page = load_page(folder)
     assert str(page.body_file(page.entry)) == "/dev/null"  # no body: nothing by path
+
+
+def test_a_trace_file_past_its_bound_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from h2lab.spec.cellular import TraceError, read_mahimahi
+
+    monkeypatch.setattr("h2lab.spec.cellular.MAX_TRACE_BYTES", 100)
+    path = tmp_path / "big.down"
+    path.write_text("1\n" * 100)
+    with pytest.raises(TraceError, match="larger than 100 bytes"):
+        read_mahimahi(path)

@@ -48,6 +48,8 @@ MAHIMAHI_PACKET_BYTES = 1500
 # Rattan parses Mahimahi lines as u64 (rattan-core src/config/bandwidth.rs).
 _U64_MAX = 2**64 - 1
 _DIGITS = re.compile(r"[0-9]+")
+MAX_TRACE_BYTES = 64 << 20
+"""Largest trace file read: Mahimahi's longest shipped traces (hours of LTE) are a few MB."""
 
 
 class TraceError(H2LabError):
@@ -179,9 +181,12 @@ def read_mahimahi(path: Path) -> MahimahiTrace:
     timestamps, which netem-trace lets through, not at all) is refused here.
     """
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_TRACE_BYTES + 1)
     except OSError as exc:
         raise TraceError(path, 0, f"cannot read: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_TRACE_BYTES:
+        raise TraceError(path, 0, f"larger than {MAX_TRACE_BYTES} bytes (MAX_TRACE_BYTES)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
