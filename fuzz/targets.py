@@ -259,8 +259,25 @@ def run_cdp(data: bytes) -> None:
     os.close(pipes[0][0])
     cdp.close()
     _check_log(tab.log)
+    _record(data)
     if cdp.fault is not None and "\n" in cdp.fault:
         raise Finding(f"fault is not one line: {cdp.fault[:200]!r}")
+
+
+def _record(data: bytes) -> None:
+    """The same messages as ``h2lab record`` reads them (through the connection's guard)."""
+    from h2lab.clients.browser.connection import UNREADABLE
+    from h2lab.record.log import RecordLog
+
+    log = RecordLog()
+    for raw in data.split(b"\0")[:-1]:
+        try:
+            message = json.loads(raw)
+            log.add(message.get("sessionId", ""), message["method"], message.get("params", {}))
+        except UNREADABLE:
+            continue  # dropped and noted as the connection's fault, as in a recording
+    log.in_flight()
+    log.document()
 
 
 def run_bidi(data: bytes) -> None:

@@ -1,16 +1,17 @@
-"""The chaos soak, short (bench/chaos.py runs 1,000 trials): 40 trials on a local 2-node Ray
-cluster, a lab node killed with ``kill -9`` at 20 ok trials and started again, the driver
-killed with ``kill -9`` at 28 and the same command run again. Every trial key ends ok exactly
-once, and once the cluster stopped and ``h2lab clean`` ran on each node nothing is left (in
-its lane, tests/lane.py: the namespaces, processes and temporary folders it sees are its
-own)."""
+"""The chaos soak (h2lab.cluster.chaos), short: bench/chaos.py runs 1,000 trials, this 40 on
+a local 2-node Ray cluster, a lab node killed with ``kill -9`` at 20 ok trials and started
+again, the driver killed with ``kill -9`` at 28 and the same command run again. Every trial
+key ends ok exactly once, and once the cluster stopped and ``h2lab clean`` ran on each node
+nothing is left (in its lane, tests/lane.py: the namespaces, processes and temporary folders
+it sees are its own)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from bench.chaos import soak
+
+from h2lab.cluster.chaos import soak
 
 pytestmark = pytest.mark.alone
 
