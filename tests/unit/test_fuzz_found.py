@@ -128,3 +128,33 @@ def test_a_trace_file_past_its_bound_is_refused_unread(
     path.write_text("1\n" * 100)
     with pytest.raises(TraceError, match="larger than 100 bytes"):
         read_mahimahi(path)
+
+
+def test_deep_nesting_is_one_error_not_a_recursion_error(tmp_path: Path) -> None:
+    """experiment: ``a = [[[[...`` 5,000 deep raised RecursionError out of tomllib."""
+    path = tmp_path / "deep.toml"
+    path.write_text("a = " + "[" * 5000)
+    with pytest.raises(SpecError, match="nested too deep"):
+        load_experiment(path)
+    from tests.unit.test_fuzz_browser import cdp_fault
+
+    fault = cdp_fault(b"[" * 100_000 + b"\0")
+    assert fault is not None and "RecursionError" in fault
+
+
+def test_a_manifest_past_its_bounds_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "page"
+    folder.mkdir()
+    res = {"url": "https://a.test/", "method": "GET", "status": 200,
+           "content_type": "text/html", "size_bytes": 0, "body_sha256": None}  # fmt: skip
+    doc = {"format": "h2lab-page/1", "origins": [{"host": "a.test", "scheme": "https"}],
+           "entry": "https://a.test/", "resources": [res, res]}  # fmt: skip
+    (folder / "manifest.json").write_text(json.dumps(doc))
+    monkeypatch.setattr("h2lab.pages.manifest.MAX_MANIFEST_RESOURCES", 1)
+    with pytest.raises(SpecError, match="resources: more than 1"):
+        load_page(folder)
+    monkeypatch.setattr("h2lab.pages.manifest.MAX_MANIFEST_BYTES", 100)
+    with pytest.raises(SpecError, match="manifest: larger than 100 bytes"):
+        load_page(folder)

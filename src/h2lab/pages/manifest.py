@@ -60,6 +60,10 @@ headers that would make the browser leave the lab or change protocol on its own:
 
 
 PAGE_ID_LEN = 16
+MAX_MANIFEST_BYTES = 64 << 20
+"""Largest manifest read (10,000 resources with long URLs and headers are a few MB)."""
+MAX_MANIFEST_RESOURCES = 20_000
+"""Most resources a manifest may list: twice what an importer or generator writes."""
 _ID_RE = re.compile(r"^[0-9a-f]{16}\Z")
 
 
@@ -362,10 +366,14 @@ def _need(
 def _read_manifest(mf: Path, source: str) -> dict[str, Any]:
     where = str(mf)
     try:
-        data = json.loads(mf.read_text())
+        with mf.open("rb") as fh:
+            text = fh.read(MAX_MANIFEST_BYTES + 1)
+        if len(text) > MAX_MANIFEST_BYTES:
+            raise SpecError(where, "manifest", f"larger than {MAX_MANIFEST_BYTES} bytes")
+        data = json.loads(text)
     except OSError as exc:
         raise SpecError(source, "page", f"cannot read {mf}: {exc.strerror}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise SpecError(where, "manifest", f"not JSON: {exc}") from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SpecError(where, "format", f"expected {FORMAT!r}")
@@ -438,10 +446,10 @@ def load_page(folder: Path, source: str = "page") -> Page:
     where = str(mf)
     data = _read_manifest(mf, source)
     schemes = _origin_schemes(data, where)
-    resources = [
-        _resource(r, f"resources[{i}]", schemes, where)
-        for i, r in enumerate(_need(data, "resources", list, "", where))
-    ]
+    listed = _need(data, "resources", list, "", where)
+    if len(listed) > MAX_MANIFEST_RESOURCES:
+        raise SpecError(where, "resources", f"more than {MAX_MANIFEST_RESOURCES}")
+    resources = [_resource(r, f"resources[{i}]", schemes, where) for i, r in enumerate(listed)]
     if not resources:
         raise SpecError(where, "resources", "page has no resources")
     entry = _need(data, "entry", str, "", where)

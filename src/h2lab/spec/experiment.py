@@ -383,12 +383,18 @@ def _bounded_int(source: str, key: str, value: object, most: int) -> int:
     return value
 
 
+MAX_EXPERIMENT_BYTES = 16 << 20
+"""Largest experiment file read (the shipped ones are a few KB)."""
+
+
 def load_experiment(
     path: Path, *, quick: bool = False, checks: LevelChecks = NO_CHECKS
 ) -> Experiment:
     """The experiment file at ``path``; ``checks`` as :func:`validate_factors` takes them."""
     source = str(path)
     try:
+        if path.stat().st_size > MAX_EXPERIMENT_BYTES:
+            raise SpecError(source, "file", f"larger than {MAX_EXPERIMENT_BYTES} bytes")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(source, "file", f"cannot read: {exc.strerror}") from exc
@@ -399,6 +405,8 @@ def load_experiment(
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(source, "toml", f"malformed TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib recurses into nested arrays and tables
+        raise SpecError(source, "toml", "arrays or tables nested too deep") from exc
     quick_table = raw.get("quick")
     quick_factors = quick_table.get("factors") if isinstance(quick_table, dict) else None
     for table in [*_tables(raw.get("factors")), *_tables(quick_factors)]:

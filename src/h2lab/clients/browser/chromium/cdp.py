@@ -118,7 +118,7 @@ class CdpPipe(connection.Connection, DevTools):
                     scan = start
                     try:
                         yield json.loads(raw)
-                    except ValueError as exc:  # UnicodeDecodeError too
+                    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError too
                         self._note_fault(raw[:80], exc)
                 del buffer[:start]
                 if len(buffer) > MAX_MESSAGE_BYTES:

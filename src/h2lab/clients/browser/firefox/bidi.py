@@ -113,7 +113,7 @@ class BidiConnection(connection.Connection, Bidi):
                 if exc.fault:
                     self._note_fault(None, ValueError(str(exc)))
                 return
-            except ValueError as exc:  # not UTF-8, not JSON: this message only
+            except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, too deep
                 self._note_fault(None, exc)
                 continue
             yield message
