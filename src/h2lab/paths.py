@@ -61,6 +61,13 @@ def state_root() -> Path:
     return Path(os.environ.get("H2LAB_STATE", default))
 
 
+def cluster_root() -> Path:
+    """A lab node's Ray folder (``ray-PID``) and its actors' working folders
+    (``actor-PID-*``), PID being their owner's, in the lab state folder: ``h2lab clean``
+    removes those whose owner is gone."""
+    return state_root() / "cluster"
+
+
 def owners_root() -> Path:
     """Which process owns each running lab, for every state folder at once (a lab's id ->
     its owner's pid): namespaces are machine-wide, and a clean that looks in its own state

@@ -32,6 +32,20 @@ def _child_setup(death_signal: int = signal.SIGTERM, file_cap_bytes: int | None 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
+def death_signal_setup(death_signal: int = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn`` that gives the child ``death_signal`` when this process dies (its
+    forking thread, in fact: call from the main thread). If this process died already, between
+    the fork and the ``prctl``, the child sends it to itself: it would never come."""
+    parent = os.getpid()
+
+    def setup() -> None:
+        _libc.prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), death_signal)
+
+    return setup
+
+
 def spawn(
     argv: Sequence[str],
     *,

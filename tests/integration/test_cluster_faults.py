@@ -1,6 +1,8 @@
 """`h2lab run --cluster` when things go wrong: a node killed mid-block costs no trial, bad
-clusters are refused in one line, and the driver needs no root (each test starts a Ray cluster
-of its own, on a port of its own; test_cluster.py's tests share one).
+clusters are refused in one line (a node of another h2lab commit too), the driver needs no
+root, nodes started at once on one host both join, a node whose Ray dies exits saying why, and
+SIGTERM stops a node whole (each test starts a Ray cluster of its own, on a port of its own;
+test_cluster.py's tests share one).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -15,6 +18,7 @@ import time
 from pathlib import Path
 
 from h2lab.cluster.local import IP, LocalCluster
+from h2lab.cluster.supervise import session_pids
 from tests.integration.conftest import H2LAB, h2lab_netns, lab_processes
 from tests.integration.test_cluster import QUICK, QUICK_TRIALS, _on, _rows, _run
 
@@ -169,3 +173,74 @@ def _run_as_nobody(top: Path) -> None:
     assert {r[1] for r in rows} == {f"{os.uname().nodename}/{c.node_ids['node-1']}"}
     nobody = int(subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True).stdout)
     assert (home / "out" / "results.sqlite").stat().st_uid == nobody
+
+
+def test_nodes_started_at_once_join_and_a_node_whose_ray_dies_exits_saying_why(
+    tmp_path: Path,
+) -> None:
+    # issue #44: two lab nodes of one host (one lab state folder, each its default Ray folder
+    # in it) started at the same moment: the second one's raylet died (its socket's name was
+    # the first one's), and its `h2lab cluster worker` ran on, silent
+    with LocalCluster(tmp_path / "c", workers=0, port=6388) as c:
+        c.node_ray_dirs = False
+        c.node_env = {f"node-{k}": {"H2LAB_STATE": "/run/h2lab"} for k in (1, 2)}
+        c.start_worker(1)
+        c.start_worker(2)
+        deadline = time.monotonic() + 60
+        while len(c.lab_nodes()) < 2:
+            assert time.monotonic() < deadline, "two lab nodes started at once did not join"
+            assert all(p.poll() is None for p in c.procs.values()), _logs(c)
+            time.sleep(1)
+        folders = [Path(f"/run/h2lab/cluster/ray-{c.procs[f'node-{k}'].pid}") for k in (1, 2)]
+        assert all((f / "session_latest").is_dir() for f in folders)
+        # the raylet of node 1 killed: its node stops whole, exit 1, one line saying so
+        node = c.procs["node-1"]
+        raylet = [pid for pid, name in session_pids(node.pid).items() if name == "raylet"]
+        assert len(raylet) == 1
+        os.kill(raylet[0], signal.SIGKILL)
+        assert node.wait(timeout=15) == 1
+        last = (c.node_dir("node-1") / "node.log").read_text().strip().splitlines()[-1]
+        assert re.match(r"h2lab: (Ray's raylet \(pid \d+\) died|ray start exited with 1)", last)
+        assert "raylet" in last
+        assert session_pids(node.pid) == {} and not folders[0].exists()
+        # SIGTERM to the head (as systemd or a pod sends it): every process of it stops
+        print("head stopped in", _stop_whole(c.procs["head"], "head"))
+        # node 2, its head gone (Ray's agents outlived `ray start` then): the same
+        print("node-2 stopped in", _stop_whole(c.procs["node-2"], "node-2"))
+        assert not folders[1].exists()
+    assert h2lab_netns() == [] and lab_processes() == []
+
+
+def _stop_whole(proc: subprocess.Popen[bytes], name: str) -> float:
+    """SIGTERM to a node's `h2lab cluster` process; seconds until every process of its session
+    is gone (bounded: 15 s); it exits 0."""
+    t0 = time.monotonic()
+    os.kill(proc.pid, signal.SIGTERM)
+    while session_pids(proc.pid):
+        assert time.monotonic() - t0 < 15, f"{name}: {session_pids(proc.pid)} left after 15 s"
+        time.sleep(0.1)
+    assert proc.wait(timeout=5) == 0
+    return round(time.monotonic() - t0, 1)
+
+
+def _logs(c: LocalCluster) -> str:
+    return "\n".join((c.node_dir(n) / "node.log").read_text()[-1500:] for n in c.procs)
+
+
+def test_a_node_of_another_h2lab_commit_is_refused_naming_both(tmp_path: Path) -> None:
+    from h2lab.version import short_commit
+
+    exp = tmp_path / "quick.toml"
+    exp.write_text(QUICK)
+    out = tmp_path / "out"
+    other = "0123456789ab" + "0" * 28
+    c = LocalCluster(tmp_path / "c", workers=1, port=6389)
+    c.node_env = {"node-1": {"H2LAB_COMMIT": other}}
+    with c:
+        done = _run(exp, out, *_on(c))
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "no lab node may run trials: this node runs h2lab " in last, last
+    assert "(commit 0123456789ab), the driver h2lab " in last, last
+    assert f"(commit {short_commit()}): run the same h2lab commit" in last, last
+    assert not (out / "results.sqlite").exists()

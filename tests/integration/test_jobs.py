@@ -1,6 +1,6 @@
 """`h2lab run --jobs N`: N shards, each its own lab, run at once into one store; every trial
-stored once, each trial's counters its own lab's, Ctrl-C stops every shard, and a rerun
-resumes."""
+stored once, each trial's counters its own lab's, Ctrl-C stops every shard, a rerun resumes,
+and a kill -9 of the driver stops its workers at once."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 from tests.integration.conftest import H2LAB
@@ -106,3 +107,61 @@ def test_ctrl_c_stops_every_shard_and_a_rerun_resumes(tmp_path: Path) -> None:
     assert len(keys) == TRIALS and len(set(keys)) == TRIALS
     assert set(stored) <= set(keys)
     _assert_nothing_left()
+
+
+SLOW = """
+name = "jobs-slow"
+seed = 13
+repetitions = 2
+timeout_s = 60
+[factors]
+protocol = ["h1s"]
+network = ["rtt=40ms,rate=1Mbps"]
+page = ["synthetic:n=2,size=1MB,origins=1", "synthetic:n=4,size=500KB,origins=1"]
+client = ["h2load"]
+"""
+"""Two blocks (one per page), each trial about 17 s on its link: a worker is mid-trial for
+most of its life."""
+
+
+def test_a_driver_killed_takes_its_workers_down_at_once(tmp_path: Path) -> None:
+    exp = tmp_path / "exp.toml"
+    exp.write_text(SLOW)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [H2LAB, "run", str(exp), "--out", str(out), "--jobs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(_h2loads()) < 2:  # both workers in a trial
+        assert time.monotonic() < deadline and proc.poll() is None, "no two trials running"
+        time.sleep(0.1)
+    workers = _workers()
+    assert len(workers) == 2
+    os.kill(proc.pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    while _workers():
+        assert time.monotonic() - t0 < 10, f"workers still running: {_workers()}"
+        time.sleep(0.1)
+    print(f"both workers gone {time.monotonic() - t0:.1f} s after kill -9 of the driver")
+    proc.wait()
+    for k in (1, 2):  # each stopped its trial and tore its lab down (SIGTERM's teardown)
+        log = (out / f"shard-{k}.log").read_text()
+        assert "interrupted: the lab is torn down" in log, log[-2000:]
+    assert _ok_keys(out) == []  # no trial was finished for a driver that was gone
+    _assert_nothing_left()
+
+
+def _pgrep(*args: str) -> list[int]:
+    done = subprocess.run(["pgrep", *args], capture_output=True, text=True)
+    return [int(p) for p in done.stdout.split()]
+
+
+def _workers() -> list[int]:
+    return _pgrep("-f", r"python.* -m h2lab\.runner\.worker")
+
+
+def _h2loads() -> list[int]:
+    return _pgrep("-x", "h2load")

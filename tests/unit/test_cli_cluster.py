@@ -57,10 +57,10 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     stub.init = init  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "ray", stub)
 
-    def no_exec(argv: object, env: object) -> None:
-        raise AssertionError("exec_ray reached")
+    def no_run(argv: object, env: object, temp_dir: object) -> int:
+        raise AssertionError("run_ray reached")
 
-    monkeypatch.setattr(nodes, "exec_ray", no_exec)
+    monkeypatch.setattr(nodes, "run_ray", no_run)
 
 
 def h2lab(

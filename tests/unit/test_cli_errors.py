@@ -22,8 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from h2lab.paths import state_root
-
 PROJECT = Path(__file__).resolve().parents[2]
 H2LAB = Path(sys.executable).parent / "h2lab"
 
@@ -178,10 +176,6 @@ class Runs:
     leaked_netns: set[str]
 
 
-# every process that ran a command here: a lab one of them made records its pid as owner
-_our_pids: set[int] = set()
-
-
 def _ip_netns() -> set[str] | None:
     """Names ``ip netns list`` shows; None if it cannot be run."""
     try:
@@ -195,28 +189,21 @@ def _ip_netns() -> set[str] | None:
     return {line.split()[0] for line in proc.stdout.splitlines() if line.strip()}
 
 
-def _foreign(ns: str) -> bool:
-    """A namespace of another live h2lab instance (its state folder names an owner pid).
-
-    Other suites (tests/integration) may run h2lab at the same time; the commands here run
-    with the default state root, so a lab they made would record one of our pids.
-    """
+def _ours(ns: str, records: Sequence[Path]) -> bool:
+    """A namespace of a lab that one of the commands here made: the commands run with a lab
+    state folder and an owners folder of their own (``records``), and a lab records its id in
+    both before it makes a namespace, and removes them last. Other suites (tests/integration,
+    a cluster's nodes, --jobs shards) may run labs at the same time, with other state folders
+    or at a moment when their owner is not yet written: those are not counted."""
     instance = ns.rsplit("-", 1)[0]
-    try:
-        pid = int((state_root() / instance / "owner.pid").read_text())
-    except (OSError, ValueError):
-        return False
-    return pid not in _our_pids
+    return any((folder / instance).exists() for folder in records)
 
 
-def _leaked(before: set[str]) -> set[str]:
+def _leaked(before: set[str], records: Sequence[Path]) -> set[str]:
     after = _ip_netns()
     if after is None:
         return set()
-    new = {n for n in after - before if n.startswith("h2lab-") and not _foreign(n)}
-    if new:  # a foreign instance may have gone between listing and reading its state
-        new &= _ip_netns() or set()
-    return new
+    return {n for n in after - before if n.startswith("h2lab-") and _ours(n, records)}
 
 
 def _run_executable(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> Outcome:
@@ -228,7 +215,6 @@ def _run_executable(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> Outc
         stderr=subprocess.PIPE,
         text=True,
     )
-    _our_pids.add(proc.pid)
     stdout, stderr = proc.communicate(timeout=120)
     return Outcome(list(argv), proc.returncode, stdout, stderr)
 
@@ -255,11 +241,9 @@ def _run_zygote(
         stderr=subprocess.PIPE,
         text=True,
     )
-    _our_pids.add(proc.pid)
     stdout, stderr = proc.communicate(json.dumps(spec), timeout=120)
     assert proc.returncode == 0, stderr
     report = json.loads(stdout)
-    _our_pids.update(report["pids"])
     codes = report["codes"]
     return {
         name: Outcome(
@@ -276,7 +260,8 @@ def _run_zygote(
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     root = tmp_path_factory.mktemp("cli")
     env = {**os.environ, "H2LAB_CACHE": str(root / "cache"), "COLUMNS": "80"}
-    env.pop("H2LAB_STATE", None)
+    records = [root / "state", root / "owners"]  # which labs are ours: _ours
+    env.update({"H2LAB_STATE": str(records[0]), "H2LAB_OWNERS": str(records[1])})
     files: dict[str, Path] = {}
     outs: dict[str, Path] = {}
     jobs: dict[str, tuple[list[str], Path]] = {}
@@ -318,7 +303,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         zygote = pool.submit(_run_zygote, forked, root, env)
         direct = {k: pool.submit(_run_executable, *jobs[k], env) for k in EXECUTABLE_JOBS}
         results = {**zygote.result(), **{k: f.result() for k, f in direct.items()}}
-    return Runs(root, files, outs, results, before, _leaked(before))
+    return Runs(root, files, outs, results, before, _leaked(before, records))
 
 
 def _one_line(stderr: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from h2lab.cluster.checks import check_job, check_trial
+from h2lab.cluster.checks import check_job, check_trial, h2lab_identity, version_refusal
 from h2lab.errors import SpecError
 from h2lab.runner.executor import BlockJob, block_jobs
 from h2lab.runner.matrix import TrialSpec, expand
@@ -208,3 +208,51 @@ def test_a_job_checks_every_trial_not_only_the_first(trials: list[TrialSpec]) ->
         check_job(job)
     assert exc.value.source == f"block from the driver (trial {bad.key})"
     assert exc.value.field == "congestion_control"
+
+
+# ------------------------------------------------------------------ the driver's h2lab
+
+
+DRIVER = {"h2lab_version": "0.3.0", "h2lab_commit": "0123456789ab" + "c" * 28}
+
+
+def test_a_node_of_the_drivers_version_and_commit_is_not_refused() -> None:
+    assert version_refusal(DRIVER, {**DRIVER, "machine": "x"}) is None
+
+
+@pytest.mark.parametrize(
+    ("node", "named"),
+    [
+        (
+            {**DRIVER, "h2lab_commit": "fedcba987654" + "0" * 28},
+            "h2lab 0.3.0 (commit fedcba987654)",
+        ),
+        (
+            {**DRIVER, "h2lab_commit": DRIVER["h2lab_commit"] + "-dirty"},
+            "h2lab 0.3.0 (commit 0123456789ab-dirty)",
+        ),
+        ({**DRIVER, "h2lab_version": "0.2.9"}, "h2lab 0.2.9 (commit 0123456789ab)"),
+        ({"machine": "older"}, "h2lab of a version that does not say (commit unknown)"),
+    ],
+    ids=["commit", "dirty", "version", "before-0.3.1"],
+)
+def test_a_node_of_another_h2lab_is_refused_naming_both(node: dict[str, str], named: str) -> None:
+    why = version_refusal(DRIVER, node)
+    assert why is not None and f"this node runs {named}" in why, why
+    assert why.endswith(
+        ", the driver h2lab 0.3.0 (commit 0123456789ab): run the same h2lab commit on every "
+        "node and the driver"
+    )
+
+
+def test_an_unknown_commit_is_compared_by_version_only() -> None:
+    wheel = {"h2lab_version": "0.3.0", "h2lab_commit": "unknown"}
+    assert version_refusal(DRIVER, wheel) is None
+    assert version_refusal(wheel, {**wheel, "h2lab_version": "0.3.1"}) is not None
+
+
+def test_this_process_says_its_version_and_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import h2lab
+    from h2lab.version import commit
+
+    assert h2lab_identity() == {"h2lab_version": h2lab.__version__, "h2lab_commit": commit()}

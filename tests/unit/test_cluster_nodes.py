@@ -15,8 +15,12 @@ from h2lab.cluster.nodes import (
     AGENT_PORTS,
     LAB_RESOURCE,
     RAY,
+    SOCKET_PATH_MAX,
+    SOCKET_TAIL,
+    check_socket_room,
     doctor_refusal,
     head_argv,
+    node_temp_dir,
     split_address,
     worker_argv,
 )
@@ -136,3 +140,32 @@ def test_root_with_every_check_passing_is_not_refused(monkeypatch: pytest.Monkey
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(doctor, "checks", lambda: [Check("rattan", True, "0.1.0")])
     assert doctor_refusal() is None
+
+
+# ------------------------------------------------------------------ a lab node's Ray folder
+
+
+def test_a_lab_nodes_ray_folder_is_its_own_in_its_lab_state_folder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("H2LAB_STATE", "/run/h2lab")
+    assert node_temp_dir(4194304) == Path("/run/h2lab/cluster/ray-4194304")
+    assert node_temp_dir() == Path(f"/run/h2lab/cluster/ray-{os.getpid()}")
+    argv = worker_argv("10.20.0.10:6379", "10.20.0.11", node_temp_dir(12))
+    assert argv[-1] == "--temp-dir=/run/h2lab/cluster/ray-12"
+    check_socket_room(node_temp_dir(4194304))  # the longest pid: room left
+
+
+def test_a_ray_folder_too_long_for_its_sockets_is_refused_saying_so() -> None:
+    fits = Path("/" + "d" * (SOCKET_PATH_MAX - SOCKET_TAIL - 1))
+    check_socket_room(fits)
+    # the longest socket Ray makes there, as Ray 2.60.0 names it, is exactly 107 bytes
+    longest = f"{fits}/session_2026-11-28_04-21-36_202213_4194304/sockets/plasma_store"
+    assert len(longest) == SOCKET_PATH_MAX
+    with pytest.raises(SpecError) as exc:
+        check_socket_room(Path(f"{fits}x"))
+    assert exc.value.line() == (
+        f"command line: --temp-dir: Ray's folder {fits}x is 44 bytes long; its sockets need "
+        "it at most 43 (a unix socket's path is at most 107 bytes): give a shorter --temp-dir "
+        "or H2LAB_STATE"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,65 @@ def test_a_lab_remakes_its_state_parent_when_another_labs_clean_removed_it(
     monkeypatch.setattr(Path, "mkdir", racing_mkdir)
     lab._make_state_dir(folder)
     assert removed and folder.is_dir()
+
+
+# ------------------------------------------------------------------ cluster folders
+
+
+def test_cluster_folders_whose_owner_is_gone_are_removed(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    root = state / "cluster"
+    gone, alive = _dead_pid(), os.getpid()
+    folders = {
+        n: root / n
+        for n in (f"ray-{gone}", f"actor-{gone}-x1", f"ray-{alive}", f"actor-{alive}-x2")
+    }
+    for folder in folders.values():
+        (folder / "results").mkdir(parents=True)
+    assert clean.clean_cluster_folders() == [folders[f"actor-{gone}-x1"], folders[f"ray-{gone}"]]
+    assert sorted(p.name for p in root.iterdir()) == [f"actor-{alive}-x2", f"ray-{alive}"]
+    # a node that stopped removes its own Ray folder (its pid still lives: it is the caller)
+    removed = clean.clean_cluster_folders(ended={alive})
+    assert sorted(p.name for p in removed) == [f"actor-{alive}-x2", f"ray-{alive}"]
+    assert not root.exists()
+
+
+def test_older_versions_tmp_folders_go_only_when_no_lab_actor_runs(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tmp = tmp_path / "tmp"
+    (tmp / "h2lab-cluster-abc123" / "results").mkdir(parents=True)
+    (tmp / "h2lab-other").mkdir()
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp))
+    monkeypatch.setattr(clean, "lab_actors_alive", lambda: True)
+    assert clean.clean_cluster_folders() == []  # one of them may be a live actor's
+    assert (tmp / "h2lab-cluster-abc123").is_dir()
+    monkeypatch.setattr(clean, "lab_actors_alive", lambda: False)
+    assert clean.clean_cluster_folders() == [tmp / "h2lab-cluster-abc123"]
+    assert sorted(p.name for p in tmp.iterdir()) == ["h2lab-other"]
+
+
+def test_a_lab_actor_is_found_by_its_process_title(tmp_path: Path) -> None:
+    assert clean.LAB_ACTOR_TITLE == b"ray::LabActor"
+    proc = tmp_path / "proc"
+    for pid, cmdline in (("1", b"/sbin/init\0"), ("77", b"ray::IDLE\0"), ("self", b"x\0")):
+        (proc / pid).mkdir(parents=True)
+        (proc / pid / "cmdline").write_bytes(cmdline)
+    assert clean.lab_actors_alive(proc) is False
+    (proc / "78").mkdir()
+    (proc / "78" / "cmdline").write_bytes(b"ray::LabActor.run\0")
+    assert clean.lab_actors_alive(proc) is True
+    # exec -a: argv[0] is the title, as Ray's setproctitle makes it ("ray::LabActor.run")
+    child = subprocess.Popen(["bash", "-c", "exec -a ray::LabActor.run sleep 30"])
+    try:
+        title = Path(f"/proc/{child.pid}/cmdline")
+        for _ in range(500):  # bounded: bash execs sleep in well under a second
+            if title.read_bytes().startswith(b"ray::"):
+                break
+            subprocess.run(["sleep", "0.01"], check=True)
+        assert clean.lab_actors_alive() is True
+    finally:
+        child.kill()
+        child.wait()

@@ -71,12 +71,14 @@ def head(
         typer.Option("--temp-dir", help="Ray's session folder (default /tmp/ray; a short path)"),
     ] = None,
 ) -> None:
-    """Start the cluster's head here, in the foreground (no lab: drivers run here)."""
+    """Start the cluster's head here, in the foreground (no lab: drivers run here). SIGTERM
+    stops every process of it; if Ray's processes die it exits 1 with the reason."""
     from h2lab.cluster import nodes
     from h2lab.cluster.secrets import ray_env
 
     env = ray_env(secrets_folder(secrets), _check_ip(ip))
-    nodes.exec_ray(nodes.head_argv(ip, port, temp_dir), env)
+    folder = temp_dir or Path("/tmp/ray")
+    raise typer.Exit(nodes.run_ray(nodes.head_argv(ip, port, temp_dir), env, folder))
 
 
 @cluster_app.command()
@@ -84,9 +86,17 @@ def worker(
     address: Annotated[str, typer.Option("--address", help="the head, HOST:PORT")],
     ip: Ip,
     secrets: Secrets = None,
+    temp_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--temp-dir",
+            help="Ray's folder for this node (default: cluster/ray-PID in the lab state folder)",
+        ),
+    ] = None,
 ) -> None:
     """Start a lab node here, in the foreground: after its `h2lab doctor` passes (every tool,
-    root), it joins ADDRESS offering one lab (the h2lab_lab resource)."""
+    root), it joins ADDRESS offering one lab (the h2lab_lab resource). If Ray's processes die
+    it exits 1 with the reason; SIGTERM stops every process of it."""
     from h2lab.cluster import nodes
     from h2lab.cluster.secrets import ray_env
 
@@ -94,9 +104,29 @@ def worker(
     refusal = nodes.doctor_refusal()
     if refusal:
         raise nodes.NodeRefused(f"this machine cannot be a lab node: {refusal}")
+    folder = temp_dir or nodes.node_temp_dir()
+    nodes.check_socket_room(folder)
     env = ray_env(secrets_folder(secrets), _check_ip(ip))
     err.print(f"lab node: doctor ok; joining {address} as {ip}")
-    nodes.exec_ray(nodes.worker_argv(address, ip), env)
+    try:
+        code = nodes.run_ray(nodes.worker_argv(address, ip, folder), env, folder)
+    finally:
+        _clean_after_node()
+    raise typer.Exit(code)
+
+
+def _clean_after_node() -> None:
+    """What a stopped lab node's actors left (their labs, when Ray killed them mid-block, and
+    their folders) and its own Ray folder, as ``h2lab clean`` would remove them. A failure is
+    one line on stderr: the node's own exit line comes after it."""
+    from h2lab.errors import H2LabError
+    from h2lab.net.clean import clean_cluster_folders, clean_stale
+
+    try:
+        clean_cluster_folders(ended={os.getpid()})
+        clean_stale()
+    except (H2LabError, OSError) as exc:
+        err.print(f"h2lab cluster: cleaning after the node: {exc}")
 
 
 @cluster_app.command()

@@ -16,13 +16,17 @@ def clean(
         bool, typer.Option("--all", help="also remove instances whose h2lab is still running")
     ] = False,
 ) -> None:
-    """Remove namespaces, processes and state left by killed h2lab instances."""
-    from h2lab.net.clean import clean_stale
+    """Remove namespaces, processes and state left by killed h2lab instances, and the folders
+    of cluster nodes and lab actors that are gone."""
+    from h2lab.net.clean import clean_cluster_folders, clean_stale
 
     enter_lab_mode()
+    folders = clean_cluster_folders()
     removed = clean_stale(include_live=all_instances)
     console.print(
-        f"removed {len(removed)} instance(s)" + (f": {' '.join(removed)}" if removed else "")
+        f"removed {len(removed)} instance(s)"
+        + (f": {' '.join(removed)}" if removed else "")
+        + (f"; {len(folders)} cluster folder(s)" if folders else "")
     )
 
 

@@ -3,8 +3,10 @@
 
 On every live node offering :data:`~h2lab.cluster.nodes.LAB_RESOURCE`, the driver starts one
 :class:`~h2lab.cluster.node.LabActor` (pinned to the node, holding its lab resource) and asks
-it what machine it is and whether it may run labs (``h2lab doctor``, root): a refused node
-gets no block, and the reason is printed. A node that joins later is added the same way.
+it what machine it is, which h2lab it runs and whether it may run labs (``h2lab doctor``,
+root): a node of another h2lab version or commit than the driver's
+(:func:`~h2lab.cluster.checks.version_refusal`), or one whose doctor fails, gets no block, and
+the reason is printed. A node that joins later is added the same way.
 
 Each idle node is handed the next block in run order (so rounds stay balanced and a block's
 protocols run back to back on one machine); Ray carries the block, the pages a node lacks
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from h2lab.cluster import transfer
+from h2lab.cluster.checks import h2lab_identity, version_refusal
 from h2lab.cluster.node import NodeFailed
 from h2lab.cluster.nodes import LAB_RESOURCE, NAMESPACE, LabNode, head_address, lab_nodes
 from h2lab.cluster.secrets import check_secrets, ray_env
@@ -167,6 +170,7 @@ class RayExecutor:
         self._nodes_at = 0.0
         self._refused: dict[str, str] = {}
         self._losses: dict[str, int] = {}
+        self._identity = h2lab_identity()
         self._add_nodes()
         if not self._slots:
             raise ClusterError(
@@ -279,8 +283,9 @@ class RayExecutor:
             except Exception as exc:  # the actor could not start there: Ray's reason
                 self._refuse(slot, _line(exc))
                 continue
-            if answer["refused"]:
-                self._refuse(slot, answer["refused"])
+            refused = answer["refused"] or version_refusal(self._identity, answer)
+            if refused:
+                self._refuse(slot, refused)
                 continue
             slot.machine = answer["machine"]
             self._say(f"lab node {slot.machine['machine']} ({slot.node.ip}) joined")

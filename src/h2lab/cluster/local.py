@@ -2,7 +2,13 @@
 N lab nodes, each its own ``h2lab cluster`` process (own session) with its own lab state folder
 (``H2LAB_STATE``) and page folder (``H2LAB_PAGES``), all at one loopback address (Ray takes
 127.0.0.1 for "this machine only" and would announce another address; 127.0.0.2 is loopback
-too, and it keeps it)."""
+too, and it keeps it).
+
+Ray's folders (the head's and each lab node's, ``--temp-dir``) are in one short temporary
+folder of the cluster's (``h2lab-ray-*``), not in the nodes' state folders: those are a test's
+folders, too long for Ray's socket paths (:func:`h2lab.cluster.nodes.check_socket_room`). The
+cluster removes it when it stops; its nodes get a parent-death signal, so that they stop even
+if whoever started them is killed."""
 
 from __future__ import annotations
 
@@ -19,6 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from h2lab import procs
+from h2lab.cluster.supervise import session_pids
 from h2lab.errors import H2LabError
 
 IP = "127.0.0.2"
@@ -50,8 +58,15 @@ class LocalCluster:
         self.node_ids: dict[str, str] = {}
         """each lab node's Ray node id (12 hex digits, as the ``machine`` column has it)"""
         self.temp_dir = Path(tempfile.mkdtemp(prefix="h2lab-ray-"))
-        """Ray's sessions: short (its socket paths must fit 107 bytes), and the head's own
-        (an unprivileged head cannot write a root-owned /tmp/ray)"""
+        """Ray's folders: ``head`` and ``nK`` (lab node K) in it; short (its socket paths must
+        fit 107 bytes), and the head's own (an unprivileged head cannot write a root-owned
+        /tmp/ray)"""
+        self.node_env: dict[str, dict[str, str]] = {}
+        """more environment for a lab node, by name (``node-K``), set before it starts"""
+        self.node_ray_dirs = True
+        """False: lab nodes started from now on keep their default Ray folder, in their lab
+        state folder (as ``h2lab cluster worker`` does unless told; set a short
+        ``H2LAB_STATE`` in :attr:`node_env`)"""
 
     def __enter__(self) -> LocalCluster:
         from h2lab.cluster.secrets import make_secrets
@@ -60,7 +75,7 @@ class LocalCluster:
         try:
             self.start_head()
             self.wait_for(nodes=1)
-            for k in range(1, self.workers + 1):  # one at a time: Ray picks ports racily
+            for k in range(1, self.workers + 1):  # one at a time: node-K is the K-th to join
                 self.start_worker(k)
                 self.wait_for(nodes=1 + k)
         except BaseException:
@@ -77,10 +92,13 @@ class LocalCluster:
         return self.folder / name
 
     def start_head(self) -> None:
+        ray_dir = self.temp_dir / "head"
+        ray_dir.mkdir(exist_ok=True)
         argv = [*H2LAB, "cluster", "head", "--ip", IP, "--port", str(self.port)]
-        argv += ["--secrets", str(self.secrets), "--temp-dir", str(self.temp_dir)]
+        argv += ["--secrets", str(self.secrets), "--temp-dir", str(ray_dir)]
         if self.head_user:
             shutil.chown(self.temp_dir, self.head_user)
+            shutil.chown(ray_dir, self.head_user)
             argv = ["runuser", "-u", self.head_user, "--", *argv]
         self._spawn("head", argv, self.head_env)
 
@@ -89,8 +107,11 @@ class LocalCluster:
         env = {
             "H2LAB_STATE": str(self.node_dir(name) / "state"),
             "H2LAB_PAGES": str(self.node_dir(name) / "pages"),
+            **self.node_env.get(name, {}),
         }
         argv = [*H2LAB, "cluster", "worker", "--address", self.address, "--ip", IP]
+        if self.node_ray_dirs:  # short: 107-byte socket paths
+            argv += ["--temp-dir", str(self.temp_dir / f"n{k}")]
         self._spawn(name, [*argv, "--secrets", str(self.secrets)], env)
 
     def _spawn(self, name: str, argv: list[str], env: Mapping[str, str]) -> None:
@@ -104,6 +125,7 @@ class LocalCluster:
                 stderr=log,
                 env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **env},
                 start_new_session=True,
+                preexec_fn=procs.death_signal_setup(signal.SIGTERM),
             )
 
     def lab_nodes(self) -> list[str]:
@@ -143,10 +165,21 @@ class LocalCluster:
         return True
 
     def kill_node(self, name: str) -> None:
-        """kill -9 of every process of node ``name`` (its ``ray start`` and what it started)."""
+        """kill -9 of every process of node ``name`` (its ``h2lab cluster``, ``ray start`` and
+        what it started: its session)."""
         proc = self.procs[name]
-        os.killpg(proc.pid, signal.SIGKILL)
+        self._kill_session(proc.pid)
         proc.wait()
+
+    @staticmethod
+    def _kill_session(sid: int) -> None:
+        for _ in range(3):  # a process forking while it is listed: list again
+            pids = session_pids(sid)
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     def stop(self) -> None:
         for proc in self.procs.values():
@@ -160,6 +193,5 @@ class LocalCluster:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         for proc in self.procs.values():  # what a node left in its session
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            self._kill_session(proc.pid)
         shutil.rmtree(self.temp_dir, ignore_errors=True)

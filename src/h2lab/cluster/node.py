@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from h2lab.cluster import transfer
-from h2lab.cluster.checks import check_job
+from h2lab.cluster.checks import check_job, h2lab_identity
 from h2lab.errors import H2LabError
 from h2lab.machine import machine_info
 from h2lab.pages.manifest import Page
+from h2lab.paths import cluster_root
 from h2lab.runner import wire
 from h2lab.runner.executor import BlockJob, TrialDone
 from h2lab.store.sqlite import artifacts_dir
@@ -48,15 +49,24 @@ class LabActor:
 
         self.node_id = ray.get_runtime_context().get_node_id()
         self.machine = machine_info(self.node_id)
-        self.work = Path(tempfile.mkdtemp(prefix="h2lab-cluster-"))
+        # in the node's lab state folder, named by this process: `h2lab clean` removes it
+        # once this actor is gone (a kill -9 leaves it), and so does the node when it stops
+        cluster_root().mkdir(parents=True, exist_ok=True)
+        self.work = Path(tempfile.mkdtemp(prefix=f"actor-{os.getpid()}-", dir=cluster_root()))
         self._pages: dict[str, Page] = {}
         self._session: Any = None
 
     def probe(self) -> dict[str, Any]:
-        """This node: its machine, its process, and why it may not run labs (or None)."""
+        """This node: its machine, its process, its h2lab (version and commit: the driver
+        refuses a node whose differ from its own) and why it may not run labs (or None)."""
         from h2lab.cluster.nodes import doctor_refusal
 
-        return {"machine": self.machine, "pid": os.getpid(), "refused": doctor_refusal()}
+        return {
+            "machine": self.machine,
+            "pid": os.getpid(),
+            "refused": doctor_refusal(),
+            **h2lab_identity(),
+        }
 
     def run(self, message: Any, archives: Mapping[str, Any]) -> Iterator[Item]:
         """Run one block (``message``: an encoded :class:`BlockJob`); ``archives``: the

@@ -4,8 +4,14 @@
 ``h2lab cluster worker`` starts a lab node: its ``h2lab doctor`` must pass first (every tool,
 root), and only then does it offer the :data:`LAB_RESOURCE` that every block asks for, one
 per node, so a node never holds two labs. Both run ``ray start --block`` in the foreground
-(under systemd, a pod or a test), with the secrets' environment
-(:func:`h2lab.cluster.secrets.ray_env`) and without Ray's dashboard.
+(under systemd, a pod or a test), watched (:mod:`h2lab.cluster.supervise`), with the secrets'
+environment (:func:`h2lab.cluster.secrets.ray_env`), without Ray's dashboard and without
+Ray's drain on SIGTERM (:data:`NO_DRAIN`).
+
+A lab node's Ray folder (sessions, logs, sockets) is its own, in its lab state folder
+(:func:`node_temp_dir`): nodes that share a host and a Ray folder name their sockets and logs
+``raylet.1``, ``raylet.2``... by looking which exist, and two started at the same moment took
+the same name (the second raylet died: ``bind: Address already in use``).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab.errors import H2LabError, SpecError
+from h2lab.paths import cluster_root
 
 LAB_RESOURCE = "h2lab_lab"
 """The custom node resource of a lab node (1 per node); every block's actor asks for 1."""
@@ -28,6 +35,14 @@ RAY = Path(sys.executable).parent / "ray"
 AGENT_PORTS = ("--dashboard-agent-listen-port=0",)
 """A free port for each node's dashboard agent, rather than Ray's fixed one: nodes may share a
 host (a test cluster, or a lab node beside the head)."""
+NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+"""Ray 2.60.0 drains a node for up to 30 s on SIGTERM, for Ray Serve's proxies to let go:
+h2lab has none, and a head kept its GCS running > 20 s after SIGTERM (issue #44)."""
+SOCKET_PATH_MAX = 107
+"""Bytes of a unix socket's path (``sun_path`` is 108 with its NUL; unix(7))."""
+SOCKET_TAIL = len("/session_2026-01-01_00-00-00_000000_4194304/sockets/plasma_store")
+"""The longest path Ray puts below its folder for a socket (Ray 2.60.0: its session folder
+is named by the head's start time and pid, at most 7 digits)."""
 
 
 class NodeRefused(H2LabError):
@@ -48,6 +63,26 @@ def doctor_refusal() -> str | None:
     return None
 
 
+def node_temp_dir(pid: int | None = None) -> Path:
+    """This lab node's Ray folder: ``ray-PID`` in :func:`h2lab.paths.cluster_root` (the pid
+    of ``h2lab cluster worker``, which owns it; ``h2lab clean`` removes it once that is
+    gone: :func:`h2lab.net.clean.clean_cluster_folders`)."""
+    return cluster_root() / f"ray-{os.getpid() if pid is None else pid}"
+
+
+def check_socket_room(temp_dir: Path, flag: str = "--temp-dir") -> None:
+    """Ray's sockets below ``temp_dir`` fit :data:`SOCKET_PATH_MAX`; else a :class:`SpecError`
+    that says how long it is and what to do."""
+    room = SOCKET_PATH_MAX - SOCKET_TAIL
+    length = len(os.fsencode(temp_dir.absolute()))
+    if length > room:
+        raise SpecError(
+            "command line", flag, f"Ray's folder {temp_dir} is {length} bytes long; its "
+            f"sockets need it at most {room} (a unix socket's path is at most "
+            f"{SOCKET_PATH_MAX} bytes): give a shorter --temp-dir or H2LAB_STATE",
+        )  # fmt: skip
+
+
 def head_argv(ip: str, port: int, temp_dir: Path | None = None) -> list[str]:
     """``ray start`` of a head; ``temp_dir``: Ray's folder for the cluster's sessions (default
     /tmp/ray; keep its path short: Ray's sockets live below it)."""
@@ -57,17 +92,24 @@ def head_argv(ip: str, port: int, temp_dir: Path | None = None) -> list[str]:
     return argv + ([f"--temp-dir={temp_dir}"] if temp_dir else [])
 
 
-def worker_argv(address: str, ip: str) -> list[str]:
+def worker_argv(address: str, ip: str, temp_dir: Path | None = None) -> list[str]:
+    """``ray start`` of a lab node; ``temp_dir``: its Ray folder (:func:`node_temp_dir`)."""
     argv = [str(RAY), "start", "--block", f"--address={address}", f"--node-ip-address={ip}"]
     argv += ["--num-cpus=1", f"--resources={json.dumps({LAB_RESOURCE: 1})}"]
-    return argv + list(AGENT_PORTS)
+    return argv + list(AGENT_PORTS) + ([f"--temp-dir={temp_dir}"] if temp_dir else [])
 
 
-def exec_ray(argv: Sequence[str], env: dict[str, str]) -> None:
-    """Become ``ray start --block`` (it stops its node's processes when it is stopped)."""
+def run_ray(argv: Sequence[str], env: dict[str, str], temp_dir: Path | None) -> int:
+    """Run ``ray start --block`` watched (:class:`h2lab.cluster.supervise.Watch`): its exit
+    code once stopped, or :class:`~h2lab.cluster.supervise.NodeDied` when its processes die."""
+    from h2lab.cluster.supervise import Watch
+
+    def say(line: str) -> None:
+        print(f"h2lab cluster: {line}", file=sys.stderr, flush=True)
+
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(argv[0], list(argv), {**os.environ, **env})
+    return Watch(argv, {**os.environ, **env, **NO_DRAIN}, temp_dir, say=say).run()
 
 
 def split_address(address: str, where: str = "command line") -> tuple[str, int]:

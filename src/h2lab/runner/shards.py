@@ -9,6 +9,11 @@ uneven the blocks, and a block's protocols stay back to back in one lab. Workers
 JSON lines on stdout and never open the store: the driver stores what they stream back. A
 worker's stderr goes to ``DIR/shard-K.log``; each trial it runs is marked ``"shard": "K/N"`` in
 its configuration (not in its key).
+
+Each worker gets SIGTERM when the driver dies (Linux's parent-death signal): a worker turns
+SIGTERM into the teardown of Ctrl-C (:func:`h2lab.runner.run.signals_as_interrupt`), so after
+a ``kill -9`` of the driver it stops its running trial at once and tears its lab down, rather
+than finishing the trial for nobody.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from h2lab import procs
 from h2lab.errors import H2LabError
 from h2lab.runner import wire
 from h2lab.runner.executor import BlockDone, BlockJob, Event
@@ -142,7 +148,8 @@ class LocalShardsExecutor:
         for k in range(count):
             log = self.log_dir / f"shard-{k + 1}.log"
             with log.open("w") as stderr:
-                # own session: a Ctrl-C reaches the driver only, which stops each worker once
+                # own session: a Ctrl-C reaches the driver only, which stops each worker once;
+                # started from the main thread (the death signal follows the forking thread)
                 proc = subprocess.Popen(
                     self._argv,
                     stdin=subprocess.PIPE,
@@ -151,6 +158,7 @@ class LocalShardsExecutor:
                     text=True,
                     encoding="utf-8",
                     start_new_session=True,
+                    preexec_fn=procs.death_signal_setup(signal.SIGTERM),
                 )
             self._workers.append(_Worker(k + 1, proc, log))
             threading.Thread(target=self._pump, args=(k, proc), daemon=True).start()
