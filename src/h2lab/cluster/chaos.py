@@ -64,11 +64,16 @@ class Soak:
     driver_exits: list[int] = field(default_factory=list)
 
     def warm(self, samples: list[Sample]) -> list[Sample]:
-        """A driver's samples once it stored :data:`WARM_UP` of the trials it had to run."""
+        """A driver's samples once it stored :data:`WARM_UP` of the trials it had to run, and
+        while trials were left."""
         if not samples:
             return []
         start = samples[0].ok_trials
-        return [s for s in samples if s.ok_trials - start >= WARM_UP * (self.trials - start)]
+        return [
+            s
+            for s in samples
+            if s.ok_trials - start >= WARM_UP * (self.trials - start) and s.ok_trials < self.trials
+        ]  # the report written after the last trial is not the run's steady state
 
     def flat(self) -> list[str]:
         """Why the driver's figures are not flat (empty: they are)."""
