@@ -158,3 +158,17 @@ def test_a_manifest_past_its_bounds_is_refused(
     monkeypatch.setattr("h2lab.pages.manifest.MAX_MANIFEST_BYTES", 100)
     with pytest.raises(SpecError, match="manifest: larger than 100 bytes"):
         load_page(folder)
+
+
+@pytest.mark.parametrize("url", ["https://[::1", "https://a.test]/", "http://[x]/"])
+def test_a_manifest_url_that_does_not_split_is_one_error(tmp_path: Path, url: str) -> None:
+    """manifest: ``https://[::1`` raised ValueError (Invalid IPv6 URL) out of load_page."""
+    folder = tmp_path / "page"
+    folder.mkdir()
+    res = {"url": url, "method": "GET", "status": 200, "content_type": "text/html",
+           "size_bytes": 0, "body_sha256": None}  # fmt: skip
+    doc = {"format": "h2lab-page/1", "origins": [{"host": "a.test", "scheme": "https"}],
+           "entry": url, "resources": [res]}  # fmt: skip
+    (folder / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(SpecError, match=r"resources\[0\]\.url: "):
+        load_page(folder)

@@ -401,8 +401,12 @@ def _resource(r: object, at: str, schemes: Mapping[str, str], where: str) -> Res
     """One ``resources[i]`` entry of a manifest, checked."""
     if not isinstance(r, dict):
         raise SpecError(where, at, "expected an object")
-    parts = urlsplit(_need(r, "url", str, at, where))
-    host = (parts.hostname or "").lower()
+    url = _need(r, "url", str, at, where)
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError as exc:  # "Invalid IPv6 URL" and the like
+        raise SpecError(where, f"{at}.url", f"not a URL: {exc}") from exc
     if host not in schemes:
         raise SpecError(where, f"{at}.url", f"host {host!r} is not among the origins")
     sha = r.get("body_sha256")
