@@ -17,7 +17,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 import h2lab
 
@@ -87,10 +87,10 @@ def name_values(headers: Mapping[str, str]) -> list[dict[str, str]]:
 
 
 def query_string(url: str) -> list[dict[str, str]]:
-    """The URL's query as HAR's ``queryString`` (decoded, in order, blanks kept)."""
-    return [
-        {"name": k, "value": v} for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)
-    ]
+    """The URL's query as HAR's ``queryString`` (decoded, in order, blanks kept); none for a URL
+    that does not split."""
+    query = url.partition("?")[2].partition("#")[0]  # as urlsplit, which refuses "[::1"
+    return [{"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)]
 
 
 def request_cookies(headers: Mapping[str, str]) -> list[dict[str, str]]:

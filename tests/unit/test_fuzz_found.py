@@ -172,3 +172,20 @@ def test_a_manifest_url_that_does_not_split_is_one_error(tmp_path: Path, url: st
     (folder / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(SpecError, match=r"resources\[0\]\.url: "):
         load_page(folder)
+
+
+def test_urls_that_do_not_split_from_a_browser_or_the_command_line() -> None:
+    """cdp: a request URL ``https://]a.test/x.png`` raised ValueError out of the log's rows;
+    ``h2lab record 'https://[::1'`` did too."""
+    from h2lab.clients.browser import log as browser_log
+    from h2lab.record.log import check_record_url
+
+    log = browser_log.NetworkLog()
+    log.add(browser_log.RequestSent("1", "https://]a.test/x.png", 1.0, "High"))
+    log.add(browser_log.RequestFinished("1", 2.0, 100))
+    (row,) = log.resources(1.0)
+    assert row.origin == ""
+    (entry,) = log.har("https://a.test/", 0.0, {})["log"]["entries"]
+    assert entry["request"]["queryString"] == []
+    with pytest.raises(SpecError, match=r"command line: URL: https://\[::1: not a URL"):
+        check_record_url("https://[::1")

@@ -90,7 +90,10 @@ def check_record_url(url: str) -> str:
     """``url`` (its fragment dropped) when it can be recorded and replayed: http(s), a host the
     lab can serve (:func:`~h2lab.pages.importers.common.check_url`); else a SpecError naming
     it. Checked before any browser starts: ``file:///etc/passwd`` is never opened."""
-    scheme = urlsplit(url).scheme.lower()
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        raise refuse(url, f"not a URL ({exc})") from None
     if scheme not in {"http", "https"}:
         shown = f"scheme {scheme!r}" if scheme else "no scheme"
         raise refuse(url, f"only http:// and https:// URLs can be recorded ({shown})")

@@ -319,7 +319,7 @@ class NetworkLog:
             rows.append(
                 ResourceTiming(
                     url=r.url,
-                    origin=urlsplit(r.url).hostname or "",
+                    origin=host_of(r.url),
                     start_ms=ms(r.start_s) or 0.0,
                     ttfb_ms=ms(r.ttfb_s),
                     end_ms=ms(r.end_s) or ms(r.start_s) or 0.0,
@@ -363,6 +363,14 @@ class NetworkLog:
             metrics,
         )
         return harlib.log([_har_entry(r, self.wall_offset_s, every) for r in chosen], [page])
+
+
+def host_of(url: str) -> str:
+    """The host of a URL as the browser reported it; empty if it has none or does not split."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:  # "Invalid IPv6 URL": a browser never sends one, a fuzzer does
+        return ""
 
 
 def har_timings(r: Request) -> dict[str, float]:
