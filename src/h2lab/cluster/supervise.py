@@ -78,10 +78,21 @@ def session_pids(sid: int) -> dict[int, str]:
     return _live_pids(3, sid)
 
 
+GONE_WAIT_S = 5.0
+"""How long :func:`kill_group` waits for the killed to be gone (each must be scheduled once to
+die: on a busy machine, a few milliseconds or more)."""
+
+
 def kill_group(pgid: int) -> None:
-    """SIGKILL every process of group ``pgid`` (none left: nothing)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
+    """SIGKILL every process of group ``pgid`` and wait, bounded, until none is alive (none
+    left: nothing)."""
+    deadline = time.monotonic() + GONE_WAIT_S
+    while True:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        if not group_pids(pgid) or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
 
 
 def last_error_line(logs: Path | None, name: str) -> str | None:
