@@ -49,6 +49,8 @@ class Outcome:
     corpus: int = 0
     exit_code: int = 0
     findings: list[str] = field(default_factory=list)
+    slow_units: list[str] = field(default_factory=list)
+    """inputs past 1 s but within :data:`TIMEOUT_S` (libFuzzer keeps them: not findings)"""
 
     def read(self, line: str) -> None:
         """Take what one line of libFuzzer's output says."""
@@ -63,7 +65,8 @@ class Outcome:
         elif m := _SLOW.match(line):
             self.slowest_s = max(self.slowest_s, int(m[1]))
         elif m := _WRITTEN.search(line):
-            self.findings.append(m[1])
+            slow = "slow-unit-" in m[1].rsplit("/", 1)[-1]
+            (self.slow_units if slow else self.findings).append(m[1])
 
 
 def state() -> Path:

@@ -43,7 +43,8 @@ def test_a_short_run_of_every_target_finds_nothing(tmp_path: Path) -> None:
         assert int(row[2]) > 0, name  # executions
         assert row[-1] == "0", name  # findings
     assert sorted(p.name for p in (tmp_path / "fuzz" / "corpus").iterdir()) == sorted(TARGETS)
-    assert not any((tmp_path / "fuzz" / "findings").iterdir())
+    kept = [p.name for p in (tmp_path / "fuzz" / "findings").iterdir()]
+    assert [name for name in kept if "-slow-unit-" not in name] == []  # slow: 1 s, not 5
 
 
 def test_an_unknown_target_is_refused_in_one_line() -> None:
@@ -65,10 +66,12 @@ def test_libfuzzer_lines_become_figures() -> None:
     o.read("Slowest unit: 2 s:\n")
     o.read("stat::number_of_executed_units: 5141\n")
     o.read("stat::peak_rss_mb: 101\n")
+    o.read("artifact_prefix='x'; Test unit written to /c/warc-slow-unit-cd\n")
     o.read("==1== ERROR: libFuzzer: deadly signal\n")
     o.read("artifact_prefix='x'; Test unit written to /c/warc-crash-ab\n")
     assert (o.executions, o.cov, o.ft, o.peak_rss_mb, o.slowest_s) == (5141, 574, 1997, 101, 2)
-    assert o.findings == ["/c/warc-crash-ab"]
+    assert o.findings == ["/c/warc-crash-ab"]  # a slow unit (1 s to 5 s) is not one
+    assert o.slow_units == ["/c/warc-slow-unit-cd"]
     o.seconds = 10.0
     text = table([o])
     assert "warc" in text and "5141" in text and "/c/warc-crash-ab" in text
