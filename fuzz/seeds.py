@@ -101,21 +101,11 @@ def _archives() -> Iterator[bytes]:
 
 
 def _wire() -> Iterator[bytes]:
-    from h2lab.runner.executor import BlockDone, BlockJob
+    from h2lab.runner.executor import BlockDone
     from h2lab.runner.wire import encode_message
-    from tests.unit.test_runner_wire import spec
+    from tests.unit.test_runner_wire import block_job, spec
 
-    job = BlockJob(
-        number=4,
-        trials=(spec(), dataclasses.replace(spec(), protocol="h1s", order=42)),
-        attempts={"b|h2s": 2},
-        retries=1,
-        timeout_s=60.0,
-        results_dir=Path("/tmp/out"),
-        origins=("o1.h2lab.test",),
-        capture=("pcap",),
-        pages={spec().page: "0123456789abcdef"},
-    )
+    job = dataclasses.replace(block_job(), pages={spec().page: "0123456789abcdef"})
     yield json.dumps(encode_message(job)).encode()
     yield json.dumps(encode_message(BlockDone(4))).encode()
 

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import ConsoleMessage, sync_playwright
+from playwright.sync_api import Page
 
-from h2lab.clients.browser.chromium.client import CHROMIUM
 from h2lab.report import write_report
 from tests.integration.conftest import run_experiment
-from tests.integration.test_report import VIEWER_FLAGS
+from tests.integration.test_report import view_offline
 
 PWN = "window.__pwned=1"
 """What every payload does when it runs; a fetch would show as a request too."""
@@ -89,28 +88,14 @@ def hostile_har(folder: Path) -> Path:
 
 
 def open_offline(path: Path) -> tuple[object, list[str], list[str], int]:
-    """Open ``path`` in Chromium: (window.__pwned, requests, console errors, script count)."""
+    """Open ``path`` in Chromium: (window.__pwned, other requests, console errors, scripts)."""
+
+    def read(page: Page) -> tuple[object, int]:
+        return page.evaluate("window.__pwned"), page.evaluate("document.scripts.length")
+
+    # 300 ms: an onload/onerror payload would have run by then
+    (pwned, scripts), requests, errors = view_offline(path, read, settle_ms=300)
     url = path.resolve().as_uri()
-    requests: list[str] = []
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=VIEWER_FLAGS)
-        try:
-            page = browser.new_page()
-
-            def on_console(m: ConsoleMessage) -> None:
-                if m.type in ("error", "warning"):
-                    errors.append(m.text)
-
-            page.on("console", on_console)
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(url, wait_until="load")
-            page.wait_for_timeout(300)  # an onload/onerror payload would have run by now
-            pwned = page.evaluate("window.__pwned")
-            scripts = page.evaluate("document.scripts.length")
-        finally:
-            browser.close()
     return pwned, [u for u in requests if u != url], errors, scripts
 
 

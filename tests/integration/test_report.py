@@ -6,11 +6,13 @@ from __future__ import annotations
 import csv
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
-from playwright.sync_api import ConsoleMessage, Request, sync_playwright
+from playwright.sync_api import ConsoleMessage, Page, Request, sync_playwright
 
 from h2lab.clients.browser.chromium.client import CHROMIUM
 from h2lab.report import write_report
@@ -23,6 +25,7 @@ FACTORS = {
     "page": ["synthetic:n=4,size=10KB,origins=1"],
     "client": ["h2load", "chromium:filmstrip=1"],
 }
+T = TypeVar("T")
 VIEWER_FLAGS = [
     "--no-sandbox",  # root
     "--disable-background-networking",
@@ -42,8 +45,12 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_report_opens_offline_without_errors_and_has_every_section(report_dir: Path) -> None:
-    path = report_dir / "report.html"
+def view_offline(
+    path: Path, read: Callable[[Page], T], settle_ms: float = 0
+) -> tuple[T, list[str], list[str]]:
+    """Open ``path`` in Chromium, offline: what ``read`` reads of the loaded page (``settle_ms``
+    after the load), every request the page made (its own URL first), and its console errors,
+    warnings and page errors."""
     url = path.resolve().as_uri()
     errors: list[str] = []
     requests: list[str] = []
@@ -63,13 +70,26 @@ def test_report_opens_offline_without_errors_and_has_every_section(report_dir: P
             page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
             page.on("request", on_request)
             page.goto(url, wait_until="load")
-            headings = page.locator("h2").all_inner_texts()
-            images = page.locator("img").count()
-            natural = page.evaluate(
-                "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
-            )
+            if settle_ms:
+                page.wait_for_timeout(settle_ms)
+            return read(page), requests, errors
         finally:
             browser.close()
+
+
+def test_report_opens_offline_without_errors_and_has_every_section(report_dir: Path) -> None:
+    path = report_dir / "report.html"
+    url = path.resolve().as_uri()
+
+    def read(page: Page) -> tuple[list[str], int, bool]:
+        natural = "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
+        return (
+            page.locator("h2").all_inner_texts(),
+            page.locator("img").count(),
+            page.evaluate(natural),
+        )
+
+    (headings, images, natural), requests, errors = view_offline(path, read)
     assert errors == []
     outside = [u for u in requests if u != url and not u.startswith("data:")]
     assert outside == []

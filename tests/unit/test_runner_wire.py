@@ -186,8 +186,9 @@ def test_round_trip_is_exact_for_every_field(build: object) -> None:
         assert type(getattr(back, f.name)) is type(getattr(value, f.name)), f.name
 
 
-def test_messages_round_trip_with_their_type() -> None:
-    job = BlockJob(
+def block_job() -> BlockJob:
+    """A block of two trials, as a driver sends it (fuzz/seeds.py starts from it too)."""
+    return BlockJob(
         number=4,
         trials=(spec(), dataclasses.replace(spec(), protocol="h1s", order=42)),
         attempts={"b|h2s": 2},
@@ -197,6 +198,10 @@ def test_messages_round_trip_with_their_type() -> None:
         origins=("o1.h2lab.test", "o2.h2lab.test"),
         capture=("pcap",),
     )
+
+
+def test_messages_round_trip_with_their_type() -> None:
+    job = block_job()
     done = TrialDone(record=record(), resources=(resource(), resource()), last=True)
     for message in (job, done, BlockDone(4)):
         text = json.dumps(encode_message(message))
