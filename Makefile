@@ -44,9 +44,11 @@ clean: setup
 	$(VENV)/h2lab clean
 
 # docs/reference.md from the code (commands, flags, exit codes, experiment keys, factors,
-# metrics, options); tests/unit/test_reference.py fails when it is out of date.
+# metrics, options), and docs/architecture.md's module index; tests/unit/test_reference.py and
+# tests/unit/test_architecture.py fail when they are out of date.
 reference: setup
 	$(VENV)/python -m h2lab.reference > docs/reference.md
+	$(VENV)/python -m h2lab.module_index --write
 
 # Coverage-guided fuzzing of every parser of outside data (fuzz/targets.py), FUZZ_SECONDS per
 # target (default 60; FUZZ_ONLY=warc,har for some); prints executions, coverage, peak memory

@@ -33,7 +33,22 @@ def known_durations(path: Path = DURATIONS) -> dict[str, float]:
     return {k: float(v) for k, v in raw.items() if isinstance(v, int | float)}
 
 
+TIMING_PROPERTY = ("timing", "1")
+"""Written into a timing test's JUnit XML case: tests/suite.py runs again only such tests."""
+
+
+def mark_timing(items: list[pytest.Item]) -> None:
+    """Every ``alone`` test asserts on time, so it is a ``timing`` test too; each timing test
+    says so in its JUnit XML case (a property), where tests/suite.py reads it."""
+    for item in items:
+        if item.get_closest_marker("alone") and not item.get_closest_marker("timing"):
+            item.add_marker(pytest.mark.timing)
+        if item.get_closest_marker("timing"):
+            item.user_properties.append(TIMING_PROPERTY)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_timing(items)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         # one test at a time (the alone group, a file): only the finest bounds go last
         rank = {name: i + 1 for i, name in enumerate(FINEST_LAST)}

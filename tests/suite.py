@@ -13,16 +13,19 @@
    scheduling class (``SCHED_IDLE``: a core they leave free, never one they want), run the
    :data:`IDLE_FILES` in :data:`IDLE_LANES` lanes, the unit tests in a lane, and the lint
    command (``--lint CMD``; ``make test``: ``make lint``). Their output comes after.
-3. Again, alone: a test that failed in its first run (at most ``AGAIN_AT_MOST`` in all) runs
-   once more, with nothing beside it, as every test ran before the lanes. A timing bound that
-   holds on a free core may not hold beside three busy lanes; a broken test fails twice. The
-   run names every test that needed this, so that one that keeps needing it is marked
-   ``alone``.
+3. Again, alone: when every test that failed in its first run is marked ``timing`` (a bound on
+   a measured time; every ``alone`` test is one) and they are at most ``AGAIN_AT_MOST``, they
+   run once more with nothing beside them. Any other failure (a unit test, a race in a reader
+   thread) fails the run at once: it does not pass on a second try. Every rerun is appended
+   to the ledger, tests/reruns.tsv (tests/ledger.py: the test, what it measured against which
+   bound, the commit, the date), with a row for the run; a test that ran again in 3 of the
+   last 10 whole-suite runs fails the run with a line saying so.
 4. The 20 slowest tests, with their durations, read from the runs' JUnit XML reports.
 
 ``--durations-out FILE`` also writes every test's duration there (tests/durations.json, which
 orders the next run). Every group always runs; the exit status is the first failing group's
-(a group counts as passed when every test that failed there passed again alone), else 0.
+(a group counts as passed when every test that failed there was a timing test and passed
+again alone), else the ledger's (1 for a test that keeps running again), else 0.
 Extra arguments go to every pytest run (``-x``, ``-k NAME``, a path or test id: each run takes
 the paths that are its own).
 """
@@ -38,8 +41,12 @@ import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests import ledger
+from tests.conftest import TIMING_PROPERTY
 
 ROOT = Path(__file__).resolve().parents[1]
 LANE = ROOT / "tests" / "lane.py"
@@ -59,8 +66,8 @@ DEFAULT_LANES = 4
 """Two cores, and most integration tests wait on an emulated network, not on a CPU:
 measured on this machine kind in docs/testing.md."""
 SLOWEST = 20
-AGAIN_AT_MOST = 12
-"""More failures side by side than this is not a busy machine but a broken tree: no rerun."""
+AGAIN_AT_MOST = 4
+"""More timing failures than this is not a busy machine but a broken tree: no rerun."""
 PYTEST_TESTS_FAILED = 1
 PYTEST_NO_TESTS = 5
 IDLE = ["chrt", "--idle", "0"]
@@ -220,19 +227,89 @@ class Beside:
         return 0 if code == PYTEST_NO_TESTS else code
 
 
-def run_again(codes: dict[Path, int], report: Path, options: list[str]) -> dict[Path, int]:
-    """Each group's status once its failures (if few in all) have run again alone."""
+def properties(case: ET.Element) -> dict[str, str]:
+    """A JUnit XML ``testcase``'s properties (``record_property``, tests/conftest.py)."""
+    return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+
+
+def timing(case: ET.Element) -> bool:
+    """Whether the case is a ``timing`` test's (tests/conftest.py writes it as a property)."""
+    return properties(case).get(TIMING_PROPERTY[0]) == TIMING_PROPERTY[1]
+
+
+def what_failed(case: ET.Element) -> tuple[str, str]:
+    """(measured, bound) for the ledger: the properties tests/timing.py records, else the
+    failure's first line and no bound."""
+    props = properties(case)
+    if "measured" in props:
+        return props["measured"], props.get("bound", "")
+    found = case.find("failure")
+    found = found if found is not None else case.find("error")
+    message = "" if found is None else found.get("message", "") or (found.text or "")
+    return (message.strip().splitlines() or [""])[0], ""
+
+
+@dataclass
+class Again:
+    """What running failures again decided: each group's status, and the reruns' rows."""
+
+    codes: dict[Path, int]
+    reruns: list[ledger.Row] = field(default_factory=list)
+
+
+def run_again(
+    codes: dict[Path, int], report: Path, options: list[str], this_run: ledger.Row
+) -> Again:
+    """Each group's status once its failures have run again alone: only ``timing`` tests do,
+    and only when every failure is one and there are at most :data:`AGAIN_AT_MOST`; any other
+    failure fails the run as it is."""
     retry = {r for r, code in codes.items() if code == PYTEST_TESTS_FAILED}
-    failures = [t for r in sorted(retry) for t in failed(r)]
-    if not failures or len(failures) > AGAIN_AT_MOST:
-        return codes
-    title = f"again, alone: {len(failures)} failed in their first run"
-    again_code = run(title, again(report, failures, options))
-    passed = list(dict.fromkeys(test_id(c) for c in cases([report]) if not bad(c)))
-    print(f"\n=== {len(passed)} of {len(failures)} failed beside other work, passed alone ===")
-    for name in passed:
-        print(f"  {name}")
-    return {r: (again_code if r in retry else code) for r, code in codes.items()}
+    first = {test_id(c): c for r in sorted(retry) for c in cases([r]) if bad(c)}
+    others = [t for t, c in first.items() if not timing(c)]
+    if others:
+        print(f"\n=== {len(others)} failed and are not marked timing: nothing runs again ===")
+        print("".join(f"  {t}\n" for t in others), end="")
+    if not first or others or len(first) > AGAIN_AT_MOST:
+        return Again(codes)
+    title = f"again, alone: {len(first)} timing tests failed in their first run"
+    again_code = run(title, again(report, list(first), options))
+    passed = {test_id(c) for c in cases([report]) if not bad(c)}
+    rows = [
+        ledger.Row(
+            this_run.run,
+            this_run.commit,
+            "rerun",
+            t,
+            "passed alone" if t in passed else "failed alone",
+            *what_failed(c),
+        )
+        for t, c in first.items()
+    ]
+    print(f"\n=== {len(passed)} of {len(first)} failed beside other work, passed alone ===")
+    for row in rows:
+        print(f"  {row.outcome}: {row.test}\n    {row.measured} {row.bound}".rstrip())
+    return Again({r: (again_code if r in retry else code) for r, code in codes.items()}, rows)
+
+
+def keep_in_ledger(
+    run: ledger.Row, reruns: list[ledger.Row], status: int, path: Path = ledger.LEDGER
+) -> int:
+    """Append this run and its reruns to the ledger and print the ledger's view of them; a
+    test that ran again in :data:`ledger.FLAKY_RUNS` of the last :data:`ledger.WINDOW`
+    whole-suite runs fails the run (status 1)."""
+    past = ledger.read(path)
+    rows = [*reruns, run]
+    flaky = ledger.frequent([*past, *rows])
+    for test, count in flaky.items():
+        print(
+            f"\n=== {test} ran again in {count} of the last {ledger.WINDOW} whole-suite runs "
+            f"(tests/reruns.tsv): its bound does not hold; fix it or move it to bench/ ==="
+        )
+    status = status or (1 if flaky else 0)
+    outcome = "failed" if status else "passed"
+    ledger.append([*reruns, replace(run, outcome=outcome, measured=f"{len(reruns)} reruns")], path)
+    print(f"\n=== rerun ledger (tests/reruns.tsv): {len(reruns)} this run ===")
+    return status
 
 
 def main() -> int:
@@ -241,6 +318,7 @@ def main() -> int:
     parser.add_argument("--lint", help="a command run beside the alone run")
     parser.add_argument("--lanes", type=int, default=int(os.environ.get("LANES") or DEFAULT_LANES))
     args, extra = parser.parse_known_args()
+    started = ledger.now()
     chosen = split_paths(extra)
     opts = chosen.options
     REPORTS.mkdir(exist_ok=True)
@@ -266,14 +344,19 @@ def main() -> int:
         codes[lone] = run("alone", alone(lone, [*opts, *chosen.alone]))
     codes.update({r: b.wait() for r, b in beside.items() if b is not None})
     lint_code = lint.wait() if lint else 0
-    codes = run_again(codes, repeat, opts)
+    run_row = ledger.Row(
+        started, ledger.commit(ROOT), "run", " ".join(extra) or ledger.WHOLE_SUITE, ""
+    )
+    again_result = run_again(codes, repeat, opts, run_row)
+    codes = again_result.codes
     if args.durations_out:
         measured = {t: round(s, 2) for t, s in sorted(durations(reports).items())}
         args.durations_out.write_text(json.dumps(measured, indent=0) + "\n")
     print(f"\n=== the {SLOWEST} slowest tests ===")
     for seconds, name in slowest(reports):
         print(f"{seconds:8.1f} s  {name}")
-    return next((c for c in (lint_code, *codes.values()) if c), 0)
+    status = next((c for c in (lint_code, *codes.values()) if c), 0)
+    return keep_in_ledger(run_row, again_result.reruns, status)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import os
 import signal
 import socket
 import ssl
-import statistics
 import subprocess
 import threading
 from collections import Counter, defaultdict
@@ -36,8 +35,13 @@ from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
 from h2lab.tls import CertPair, LocalCA
 from tests.integration.conftest import run_experiment
+from tests.timing import Interval, RecordProperty, assert_within, paired_ratio
 
 PAGE = "synthetic:n=40,size=10KB,origins=1"
+PAIRED_REPETITIONS = 5
+NAGLE_RATIO = 1.4
+"""Page time against h2load:per_host=5's that tells Nagle's second round trip per request
+(above) from the JVM's own time (below): test_pdt_against_h2load_per_host_5."""
 THINK_MS = 20.0
 """the origin's think time: each request holds its stream open there at least this long"""
 
@@ -163,11 +167,20 @@ def test_h1s_opens_at_most_5_connections_and_h1c_h2c_load(page: Page, tmp_path: 
 
 
 @pytest.mark.alone
-def test_pdt_against_h2load_per_host_5(tmp_path: Path) -> None:
+def test_pdt_against_h2load_per_host_5(tmp_path: Path, record_property: RecordProperty) -> None:
     """Measured 2026-11-26 (rtt 50 ms, n = 5, 40 x 10 KB): medians h2load:per_host=5 453 / 504
     ms (h1s / h2s), okhttp 509 / 899, okhttp:nodelay=1 487 / 527. OkHttp never sets
     TCP_NODELAY: over h2 Nagle holds each request written while another is unacknowledged, so a
-    request takes 2 round trips (99 ms from written to last byte, 52 with nodelay=1)."""
+    request takes 2 round trips (99 ms from written to last byte, 52 with nodelay=1).
+
+    Without Nagle, OkHttp is h2load:per_host=5 plus its JVM's own time per request: +4% on
+    h2s; +7.5 % to +12.7 % on h1s, where 5 cold TLS connections each add it (docs/okhttp.md,
+    "Measured"). A bound of 12 % on medians of 3 sat on that value and failed 2 fresh-clone
+    runs of 2, and with other work on the machine the JVM's share grows (1.164 [1.068, 1.269]
+    on h1s, n = 6). The bound here sits where the property is decided instead: between the
+    JVM's own time and Nagle's second round trip per request (h2s 1.8-2.0 times h2load's), at
+    1.4 times h2load's page time: the interval of the paired ratio is below it without Nagle
+    and above it with Nagle, over 5 paired repetitions (tests/timing.py)."""
     records = run_experiment(
         tmp_path,
         "okhttp-vs-h2load",
@@ -179,29 +192,32 @@ def test_pdt_against_h2load_per_host_5(tmp_path: Path) -> None:
             "client": ["okhttp", "okhttp:nodelay=1", "h2load:per_host=5"],
         },
         seed=32,
-        repetitions=3,
+        repetitions=PAIRED_REPETITIONS,
     )
     assert [r.error for r in records if r.status != "ok"] == []
-    pdt: dict[tuple[str, str], list[float]] = defaultdict(list)
+    pdt: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     conns: dict[tuple[str, str], set[int | None]] = defaultdict(set)
     for r in records:
         client = str(r.cell["client"])
         assert r.pdt_ms is not None
-        pdt[(client, r.protocol)].append(r.pdt_ms)
+        pdt[(client, r.protocol)][r.repetition] = r.pdt_ms
         conns[(client, r.protocol)].add(r.tcp_connections)
-    med = {k: statistics.median(v) for k, v in pdt.items()}
-    for k in sorted(med):
-        print(
-            f"{k[0]:18} {k[1]}: median pdt {med[k]:.0f} ms of {len(pdt[k])}, connections {conns[k]}"
+
+    def ratio(a: str, b: str, protocol: str) -> Interval:
+        reps = sorted(pdt[(b, protocol)])
+        return paired_ratio(
+            [pdt[(a, protocol)][i] for i in reps], [pdt[(b, protocol)][i] for i in reps]
         )
-    # Without Nagle, OkHttp is h2load:per_host=5 plus its JVM's own time per request: +4% on
-    # h2s; +7.5% (n = 5) and +9.1% (n = 3) on h1s, where 5 cold TLS connections each add it
-    # (docs/okhttp.md, "Measured"), so h1s is held to 12%.
-    for protocol, bound in (("h1s", 0.12), ("h2s", 0.10)):
-        base = med[("h2load:per_host=5", protocol)]
-        assert abs(med[("okhttp:nodelay=1", protocol)] / base - 1) <= bound, protocol
-        assert med[("okhttp", protocol)] >= med[("okhttp:nodelay=1", protocol)] * 0.98, protocol
-    assert med[("okhttp", "h2s")] >= 1.4 * med[("h2load:per_host=5", "h2s")]  # Nagle, above
+
+    for protocol in ("h1s", "h2s"):
+        jvm = ratio("okhttp:nodelay=1", "h2load:per_host=5", protocol)
+        assert_within(
+            record_property, f"okhttp:nodelay=1 / h2load pdt, {protocol}", jvm, 0.85, NAGLE_RATIO
+        )
+        nagle = ratio("okhttp", "okhttp:nodelay=1", protocol)
+        assert_within(record_property, f"okhttp / okhttp:nodelay=1 pdt, {protocol}", nagle, 0.9)
+    h2 = ratio("okhttp", "h2load:per_host=5", "h2s")
+    assert_within(record_property, "okhttp / h2load pdt, h2s (Nagle)", h2, NAGLE_RATIO)
     assert conns[("okhttp", "h1s")] == conns[("h2load:per_host=5", "h1s")] == {5}
 
 

@@ -36,7 +36,7 @@ from h2lab.pages.importers.common import (
 )
 from h2lab.pages.manifest import check_bodies, load_page
 
-CORPUS = Path(__file__).resolve().parents[2] / "corpus"  # a copy of ../shared/corpus
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"  # the shipped real-page corpus
 APACHE_MANUAL = Path("/usr/share/doc/apache2-doc/manual")
 
 

@@ -1,7 +1,7 @@
 """Pure statistics over plain numbers: quantiles, the percentile bootstrap CI of a median, the
 Wilcoxon signed-rank test of paired values, the outlier rule of seed 002 and lower-bound
-efficiency. No I/O; randomness comes in as a seeded
-:class:`numpy.random.Generator` (STYLE.md rule 5). Method and choices: docs/statistics.md.
+efficiency. No I/O; randomness comes in as a seeded :class:`numpy.random.Generator`
+(docs/architecture.md, principle 5). Method and choices: docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ with different seeds differed by 1.9 % and 2.8 %: no more than the bootstrap's o
 error. The bootstrap's cost grows as B × n log n (10 ms per interval at n = 500, 24 ms at 1,000,
 165 ms at 5,000); the order statistics cost one sort. Issue #43: a million trials."""
 DEFAULT_CONFIDENCE = 0.95
-"""DESIGN.md Statistics: medians with a bootstrap 95 % CI per cell."""
+"""Medians with a bootstrap 95 % CI per cell (docs/statistics.md)."""
 CI_METHOD = (
     f"percentile bootstrap, {DEFAULT_RESAMPLES} resamples; from {ORDER_STATISTIC_FROM} values "
     "on, the distribution-free order-statistic interval"

@@ -31,7 +31,7 @@ LeafLabel = Literal["h2", "h1", "tie", "mixed"]
 CLASSES: tuple[ClassLabel, ...] = ("h2", "h1", "tie")
 LEAF_MAJORITY = 0.75
 """Seed 001 §IV.A: a branch is marked HTTP/2 (or HTTPS) when its likelihood is over 0.75; the
-issue (#7) and DESIGN.md say "≥ 0.75", which is what is used."""
+issue (#7) says "≥ 0.75", which is what is used."""
 
 
 def label_of_outcome(outcome: Outcome) -> ClassLabel | None:

@@ -61,7 +61,7 @@ QLOG_DIR = "qlog"
 
 SCHEDULERS = ("client", "rr", "fcfs", "rfc9218")
 """Write schedulers: the client's RFC 7540 priorities, round robin, first come first served
-(DESIGN.md, "h2lab origin server"), and RFC 9218's urgency and incremental flag from the
+(docs/origin.md, "Semantics"), and RFC 9218's urgency and incremental flag from the
 client's priority header and PRIORITY_UPDATE frames (docs/origin.md). Over HTTP/3 quic-go
 schedules by RFC 9218 under ``client`` and ``rfc9218``; ``fcfs`` and ``rr`` set every response's
 priority to one urgency, not incremental or incremental."""

@@ -1,5 +1,5 @@
-"""Protocol names (DESIGN.md's vocabulary), defined once: experiments, adapters and the
-analysis take their lists from here."""
+"""Protocol names (docs/guide.md, "Clients and protocols"), defined once: experiments,
+adapters and the analysis take their lists from here."""
 
 from __future__ import annotations
 
