@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from h2lab.analysis.lower_bound import handshake_rtts
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
 from tests.integration.conftest import run_experiment
 
 pytestmark = pytest.mark.alone  # a connect time within 10% of its round trips
