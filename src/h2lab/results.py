@@ -16,7 +16,6 @@ Status = Literal["ok", "failed"]
 """How a trial attempt ended (the store's ``status`` column holds no other value)."""
 STATUSES: tuple[Status, ...] = ("ok", "failed")
 OK: Final = "ok"
-FAILED: Final = "failed"
 
 ReportedBy = Literal["browser", "load", "client", "lab"]
 """Who measures a metric (:attr:`Metric.reported_by`)."""
