@@ -64,6 +64,8 @@ from h2lab.errors import H2LabError
 from h2lab.runner.executor import BlockJob, longest_first
 from h2lab.runner.matrix import TrialSpec
 from h2lab.spec.factors import FACTORS, TrialFactors, trial_factors
+from h2lab.spec.protocols import PROTOCOLS
+from h2lab.spec.vocab import one_of
 
 ROOT = Path(__file__).resolve().parents[1]
 REPRODUCTION = ROOT / "reproduction"
@@ -184,7 +186,8 @@ def block_jobs_of(
                 parsed[levels] = factors_of(row, source)
             trials[row["trial_key"]] = TrialSpec(
                 row.get("experiment", ""), parsed[levels], int(row["repetition"]),
-                row["protocol"], int(row["seed"]), len(trials), int(row.get("warmup") or 0),
+                one_of(PROTOCOLS, row["protocol"], "protocol"), int(row["seed"]), len(trials),
+                int(row.get("warmup") or 0),
             )  # fmt: skip
         timeout_s, retries = settings.get(block.key[0], (None, 0))
         jobs.append(

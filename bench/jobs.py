@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from h2lab.report.model import metric_views
-from h2lab.store import Store, TrialRecord
+from h2lab.results import TrialRecord
+from h2lab.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab.net import netns
+from h2lab.results import TrialRecord
 from h2lab.runner.matrix import TrialSpec, expand
 from h2lab.runner.run import run_trials
 from h2lab.spec.experiment import Experiment, validate_factors
-from h2lab.store import Store, TrialRecord
+from h2lab.store import Store
 
 CHECK_AFTER = 50
 TOLERANCE = 0.10

@@ -21,8 +21,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from h2lab.analysis.lower_bound import handshake_rtts
+from h2lab.results import TrialRecord
 from h2lab.spec.experiment import load_experiment
-from h2lab.store import Store, TrialRecord
+from h2lab.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")

@@ -1,10 +1,25 @@
-"""What a client measures in one trial, as typed values (pure: no I/O). The store, the
-analysis and the report consume these types; clients produce them."""
+"""What a client measures in one trial, and the record of a trial attempt, as typed values
+(pure: no I/O). Clients produce the metrics, the runner the :class:`TrialRecord`; the store
+converts a record to and from its row (:mod:`h2lab.store.sqlite`), and the analysis and the
+report read records without knowing the row's format."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final, Literal
+
+from h2lab.spec.factors import Cell
+from h2lab.spec.protocols import ProtocolName
+
+Status = Literal["ok", "failed"]
+"""How a trial attempt ended (the store's ``status`` column holds no other value)."""
+STATUSES: tuple[Status, ...] = ("ok", "failed")
+OK: Final = "ok"
+
+ReportedBy = Literal["browser", "load", "client", "lab"]
+"""Who measures a metric (:attr:`Metric.reported_by`)."""
+REPORTERS: tuple[ReportedBy, ...] = ("browser", "load", "client", "lab")
 
 
 @dataclass(frozen=True)
@@ -52,21 +67,28 @@ class Metric:
     unitless figure, named as the field names it: ``cls``)"""
     title: str
     """what the report calls it"""
-    reported_by: str
+    reported_by: ReportedBy
     """who measures it: ``browser`` (Chromium), ``load`` (h2load, nghttp), ``client`` (every
     client), or ``lab`` (the runner, from the namespaces' counters)"""
     lower_is_better: bool = True
-    judges: str | None = None
+    judges: ReportedBy | None = None
     """the cells whose verdicts it gives: ``load`` (non-browser clients), ``browser``, or None"""
     only: str | None = None
     """the one client that reports it, where not every one of :attr:`reported_by` does"""
 
 
-BROWSER, LOAD, CLIENT, LAB = "browser", "load", "client", "lab"
+BROWSER: Final = "browser"
+LOAD: Final = "load"
+CLIENT: Final = "client"
+LAB: Final = "lab"
 
 
 def _metric(
-    unit: str, title: str, by: str, judges: str | None = None, only: str | None = None
+    unit: str,
+    title: str,
+    by: ReportedBy,
+    judges: ReportedBy | None = None,
+    only: str | None = None,
 ) -> Any:
     meta = {"unit": unit, "title": title, "reported_by": by, "judges": judges, "only": only}
     return field(default=None, metadata={"metric": meta})
@@ -146,3 +168,53 @@ class LoadResult(Metrics):
     runner) and one row per resource."""
 
     resources: tuple[ResourceTiming, ...] = ()
+
+
+CPU_SATURATED_PCT = 90.0
+"""A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
+
+JsonObject = Mapping[str, Any]
+"""A JSON object as :func:`json.loads` gives it (lists, not tuples)."""
+
+
+@dataclass(frozen=True)
+class TrialRecord(Metrics):
+    """One trial attempt's outcome with every metric in its unit; ``id`` is set by the store.
+
+    Typed as every reader wants it: flags are booleans and the configuration and versions are
+    parsed JSON objects. The store's row keeps its own format (0/1 integers, JSON text), and
+    :mod:`h2lab.store.sqlite` converts at its boundary, so a reader never parses a column."""
+
+    trial_key: str
+    experiment: str
+    block: str
+    cell: Cell
+    """the trial's factor levels as stored (one column each)"""
+    page_digest: str | None
+    protocol: ProtocolName
+    repetition: int
+    seed: int
+    attempt: int
+    status: Status
+    error: str | None
+    started_at: str
+    duration_s: float | None
+    config: JsonObject = field(hash=False)
+    """the trial's resolved configuration (the store's ``config_json``)"""
+    versions: JsonObject = field(hash=False)
+    """the tools' versions and the machine's description (the store's ``versions_json``;
+    :mod:`h2lab.machine`)"""
+    id: int | None = None
+    warmup: bool = False
+    """a warm-up trial: stored, never analysed"""
+    cpu_busy_pct: float | None = None
+    """share of the machine's CPU time that was busy during the trial (all cores)"""
+    cpu_saturated: bool | None = None
+    """``cpu_busy_pct`` reached :data:`CPU_SATURATED_PCT`: the trial's timings may include
+    waiting for a core (None: not recorded)"""
+    emulator_drops: int | None = None
+    """packets Rattan's sockets dropped during the trial because they were full: lost by the
+    emulator, not by the asked loss model (0 on a faithful link; None: not recorded)"""
+    machine: str | None = None
+    """the machine that ran the trial: its host name, with the first 12 hex digits of the Ray
+    node beside it for a trial run on a cluster (``host/node``); None: not recorded"""

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from h2lab.net import netns
+from h2lab.results import TrialRecord
 from h2lab.runner.matrix import expand
 from h2lab.runner.run import run_trials
 from h2lab.spec.experiment import Experiment, validate_factors
-from h2lab.store import Store, TrialRecord
+from h2lab.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")

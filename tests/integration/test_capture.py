@@ -24,13 +24,14 @@ from h2lab.metrics.counters import parse_dev
 from h2lab.net import netns
 from h2lab.net.capture import PacketCapture, tcpdump_counts, whole_records_bytes
 from h2lab.net.lab import CLIENT_NET, PROBE_IP, Lab
+from h2lab.results import TrialRecord
 from h2lab.runner.captures import client_iface
 from h2lab.runner.matrix import expand
 from h2lab.runner.run import run_trials
 from h2lab.spec.experiment import Experiment, validate_factors
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
-from h2lab.store import Store, TrialRecord
+from h2lab.store import Store
 from tests.integration.conftest import h2lab_netns, lab_processes
 
 NETWORK = "rtt=20ms,rate=20Mbps"

@@ -18,8 +18,8 @@ from h2lab.analysis.lower_bound import fetch_lower_bound_ms, handshake_rtts
 from h2lab.artifacts import ARTIFACTS_DIR, FILMSTRIP_DIR, PAGE_HAR, RESULTS_DB, VISUAL_PROGRESS
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import resolve_page
+from h2lab.results import TrialRecord
 from h2lab.spec.network import parse_network
-from h2lab.store import TrialRecord
 from tests.integration.conftest import run_experiment
 from tests.integration.test_chromium import AT_ONCE, _ctx, _page, slow_lab
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from h2lab.analysis.lower_bound import handshake_rtts
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
 from tests.integration.conftest import run_experiment
 from tests.timing import Interval, RecordProperty, assert_within, paired_difference
 

@@ -21,9 +21,9 @@ from h2lab.net import netns
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, Resource
 from h2lab.report.browsertime import export_browsertime
+from h2lab.results import TrialRecord
 from h2lab.spec.network import parse_network
 from h2lab.spec.tcp import TcpSettings
-from h2lab.store import TrialRecord
 from h2lab.store.sqlite import artifacts_dir
 from tests.integration.conftest import ROOT, run_experiment
 from tests.unit.visualmetrics_reference import run_visualmetrics, write_frames

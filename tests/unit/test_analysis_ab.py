@@ -17,7 +17,7 @@ from h2lab.analysis.ab import (
     match_cells,
     pair_values,
 )
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
 from tests.unit.test_report_model import trial
 
 FCFS, CLIENT = "origin:scheduler=fcfs", "origin:scheduler=client"

@@ -14,9 +14,10 @@ import pytest
 from h2lab.analysis.compare import compare_levels, nearest_baselines
 from h2lab.errors import SpecError
 from h2lab.report import write_report
+from h2lab.results import TrialRecord
 from h2lab.runner.matrix import expand
 from h2lab.spec.experiment import parse_experiment
-from h2lab.store import Store, TrialRecord
+from h2lab.store import Store
 from tests.unit.test_report_model import trial
 
 NONE, PUSH, RR = "origin:push=none", "origin:push=all", "origin:scheduler=rr"

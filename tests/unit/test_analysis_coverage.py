@@ -9,7 +9,7 @@ from pathlib import Path
 from h2lab.analysis.coverage import coverage, coverage_rows
 from h2lab.pages.manifest import Page, PageWriter
 from h2lab.report.coverage import render
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
 from tests.unit.test_report_model import trial
 
 

@@ -32,13 +32,13 @@ from h2lab.analysis.estimate import (
     trial_estimate_s,
 )
 from h2lab.pages import Resource
+from h2lab.results import TrialRecord
 from h2lab.runner.executor import BlockJob, block_jobs
 from h2lab.runner.matrix import TrialSpec, expand
 from h2lab.runner.trial import trial_record
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.factors import TrialFactors, trial_factors
 from h2lab.spec.network import parse_network
-from h2lab.store import TrialRecord
 
 MBIT = 1_000_000
 SMALL = PageShape(objects=2, size_bytes=20_000, origins=1)
@@ -245,7 +245,7 @@ def test_a_trial_past_its_timeout_costs_every_attempt_of_it() -> None:
 
 
 def _record(
-    t: TrialSpec, attempt: int, duration_s: float, ok: bool = True, warmup: int = 0
+    t: TrialSpec, attempt: int, duration_s: float, ok: bool = True, warmup: bool = False
 ) -> TrialRecord:
     record = trial_record(
         t, FakePage((), ()), attempt=attempt, error=None if ok else "boom",  # type: ignore[arg-type]
@@ -265,7 +265,7 @@ def test_recorded_costs_sum_attempts_per_trial_and_take_the_median_per_cell() ->
         _record(r0, 1, 10.0, ok=False), _record(r0, 2, 2.0),  # one trial: 12 s
         _record(r1, 1, 3.0),
         _record(r2, 1, 4.0),
-        _record(r2, 1, 100.0, warmup=1),  # a warm-up trial: left out
+        _record(r2, 1, 100.0, warmup=True),  # a warm-up trial: left out
     ]  # fmt: skip
     assert recorded_costs(records) == {(r0.cell, "h2s"): 4.0}  # median of 12, 3, 4
 

@@ -13,7 +13,7 @@ from h2lab.analysis.failed_requests import (
     failed_requests,
     with_failures,
 )
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
 from tests.unit.test_report_model import cell, trial
 
 ORB = "net::ERR_BLOCKED_BY_ORB"
@@ -67,7 +67,7 @@ def test_warmups_failed_attempts_and_earlier_attempts_are_left_out() -> None:
         browser("h2s", 0, 5, tid=1, status="failed"),  # a failed attempt
         browser("h2s", 0, 4, tid=2, attempt=2),  # its retry; superseded by attempt 3
         browser("h2s", 0, 1, tid=3, attempt=3),
-        dataclasses.replace(browser("h2s", 1, 7, tid=4), warmup=1),
+        dataclasses.replace(browser("h2s", 1, 7, tid=4), warmup=True),
     ]
     f = failed_requests(records, {3: [row("u", ORB)], 2: [row("v", ORB)] * 4})
     assert (f.trials, f.with_failed, f.failed) == (1, 1, 1)

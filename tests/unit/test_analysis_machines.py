@@ -4,10 +4,9 @@ cells whose trials ran on machines that differ in CPU model or kernel."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 from h2lab.analysis.machines import MachineRow, MixedCell, machines, setup_of
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
 from tests.unit.test_report_model import cell, trial
 
 CPU = "AMD EPYC 7B13"
@@ -22,13 +21,13 @@ def on(
     overhead: str | None = "0.150",
     **versions: str,
 ) -> TrialRecord:
-    """``t`` as run on ``machine`` whose versions_json records ``cpu``, ``kernel`` and the
+    """``t`` as run on ``machine`` whose versions record ``cpu``, ``kernel`` and the
     delay overhead (None: the key is absent, as in rows older than it)."""
     keys = {"cpu_model": cpu, "kernel": kernel, "rattan_delay_overhead_ms": overhead}
     recorded = {"h2lab": "0.1.0", **{k: v for k, v in keys.items() if v is not None}, **versions}
     if machine is not None:
         recorded |= {"machine": machine, "host": machine.split("/")[0]}
-    return dataclasses.replace(t, machine=machine, versions_json=json.dumps(recorded))
+    return dataclasses.replace(t, machine=machine, versions=recorded)
 
 
 def test_two_machines_that_agree_give_counts_and_no_flag() -> None:
@@ -96,7 +95,7 @@ def test_failed_attempts_and_warm_ups_do_not_flag_a_cell() -> None:
         on(trial("h1s", 0, 100.0), "a"),
         on(trial("h2s", 0, None, status="failed"), "b", kernel="6.8.0"),
         on(trial("h2s", 0, 90.0, attempt=2), "a"),
-        dataclasses.replace(on(trial("h2s", 0, 90.0), "c", kernel="5.10"), warmup=1),
+        dataclasses.replace(on(trial("h2s", 0, 90.0), "c", kernel="5.10"), warmup=True),
     ]
     ms = machines(records)
     assert ms.mixed == ()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from h2lab.analysis.summary import CellSummary, summarize
+from h2lab.results import STATUSES, TrialRecord
 from h2lab.spec.factors import Cell
-from h2lab.store import TrialRecord
+from h2lab.spec.protocols import PROTOCOLS
+from h2lab.spec.vocab import one_of
 
 
 def trial(
@@ -25,11 +27,11 @@ def trial(
         block=block,
         cell=Cell.of(page="p", network=network, server="nginx", client="h2load"),
         page_digest=None,
-        protocol=protocol,
+        protocol=one_of(PROTOCOLS, protocol, "protocol"),
         repetition=rep,
         seed=rep,
         attempt=1,
-        status=status,
+        status=one_of(STATUSES, status, "status"),
         error=None if status == "ok" else "boom",
         started_at="2026-01-01T00:00:00",
         duration_s=1.0,
@@ -42,8 +44,8 @@ def trial(
         retransmits=None,
         request_header_bytes=None,
         response_header_bytes=None,
-        config_json="{}",
-        versions_json="{}",
+        config={},
+        versions={},
     )
 
 

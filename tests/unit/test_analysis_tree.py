@@ -22,7 +22,9 @@ from h2lab.analysis.tree import (
     samples_from_verdicts,
 )
 from h2lab.analysis.verdict import analyze
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
+from h2lab.spec.protocols import PROTOCOLS
+from h2lab.spec.vocab import one_of
 
 # seed 001 Table I: object counts and loss rates of its synthetic pages
 COUNTS = (2, 8, 16, 32, 64, 128, 512)
@@ -243,7 +245,7 @@ def _trial(protocol: str, rep: int, pdt: float, page: str) -> TrialRecord:
         block=block,
         cell=Cell.of(page=page, network="cable", server="nginx", client="h2load"),
         page_digest=None,
-        protocol=protocol,
+        protocol=one_of(PROTOCOLS, protocol, "protocol"),
         repetition=rep,
         seed=rep,
         attempt=1,
@@ -260,8 +262,8 @@ def _trial(protocol: str, rep: int, pdt: float, page: str) -> TrialRecord:
         retransmits=None,
         request_header_bytes=None,
         response_header_bytes=None,
-        config_json="{}",
-        versions_json="{}",
+        config={},
+        versions={},
     )
 
 

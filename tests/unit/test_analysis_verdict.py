@@ -16,7 +16,9 @@ from h2lab.analysis.verdict import (
     trial_efficiencies,
 )
 from h2lab.report.model import verdict_rows
-from h2lab.store import TrialRecord
+from h2lab.results import STATUSES, TrialRecord
+from h2lab.spec.protocols import PROTOCOLS
+from h2lab.spec.vocab import one_of
 
 CELL = Cell.of(
     page="synthetic:n=64,size=10KB,origins=1", network="cable", server="nginx", client="h2load"
@@ -40,11 +42,11 @@ def trial(
         block=block,
         cell=Cell.of(page=CELL.page, network=network, server="nginx", client="h2load"),
         page_digest=None,
-        protocol=protocol,
+        protocol=one_of(PROTOCOLS, protocol, "protocol"),
         repetition=rep,
         seed=rep,
         attempt=attempt,
-        status=status,
+        status=one_of(STATUSES, status, "status"),
         error=None if status == "ok" else "boom",
         started_at="2026-01-01T00:00:00",
         duration_s=1.0,
@@ -57,8 +59,8 @@ def trial(
         retransmits=None,
         request_header_bytes=None,
         response_header_bytes=None,
-        config_json="{}",
-        versions_json="{}",
+        config={},
+        versions={},
     )
 
 

@@ -75,7 +75,8 @@ def test_a_tampered_level_is_refused_naming_its_factor(
 
 
 def test_an_unknown_protocol_is_refused(trials: list[TrialSpec]) -> None:
-    err = _refusal(dataclasses.replace(trials[0], protocol="gopher"))
+    # a tampered job: a name outside the vocabulary, as a worker of another h2lab might send
+    err = _refusal(dataclasses.replace(trials[0], protocol="gopher"))  # type: ignore[arg-type]
     assert (err.field, err.reason) == ("protocol", "unknown protocol 'gopher'")
 
 

@@ -35,8 +35,7 @@ def folder(
         for r, v in enumerate(values_ms):
             t = on(server, protocol, r, v / 10, client="chromium", plt=v, page=page)
             tools = {"nginx": nginx, server: "h2lab-origin 1", "cpu_model": "x86", "machine": "lab"}
-            versions = json.dumps(tools)
-            store.add_trial(dataclasses.replace(t, versions_json=versions, machine="lab"))
+            store.add_trial(dataclasses.replace(t, versions=tools, machine="lab"))
     store.close()
     meta = {"name": "e", "seed": seed, "repetitions": len(values_ms), "outlier_rule": None}
     (path / "experiment.json").write_text(json.dumps(meta))

@@ -13,7 +13,8 @@ import pytest
 from h2lab.artifacts import VISUAL_PROGRESS
 from h2lab.clients import ResourceTiming
 from h2lab.report.browsertime import export_browsertime, progress_text, summary
-from h2lab.store import Store, TrialRecord
+from h2lab.results import TrialRecord
+from h2lab.store import Store
 from tests.unit.test_report_model import trial
 
 PLAIN = {

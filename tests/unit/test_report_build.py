@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -149,13 +148,13 @@ def test_reproducibility_table_counts_cpu_and_concurrent_trials(tmp_path: Path) 
             ("h2s", 90.0, 95.0 if r == 0 else 30.0),
         ):
             t = trial(protocol, r, pdt)
-            config = json.dumps({"shard": f"{1 + r % 2}/2"}) if r >= 2 else "{}"
+            config = {"shard": f"{1 + r % 2}/2"} if r >= 2 else {}
             store.add_trial(
                 dataclasses.replace(
                     t,
                     cpu_busy_pct=busy,
-                    cpu_saturated=int(busy >= 90),
-                    config_json=config,
+                    cpu_saturated=busy >= 90,
+                    config=config,
                     emulator_drops=3 if (r, protocol) == (1, "h2s") else 0,
                 )
             )
@@ -173,17 +172,15 @@ def test_reproducibility_counts_the_machines_and_flags_cells_whose_machines_diff
     for that cell), the other cell's all on one machine; a warm-up on a third is not counted."""
     store = Store(tmp_path)
 
-    def versions(machine: str, kernel: str) -> str:
-        return json.dumps(
-            {
-                "h2lab": "0.1.0",
-                "machine": machine,
-                "host": machine.split("/")[0],
-                "cpu_model": "AMD EPYC 7B13",
-                "kernel": kernel,
-                "rattan_delay_overhead_ms": "0.150",
-            }
-        )
+    def versions(machine: str, kernel: str) -> dict[str, str]:
+        return {
+            "h2lab": "0.1.0",
+            "machine": machine,
+            "host": machine.split("/")[0],
+            "cpu_model": "AMD EPYC 7B13",
+            "kernel": kernel,
+            "rattan_delay_overhead_ms": "0.150",
+        }
 
     for net in ("rtt=20ms", "rtt=100ms"):
         for r in range(2):
@@ -191,10 +188,10 @@ def test_reproducibility_counts_the_machines_and_flags_cells_whose_machines_diff
                 other = (net, protocol) == ("rtt=20ms", "h2s")
                 m, k = ("b/fedcba987654", "6.8.0") if other else ("a/0123456789ab", "6.1.0")
                 t = trial(protocol, r, pdt + r, network=net)
-                store.add_trial(dataclasses.replace(t, machine=m, versions_json=versions(m, k)))
+                store.add_trial(dataclasses.replace(t, machine=m, versions=versions(m, k)))
     warm = trial("h1s", 0, 100.0)
     store.add_trial(
-        dataclasses.replace(warm, warmup=1, machine="c", versions_json=versions("c", "5.10"))
+        dataclasses.replace(warm, warmup=True, machine="c", versions=versions("c", "5.10"))
     )
     store.close()
     repro = section_html(write_report(tmp_path).read_text(), "repro")
@@ -220,9 +217,9 @@ def test_reproducibility_says_when_the_machines_agree(tmp_path: Path) -> None:
     for r in range(2):
         for protocol, pdt in (("h1s", 100.0), ("h2s", 90.0)):
             host = "a" if r == 0 else "b"
-            versions = json.dumps({"host": host, "cpu_model": "X", "kernel": "6.1.0"})
+            versions = {"host": host, "cpu_model": "X", "kernel": "6.1.0"}
             t = trial(protocol, r, pdt)
-            store.add_trial(dataclasses.replace(t, machine=host, versions_json=versions))
+            store.add_trial(dataclasses.replace(t, machine=host, versions=versions))
     store.add_trial(trial("h2s", 2, 90.0))  # a row older than the machine: not a difference
     store.close()
     repro = section_html(write_report(tmp_path).read_text(), "repro")

@@ -13,7 +13,8 @@ from typing import Any
 from h2lab.clients import ResourceTiming
 from h2lab.report import write_report
 from h2lab.report.failed import NONE_FAILED, TITLE, failed_part
-from h2lab.store import Store, TrialRecord
+from h2lab.results import TrialRecord
+from h2lab.store import Store
 from tests.unit.test_report_build import section_html
 from tests.unit.test_report_model import trial
 
@@ -62,7 +63,7 @@ def test_failed_requests_per_cell_and_protocol_and_the_top_pairs(tmp_path: Path)
     store.add_trial(browser("h2s", 0, 3, network=FAR), far)
     store.add_trial(browser("h1s", 0, 0, network=FAR), (DOC,))
     store.add_trial(browser("h1s", 1, 4, network=FAR, status="failed"), (res("https://x/", ORB),))
-    warm = dataclasses.replace(browser("h2s", 9, 5), warmup=1)
+    warm = dataclasses.replace(browser("h2s", 9, 5), warmup=True)
     store.add_trial(warm, (res("https://warm/", ORB),))
     store.add_trial(trial("h2s", 0, 80.0), (DOC,))  # h2load: no failed_requests
     store.close()

@@ -9,7 +9,9 @@ from h2lab.analysis.factors import Cell
 from h2lab.analysis.verdict import analyze
 from h2lab.report import model, timeline
 from h2lab.report.svg import WaterfallRow
-from h2lab.store import TrialRecord
+from h2lab.results import STATUSES, TrialRecord
+from h2lab.spec.protocols import PROTOCOLS
+from h2lab.spec.vocab import one_of
 
 PAGE = "synthetic:n=8,size=10KB,origins=1"
 
@@ -36,11 +38,11 @@ def trial(
         block=block,
         cell=Cell.of(page=page, network=network, server="nginx", client=client),
         page_digest=None,
-        protocol=protocol,
+        protocol=one_of(PROTOCOLS, protocol, "protocol"),
         repetition=rep,
         seed=rep,
         attempt=attempt,
-        status=status,
+        status=one_of(STATUSES, status, "status"),
         error=None if status == "ok" else "boom",
         started_at="2026-01-01T00:00:00",
         duration_s=1.0,
@@ -53,8 +55,8 @@ def trial(
         retransmits=None,
         request_header_bytes=req_headers,
         response_header_bytes=resp_headers,
-        config_json="{}",
-        versions_json="{}",
+        config={},
+        versions={},
     )
 
 

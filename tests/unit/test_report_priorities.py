@@ -8,7 +8,8 @@ from pathlib import Path
 from h2lab.clients import ResourceTiming
 from h2lab.report import write_report
 from h2lab.report.priorities import TITLE
-from h2lab.store import Store, TrialRecord
+from h2lab.results import TrialRecord
+from h2lab.store import Store
 from tests.unit.test_report_build import section_html
 from tests.unit.test_report_failed import tables
 from tests.unit.test_report_model import trial

@@ -15,9 +15,10 @@ from h2lab.runner.matrix import TrialSpec, block_seed, expand, select
 from h2lab.spec.experiment import Compare, Experiment, Factors, parse_only
 from h2lab.spec.factors import trial_factors
 from h2lab.spec.network import parse_network
+from h2lab.spec.protocols import ProtocolName
 from h2lab.spec.tcp import TcpSettings
 
-PROTOCOLS = ("h1c", "h1s", "h2c", "h2s")
+PROTOCOLS: tuple[ProtocolName, ...] = ("h1c", "h1s", "h2c", "h2s")
 
 
 def _experiment(seed: int = 5, repetitions: int = 3) -> Experiment:

@@ -4,7 +4,6 @@ give-up, stored attempts), and that it alone writes the store, every attempt as 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from h2lab.errors import H2LabError
+from h2lab.results import TrialRecord
 from h2lab.runner import run
 from h2lab.runner.captures import trial_keylog
 from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
@@ -20,7 +20,7 @@ from h2lab.runner.run import RUNS_BEFORE_GIVING_UP, run_trials
 from h2lab.runner.trial import trial_record
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.network import parse_network
-from h2lab.store import Store, TrialRecord
+from h2lab.store import Store
 
 
 @dataclass(frozen=True)
@@ -252,8 +252,8 @@ def test_the_record_of_an_attempt_says_what_ran() -> None:
     assert (failed.status, failed.error, failed.pdt_ms) == ("failed", "boom", None)
     assert failed.attempt == 2
     assert ok.page_digest == FakePage().digest
-    assert json.loads(ok.config_json) == t.config()
-    assert (ok.cpu_busy_pct, ok.cpu_saturated, ok.warmup) == (5.0, 0, 0)
+    assert ok.config == t.config()
+    assert (ok.cpu_busy_pct, ok.cpu_saturated, ok.warmup) == (5.0, False, False)
 
 
 def test_the_capture_reaches_every_block_and_keys_are_asked_for_tls_only(tmp_path: Path) -> None:

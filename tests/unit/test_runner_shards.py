@@ -5,7 +5,6 @@ lab (the real ones run in tests/integration/test_jobs.py)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -110,11 +109,11 @@ def test_every_block_goes_to_an_idle_worker_and_comes_back_once(tmp_path: Path, 
     )
     assert sorted(e.number for e in events if isinstance(e, BlockDone)) == list(range(len(jobs)))
     # both workers ran blocks, each trial marked with its shard (not in its key)
-    marks = Counter(json.loads(e.record.config_json)["shard"] for e in done)
+    marks = Counter(e.record.config["shard"] for e in done)
     assert set(marks) == {"1/2", "2/2"}
-    assert len({json.loads(e.record.versions_json)["pid"] for e in done}) == 2
+    assert len({e.record.versions["pid"] for e in done}) == 2
     # a block never spans two workers
-    shard_of = {e.record.trial_key: json.loads(e.record.config_json)["shard"] for e in done}
+    shard_of = {e.record.trial_key: e.record.config["shard"] for e in done}
     for job in jobs:
         assert len({shard_of[t.key] for t in job.trials}) == 1
     assert (tmp_path / "shard-1.log").exists() and (tmp_path / "shard-2.log").exists()

@@ -21,6 +21,7 @@ from h2lab.servers import Serving
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.network import NetworkProfile, parse_network
 from h2lab.spec.tcp import TcpSettings
+from h2lab.store.sqlite import row_of
 
 RESOURCE = ResourceTiming(
     url="https://o1.h2lab.test/", origin="o1.h2lab.test", start_ms=0.0, ttfb_ms=40.0,
@@ -168,7 +169,7 @@ def run(
         30.0, {"h2lab": "x", "machine": "m1"}, server or FakeServer(),
         clock=FakeClock(), cpu=lambda: next(cpu), counters=read_counters,
     )  # fmt: skip
-    return lab, links, record.as_dict(), resources
+    return lab, links, row_of(record), resources
 
 
 def test_an_ok_trial_is_timed_by_its_clock_and_measured_by_its_readers(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Literal
 
 import pytest
 
-from h2lab.results import ResourceTiming
+from h2lab.results import ResourceTiming, TrialRecord
 from h2lab.runner.executor import BlockDone, BlockJob, TrialDone
 from h2lab.runner.matrix import TrialSpec
 from h2lab.runner.wire import (
@@ -24,7 +24,6 @@ from h2lab.runner.wire import (
 )
 from h2lab.spec.factors import Cell, TrialFactors
 from h2lab.spec.network import NetworkProfile, Queue
-from h2lab.store import TrialRecord
 
 
 def _unset(value: object, path: str) -> list[str]:
@@ -112,12 +111,12 @@ def record() -> TrialRecord:
         error="server nginx died during the trial",
         started_at="2026-11-01T00:00:00.000+00:00",
         duration_s=1.25,
-        config_json='{"a": 1}',
-        versions_json='{"h2lab": "0.1.0"}',
+        config={"a": 1, "b": [1, 2.5, None]},
+        versions={"h2lab": "0.1.0"},
         id=17,
-        warmup=1,
+        warmup=True,
         cpu_busy_pct=12.3,
-        cpu_saturated=1,
+        cpu_saturated=True,
         emulator_drops=4,
         machine="lab-a/0123456789ab",
         pdt_ms=123.4,

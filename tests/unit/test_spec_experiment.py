@@ -315,6 +315,21 @@ def test_quick_variant_overrides_repetitions_and_levels(tmp_path: Path) -> None:
     assert (e.field, e.reason.split(" (")[0]) == ("quick.reps", "unknown key")
 
 
+def test_an_experiment_knows_whether_it_has_a_quick_table(tmp_path: Path) -> None:
+    """Parsed, not searched for: ``quick`` in a description or a page name is no table, and
+    ``h2lab validate`` counts the quick variant only for a file that has one."""
+    text = (
+        'name = "quick"\ndescription = "a quick look"\n'
+        '[factors]\nprotocol = ["h1s", "h2s"]\nnetwork = ["lan"]\npage = ["synthetic:"]\n'
+    )
+    plain = _write(tmp_path, text)
+    assert not load_experiment(plain).has_quick
+    assert not load_experiment(plain, quick=True).has_quick
+    quick = tmp_path / "quick.toml"
+    quick.write_text(text + "[quick]\nrepetitions = 1\n")
+    assert load_experiment(quick).has_quick and load_experiment(quick, quick=True).has_quick
+
+
 def test_quick_factor_tables_replace_the_arms(tmp_path: Path) -> None:
     # an experiment of several arms: [[quick.factors]] gives the quick variant its own tables
     rest = 'page = ["synthetic:"]\nserver = ["origin"]\nclient = ["chromium"]\n'

@@ -13,6 +13,7 @@ from h2lab.analysis.verdict import latest_ok
 from h2lab.store import Store
 from h2lab.store.columns import read_trial_frame
 from h2lab.store.frame import TrialFrame
+from h2lab.store.sqlite import row_of
 from tests.unit.test_report_model import trial
 
 
@@ -23,7 +24,7 @@ def stored(out: Path) -> Store:
     store.add_trial(trial("h2s", 0, 80.0))
     store.add_trial(trial("h2s", 1, 70.0, client="chromium", plt=90.0, req_headers=40))
     store.add_trial(trial("h1s", 1, None, status="failed"))
-    store.add_trial(dataclasses.replace(trial("h2s", 2, 60.0), warmup=1, machine="m1"))
+    store.add_trial(dataclasses.replace(trial("h2s", 2, 60.0), warmup=True, machine="m1"))
     return store
 
 
@@ -36,7 +37,7 @@ def test_the_frame_read_from_a_store_is_the_frame_of_its_records(tmp_path: Path)
     assert [read.cells[c] for c in read.cell] == [t.cell for t in records]
     for column, texts in read.texts.items():
         assert (
-            texts.texts() == built.texts[column].texts() == [getattr(t, column) for t in records]
+            texts.texts() == built.texts[column].texts() == [row_of(t)[column] for t in records]
         ), column
     for column, values in read.numbers.items():
         assert np.array_equal(values, built.numbers[column], equal_nan=True), column

@@ -19,7 +19,7 @@ def test_reads_what_the_store_wrote_and_leaves_the_folder_as_it_was(tmp_path: Pa
     store = Store(tmp_path)
     store.add_trial(record("b|r0|h2s"))
     store.add_trial(record("b|r0|h1s", status="failed"))
-    store.add_trial(dataclasses.replace(record("warmup1|b|r0|h2s"), warmup=1))
+    store.add_trial(dataclasses.replace(record("warmup1|b|r0|h2s"), warmup=True))
     store.close()
     before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
     trials = read_trials(tmp_path)

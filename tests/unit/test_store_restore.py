@@ -13,9 +13,10 @@ import pytest
 
 from h2lab.errors import SpecError
 from h2lab.report.export import export_tables
-from h2lab.store import Store, TrialRecord
+from h2lab.results import TrialRecord
+from h2lab.store import Store
 from h2lab.store.restore import restore_store
-from h2lab.store.sqlite import TRIAL_COLUMNS
+from h2lab.store.sqlite import TRIAL_COLUMNS, row_of
 from tests.unit.test_store_sqlite import RES, record
 
 
@@ -24,7 +25,7 @@ def _filled(out: Path) -> Store:
     s = Store(out)
     s.add_trial(record(seed=1470880895729087315, machine="lab-a/0123456789ab"), RES)
     s.add_trial(record("b|h1s", status="failed", error='say "why", twice\nnewline'))
-    s.add_trial(record("c|h2s", config_json='{"page": "' + "x" * 200_000 + '"}', warmup=1))
+    s.add_trial(record("c|h2s", config={"page": "x" * 200_000}, warmup=True))
     return s
 
 
@@ -93,7 +94,7 @@ def test_csv_of_an_older_schema_takes_the_defaults(tmp_path: Path) -> None:
     ``versions_json`` naming a host or not, ``machine`` is NULL)."""
     newer = ("warmup", "cpu_busy_pct", "cpu_saturated", "emulator_drops", "machine")
     old = [c for c in TRIAL_COLUMNS if c not in newer]
-    row = dataclasses.replace(record(versions_json='{"host": "lab-a"}'), id=7).as_dict()
+    row = row_of(dataclasses.replace(record(versions={"host": "lab-a"}), id=7))
     with (tmp_path / "trials.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(old)
@@ -109,7 +110,7 @@ def test_csv_of_an_older_schema_takes_the_defaults(tmp_path: Path) -> None:
 
 
 def _write_trials(path: Path, edit: dict[str, str] | None = None, drop: str = "") -> None:
-    row = {k: "" if v is None else str(v) for k, v in record().as_dict().items()}
+    row = {k: "" if v is None else str(v) for k, v in row_of(record()).items()}
     row["id"] = "1"
     row.update(edit or {})
     names = [c for c in row if c != drop]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -70,8 +69,8 @@ def test_the_report_footer_shows_the_trials_commits_and_the_reports(
     store = Store(tmp_path)
     for r, sha in enumerate(("0123456789abcdef0123456789abcdef01234567", "aaaabbbbccccdddd")):
         for protocol, pdt in (("h1s", 100.0), ("h2s", 90.0)):
-            vj = json.dumps({"h2lab": "0.2.0", "h2lab_commit": sha})
-            store.add_trial(dataclasses.replace(trial(protocol, r, pdt + r), versions_json=vj))
+            vj = {"h2lab": "0.2.0", "h2lab_commit": sha}
+            store.add_trial(dataclasses.replace(trial(protocol, r, pdt + r), versions=vj))
     store.close()
     repro = section_html(write_report(tmp_path).read_text(), "repro")
     assert "h2lab 0.2.0; h2lab commit 0123456789ab, aaaabbbbcccc" in repro

@@ -44,8 +44,8 @@ from h2lab.analysis.stats import (
     wilcoxon_p,
 )
 from h2lab.analysis.verdict import CellValues, Outcome, OutlierRule, collect_values, outcome_of
+from h2lab.results import TrialRecord
 from h2lab.spec.factors import FACTORS
-from h2lab.store import TrialRecord
 
 AbOutcome = Literal["B faster", "A faster", "tie", "too few pairs"]
 NEVER_SET_ASIDE = ("page",)

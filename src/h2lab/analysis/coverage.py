@@ -24,7 +24,7 @@ from typing import Any
 
 from h2lab.analysis.verdict import latest_ok
 from h2lab.pages.manifest import Page
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from h2lab.analysis.lower_bound import MSS_BYTES, fetch_lower_bound_ms, handshak
 from h2lab.errors import H2LabError, SpecError, UnitError
 from h2lab.pages import Page
 from h2lab.pages.gen_mix import HA_BYTES, HA_COUNTS
+from h2lab.results import TrialRecord
 from h2lab.runner.executor import BlockJob
 from h2lab.runner.matrix import TrialSpec
 from h2lab.spec.cellular import STEP_MS, cellular_profiles, read_mahimahi
@@ -51,7 +52,6 @@ from h2lab.spec.factors import Cell, TrialFactors
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.options import parse_named
 from h2lab.spec.protocols import H1C, H1P, H1S
-from h2lab.store import TrialRecord
 from h2lab.units import parse_duration_ms
 
 

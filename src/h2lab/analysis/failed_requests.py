@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from h2lab.analysis.verdict import latest_ok
+from h2lab.results import TrialRecord
 from h2lab.spec.factors import Cell
-from h2lab.store import TrialRecord
 from h2lab.store.frame import TrialFrame, TrialsIn, as_frame
 
 TOP_PAIRS = 10

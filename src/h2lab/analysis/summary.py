@@ -6,12 +6,18 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from h2lab.results import TrialRecord
 from h2lab.spec.factors import Cell
-from h2lab.store import TrialRecord
+from h2lab.spec.protocols import ProtocolName
 
 # Which h1 variant each h2 variant is compared with: same transport security, and h2c
 # against pipelining as in seed 002.
-PAIRS = (("h2s", "h1s"), ("h2c", "h1c"), ("h2c", "h1p"), ("h3", "h2s"))
+PAIRS: tuple[tuple[ProtocolName, ProtocolName], ...] = (
+    ("h2s", "h1s"),
+    ("h2c", "h1c"),
+    ("h2c", "h1p"),
+    ("h3", "h2s"),
+)
 """(newer, older) protocol pairs compared in a cell: s = metric(newer) / metric(older). The
 analysis calls the newer one "h2" and the older "h1" (seed 001's words); for ``h3/h2s`` that is
 h3 and h2s (:func:`h2lab.analysis.verdict.outcome_text`)."""

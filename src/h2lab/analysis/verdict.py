@@ -34,7 +34,7 @@ from h2lab.analysis.stats import (
     split_outliers,
 )
 from h2lab.analysis.summary import PAIRS
-from h2lab.store import TrialRecord
+from h2lab.results import TrialRecord
 from h2lab.store.frame import TrialsIn, as_frame
 
 H2_FASTER_AT_MOST = 0.95

@@ -20,7 +20,7 @@ from h2lab.spec.factors import FACTORS, Factor
 from h2lab.spec.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from h2lab.store import TrialRecord
+    from h2lab.results import TrialRecord
 
 
 def load(
@@ -44,6 +44,7 @@ def load(
     from h2lab.runner.levels import validate_factors
     from h2lab.spec.experiment import Experiment, parse_capture
     from h2lab.store import Store
+    from h2lab.store.sqlite import row_of
 
     raw: dict[str, Any] = {
         "protocol": [p.strip() for p in protocol.split(",") if p.strip()],
@@ -76,7 +77,7 @@ def load(
     finally:
         store.close()
     if as_json:
-        print(json.dumps([r.as_dict() for r in rows], indent=1))
+        print(json.dumps([row_of(r) for r in rows], indent=1))
         return
     console.print(_load_table(f"{levels['page']} over {levels['network']}", rows))
     for r in rows:
@@ -136,6 +137,8 @@ LOAD_COLUMNS = (
 
 
 def _load_table(title: str, rows: list[TrialRecord]) -> Table:
+    from h2lab.store.sqlite import row_of
+
     table = Table(title=title)
     cols = list(LOAD_COLUMNS)
     # the page-level metrics only a browser measures, when some trial has them
@@ -144,6 +147,6 @@ def _load_table(title: str, rows: list[TrialRecord]) -> Table:
     for c in cols:
         table.add_column(c, justify="right")
     for r in rows:
-        d = r.as_dict()
+        d = row_of(r)
         table.add_row(*(f"{d[c]:.1f}" if isinstance(d[c], float) else str(d[c]) for c in cols))
     return table

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.progress import Progress
@@ -15,7 +15,7 @@ from rich.table import Table
 from h2lab.cli.cluster import secrets_folder
 from h2lab.cli.common import CAPTURE_HELP, console, enter_lab_mode, err, progress
 from h2lab.errors import SpecError
-from h2lab.results import METRICS
+from h2lab.results import METRICS, Status, TrialRecord
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from h2lab.runner.matrix import TrialSpec
     from h2lab.runner.run import BlockCosts
     from h2lab.spec.experiment import Experiment
-    from h2lab.store import Store, TrialRecord
+    from h2lab.store import Store
 
 DEMO_EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "demo.toml"
 
@@ -56,6 +56,11 @@ def _start_run(
     return started.trials
 
 
+Outcome = Status | Literal["resumed", "given-up"]
+"""What the progress bar counts of a trial: how its attempt ended, or that it was stored
+before (resumed) or failed every attempt of earlier runs (given up)."""
+
+
 class _Tally:
     """The progress bar of a run, fed one finished (or skipped) trial at a time."""
 
@@ -64,7 +69,7 @@ class _Tally:
         self.task = progress.add_task(name, total=total, status="")
         self.failed = 0
 
-    def add(self, status: str, key: str, detail: str = "") -> None:
+    def add(self, status: Outcome, key: str, detail: str = "") -> None:
         if status == "failed":
             self.failed += 1
             err.print(f"[yellow]trial failed[/] {key}: {detail}")
@@ -340,7 +345,7 @@ def validate(experiment: Annotated[Path, typer.Argument(help="experiment file (T
 
     exp = load_experiment(experiment)
     quick = load_experiment(experiment, quick=True)
-    extra = f" ({len(expand(quick))} with --quick)" if "quick" in experiment.read_text() else ""
+    extra = f" ({len(expand(quick))} with --quick)" if exp.has_quick else ""
     # plain print: one line however long the path (rich would wrap it)
     print(f"{experiment}: ok, {len(expand(exp))} trials{extra}")
 

@@ -11,9 +11,8 @@ agree, else ``pdt_ms``, which every client reports; or the one asked for.
 from __future__ import annotations
 
 import datetime
-import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,9 +37,8 @@ from h2lab.errors import SpecError
 from h2lab.report import html as h
 from h2lab.report import model, svg
 from h2lab.report.artifacts import ExperimentInfo, experiment_info
-from h2lab.results import METRICS
+from h2lab.results import METRICS, TrialRecord
 from h2lab.spec.factors import FACTORS
-from h2lab.store import TrialRecord
 from h2lab.store.reader import read_trials
 from h2lab.version import short_commit
 
@@ -79,7 +77,7 @@ def load_run(out_dir: Path) -> Run:
     return Run(out_dir, trials, experiment_info(out_dir))
 
 
-def _joined(values: set[str]) -> str:
+def _joined(values: Iterable[str]) -> str:
     return ", ".join(sorted(values))
 
 
@@ -98,18 +96,13 @@ def run_settings(run: Run) -> dict[str, str]:
     for t in trials:
         if t.page_digest:
             digests[f"page content of {t.cell.page}"].add(t.page_digest[:12])
-        try:
-            recorded = json.loads(t.versions_json)
-        except ValueError:
-            continue
-        if isinstance(recorded, dict):
-            for key, value in recorded.items():
-                if key == DELAY_OVERHEAD_KEY or key == "machine":
-                    continue  # measured per boot; the machine column says the same
-                # a server's version is keyed by its spec: by the adapter's name here, so
-                # that origin:scheduler=fcfs and origin:scheduler=client compare as one
-                name = key if key in MACHINE_KEYS else f"{key.split(':', 1)[0]} version"
-                versions[name].add(str(value))
+        for key, value in t.versions.items():
+            if key == DELAY_OVERHEAD_KEY or key == "machine":
+                continue  # measured per boot; the machine column says the same
+            # a server's version is keyed by its spec: by the adapter's name here, so that
+            # origin:scheduler=fcfs and origin:scheduler=client compare as one
+            name = key if key in MACHINE_KEYS else f"{key.split(':', 1)[0]} version"
+            versions[name].add(str(value))
     out.update({k: _joined(v) for k, v in sorted(digests.items())})
     out.update({k: _joined(v) for k, v in sorted(versions.items())})
     machines = {t.machine for t in trials if t.machine}

@@ -54,8 +54,8 @@ import numpy as np
 
 from h2lab.analysis.verdict import latest_ok
 from h2lab.artifacts import VISUAL_PROGRESS
+from h2lab.results import TrialRecord
 from h2lab.spec.factors import Cell
-from h2lab.store import TrialRecord
 
 BROWSER_NAMES = {"chromium": "chrome", "firefox": "firefox"}
 """h2lab's browser client -> browsertime's ``--browser`` name."""

@@ -27,7 +27,8 @@ from h2lab.report.export import export_tables
 from h2lab.report.failed import failed_part
 from h2lab.report.priorities import priorities_part
 from h2lab.report.repro import experiments, repro
-from h2lab.store import Store, TrialRecord
+from h2lab.results import TrialRecord
+from h2lab.store import Store
 from h2lab.store.columns import read_trial_frame
 from h2lab.store.frame import TrialFrame
 from h2lab.version import short_commit

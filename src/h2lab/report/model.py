@@ -22,9 +22,8 @@ from h2lab.analysis.factors import Cell, CellFactors, cell_factors
 from h2lab.analysis.verdict import Analysis, CellStats, Verdict, outcome_text
 from h2lab.analysis.verdict import latest_ok as latest_ok  # the report's rule, kept here too
 from h2lab.report.svg.charts import LinePoint
-from h2lab.results import BROWSER, LOAD, METRICS
+from h2lab.results import BROWSER, LOAD, METRICS, TrialRecord
 from h2lab.spec.factors import FACTORS, report_columns
-from h2lab.store import TrialRecord
 from h2lab.store.frame import TrialFrame, TrialsIn, as_frame
 
 TRANSPORT_METRIC = next(m.name for m in METRICS if m.judges == LOAD)

@@ -16,8 +16,8 @@ import h2lab
 from h2lab.analysis.machines import DELAY_OVERHEAD_KEY, MACHINE_KEYS, Machines, machines
 from h2lab.report import artifacts
 from h2lab.report import html as h
+from h2lab.results import CPU_SATURATED_PCT
 from h2lab.store.frame import Texts, TrialFrame
-from h2lab.store.sqlite import CPU_SATURATED_PCT
 from h2lab.version import short_commit
 
 

@@ -21,6 +21,7 @@ from h2lab.metrics.counters import parse_dev
 from h2lab.net import netns
 from h2lab.net.capture import PacketCapture
 from h2lab.runner.matrix import TrialSpec
+from h2lab.spec.experiment import Capture
 from h2lab.spec.protocols import QUIC, TLS_OVER_TCP
 
 
@@ -39,7 +40,7 @@ def client_iface(devs: Mapping[str, object]) -> str:
     return names[0]
 
 
-def trial_keylog(artifacts: Path, protocol: str, capture: tuple[str, ...]) -> Path | None:
+def trial_keylog(artifacts: Path, protocol: str, capture: tuple[Capture, ...]) -> Path | None:
     """Where a trial's client leaves its TLS keys: beside its capture, when it has one and
     speaks TLS (over TCP or QUIC); None otherwise."""
     if "pcap" in capture and protocol in TLS_OVER_TCP | QUIC:
@@ -65,7 +66,7 @@ def early_data_capture(link: ClientSide, artifacts: Path, t: TrialSpec) -> Packe
 
 
 def packet_capture(
-    link: ClientSide, artifacts: Path, capture: tuple[str, ...]
+    link: ClientSide, artifacts: Path, capture: tuple[Capture, ...]
 ) -> AbstractContextManager[object]:
     """tcpdump on the client's end of ``link`` into the trial's artifacts for the span of a
     ``with`` block (``"pcap"`` in ``capture``; :mod:`h2lab.net.capture`), else nothing."""

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from h2lab.results import ResourceTiming
+from h2lab.results import ResourceTiming, TrialRecord
 from h2lab.runner.matrix import TrialSpec
-from h2lab.store import TrialRecord
+from h2lab.spec.experiment import Capture, FailOn
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,9 @@ class BlockJob:
     origins: tuple[str, ...]
     """every origin of the run's pages, in order: a lab gives each its address once, so an
     origin has the same address in every lab of the run"""
-    fail_on: str = "document"
+    fail_on: FailOn = "document"
     """when a browser's trial fails (:attr:`h2lab.spec.experiment.Experiment.fail_on`)"""
-    capture: tuple[str, ...] = ()
+    capture: tuple[Capture, ...] = ()
     """what every trial records besides its measurements
     (:attr:`h2lab.spec.experiment.Experiment.capture`)"""
     pages: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -110,8 +110,8 @@ def block_jobs(
     results_dir: Path,
     origins: tuple[str, ...],
     pages: Mapping[str, str] | None = None,
-    fail_on: str = "document",
-    capture: tuple[str, ...] = (),
+    fail_on: FailOn = "document",
+    capture: tuple[Capture, ...] = (),
 ) -> list[BlockJob]:
     """``trials`` (in run order) as one job per block: each run of consecutive trials with
     one seed (:func:`h2lab.runner.matrix.block_seed`; the warm-up trials share the first

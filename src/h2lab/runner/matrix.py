@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from h2lab.spec.experiment import Experiment
 from h2lab.spec.factors import Cell, TrialFactors
 from h2lab.spec.network import NetworkProfile
+from h2lab.spec.protocols import ProtocolName
 from h2lab.spec.tcp import TcpSettings
 
 
@@ -27,7 +28,7 @@ class TrialSpec:
     factors: TrialFactors
     """the trial's level of every factor but the protocol"""
     repetition: int
-    protocol: str
+    protocol: ProtocolName
     seed: int
     """drives the emulator's loss pattern; equal for every protocol of a block"""
     order: int
@@ -113,7 +114,7 @@ def expand(exp: Experiment) -> list[TrialSpec]:
     rng = random.Random(exp.seed)
     compared = exp.compare.factor if exp.compare else None
     Combo = tuple[int, TrialFactors]
-    blocks: dict[Combo, tuple[str, ...]] = {}
+    blocks: dict[Combo, tuple[ProtocolName, ...]] = {}
     for f in exp.matrices:
         for rep, *levels in itertools.product(range(exp.repetitions), *f.levels):
             combo = (rep, TrialFactors(*levels))

@@ -17,10 +17,12 @@ from types import FrameType
 
 from h2lab.errors import NO_SPACE, OutOfSpace, is_out_of_space
 from h2lab.pages import Page, resolve_page
+from h2lab.results import TrialRecord
 from h2lab.runner.executor import BlockJob, Event, Executor, TrialDone, block_jobs, longest_first
 from h2lab.runner.matrix import TrialSpec
 from h2lab.runner.trial import SerialExecutor
-from h2lab.store import Store, TrialRecord
+from h2lab.spec.experiment import Capture, FailOn
+from h2lab.store import Store
 
 __all__ = [
     "RUNS_BEFORE_GIVING_UP",
@@ -94,8 +96,8 @@ def run_trials(
     on_progress: ProgressFn | None = None,
     on_give_up: GiveUpFn | None = None,
     executor: Executor | None = None,
-    fail_on: str = "document",
-    capture: tuple[str, ...] = (),
+    fail_on: FailOn = "document",
+    capture: tuple[Capture, ...] = (),
     block_costs: BlockCosts | None = None,
 ) -> list[TrialRecord]:
     """Run ``trials`` not yet stored ok on ``executor`` (default: in this process, one lab);

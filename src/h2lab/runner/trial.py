@@ -36,15 +36,15 @@ from h2lab.metrics.counters import CpuTimes, busy_pct, parse_cpu_times, parse_de
 from h2lab.net import netns
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
-from h2lab.results import Metrics, ResourceTiming
+from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
 from h2lab.runner.captures import client_iface, early_data_capture, packet_capture, trial_keylog
 from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
+from h2lab.spec.experiment import Capture, FailOn
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.tcp import TcpSettings
-from h2lab.store import TrialRecord
-from h2lab.store.sqlite import CPU_SATURATED_PCT, artifacts_dir
+from h2lab.store.sqlite import artifacts_dir, config_json
 
 
 class TrialClock(Protocol):
@@ -423,8 +423,8 @@ def run_one(
     timeout_s: float,
     versions: dict[str, str],
     stretch: TrialServer,
-    fail_on: str = "document",
-    capture: tuple[str, ...] = (),
+    fail_on: FailOn = "document",
+    capture: tuple[Capture, ...] = (),
     *,
     clock: TrialClock = SYSTEM_CLOCK,
     cpu: CpuReader = read_cpu_times,
@@ -544,11 +544,13 @@ def trial_record(
         error=error,
         started_at=started_at,
         duration_s=duration_s,
-        config_json=json.dumps(t.config(), sort_keys=True),
-        versions_json=json.dumps(versions, sort_keys=True),
-        warmup=int(t.warmup > 0),
+        # as JSON gives them back (lists, not tuples): the record equals the one read from
+        # the store, and crosses the wire unchanged
+        config=json.loads(config_json(t.config())),
+        versions=dict(versions),
+        warmup=t.warmup > 0,
         machine=versions.get("machine"),
         cpu_busy_pct=None if cpu is None else round(cpu, 1),
-        cpu_saturated=None if cpu is None else int(cpu >= CPU_SATURATED_PCT),
+        cpu_saturated=None if cpu is None else cpu >= CPU_SATURATED_PCT,
         **metrics,  # type: ignore[arg-type]
     )

@@ -11,7 +11,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from h2lab.errors import SpecError
 from h2lab.spec.factors import (
@@ -26,7 +26,8 @@ from h2lab.spec.factors import (
 )
 from h2lab.spec.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 from h2lab.spec.network import parse_network
-from h2lab.spec.protocols import PROTOCOLS
+from h2lab.spec.protocols import PROTOCOLS, ProtocolName
+from h2lab.spec.vocab import member
 
 KEY_DOCS: dict[str, tuple[str, str]] = {
     "name": ("string (required)", "the experiment's name, stored with every trial"),
@@ -57,13 +58,15 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
 """Every top-level key of an experiment file with its type and what it does, for
 docs/reference.md (:mod:`h2lab.reference`): the keys validation accepts."""
 TOP_KEYS = set(KEY_DOCS)
-CAPTURES = ("pcap",)
+Capture = Literal["pcap"]
+CAPTURES: tuple[Capture, ...] = ("pcap",)
 """What a run may record of every trial besides its measurements: ``pcap``, the packets on
 the client's side of the link (:mod:`h2lab.net.capture`), with the TLS keys beside them."""
 OUTLIER_RULES = ("none", "2sd")
-FAIL_ON = ("document", "any")
+FailOn = Literal["document", "any"]
 """When a browser's trial fails: its document failed (a failed subresource is recorded, not
 fatal), or any request for the page's resources failed."""
+FAIL_ON: tuple[FailOn, ...] = ("document", "any")
 QUICK_DOCS: dict[str, str] = {
     "repetitions": "replaces the file's repetitions",
     "warmup": "replaces the file's warmup",
@@ -90,11 +93,11 @@ class Factors:
     """One factor table: the protocols a block pairs, and the levels of every factor of
     :class:`~h2lab.spec.factors.TrialFactors` (typed), in :data:`FACTORS` order."""
 
-    protocol: tuple[str, ...]
+    protocol: tuple[ProtocolName, ...]
     levels: tuple[tuple[Any, ...], ...]
 
     @classmethod
-    def of(cls, protocol: tuple[str, ...], **levels: tuple[Any, ...]) -> Factors:
+    def of(cls, protocol: tuple[ProtocolName, ...], **levels: tuple[Any, ...]) -> Factors:
         """A table from levels by factor name; a factor not given has its default level."""
         unknown = set(levels) - set(BY_NAME)
         if unknown:
@@ -149,19 +152,22 @@ class Experiment:
     outlier_rule: str | None = None
     """``"2sd"``: the report drops, per cell and protocol, values more than 2 standard
     deviations from their mean before comparing (seed 002 §3.4); None keeps every value"""
-    fail_on: str = "document"
+    fail_on: FailOn = "document"
     """a browser trial fails when its document fails (``document``; a failed subresource is
     a resources row with its error, counted in ``failed_requests``) or when any request for
     the page's resources fails (``any``)"""
     compare: Compare | None = None
     """a factor besides the protocol whose levels run back to back with one loss seed and
     are compared with its baseline in the report"""
-    capture: tuple[str, ...] = ()
+    capture: tuple[Capture, ...] = ()
     """what is recorded of every trial besides its measurements (:data:`CAPTURES`): not a
     factor, so a trial's key, cell and results are the same with it or without"""
     also: tuple[Factors, ...] = ()
     """further factor tables (``[[factors]]``), each crossed on its own; their trials are
     added to those of ``factors`` (explicit combinations)"""
+    has_quick: bool = False
+    """the file has a ``[quick]`` table (a quick variant of its own, not just the ``-quick``
+    name)"""
 
     @property
     def matrices(self) -> tuple[Factors, ...]:
@@ -202,21 +208,23 @@ def validate_factors(
     for required in ("protocol", *REQUIRED):
         if required not in raw:
             raise SpecError(source, f"{prefix}.{required}", "missing (required)")
-    protocol = _list(source, f"{prefix}.protocol", raw["protocol"], str)
-    for i, p in enumerate(protocol):
-        if p not in PROTOCOLS:
+    protocol: list[ProtocolName] = []
+    for i, p in enumerate(_list(source, f"{prefix}.protocol", raw["protocol"], str)):
+        known = member(PROTOCOLS, p)
+        if known is None:
             allowed = ", ".join(PROTOCOLS)
             raise SpecError(
                 source, f"{prefix}.protocol[{i}]", f"unknown value {p!r} (allowed: {allowed})"
             )
+        protocol.append(known)
     levels = tuple(_levels(source, raw, prefix, spec) for spec in FACTORS)
     for spec, values in zip(FACTORS, levels, strict=True):
         for check in (spec.check, checks.get(spec.name)):
             if check is None:
                 continue
             for i, v in enumerate(values):
-                check(v, protocol, source, f"{prefix}.{spec.name}[{i}]")
-    return Factors(protocol, levels)
+                check(v, tuple(protocol), source, f"{prefix}.{spec.name}[{i}]")
+    return Factors(tuple(protocol), levels)
 
 
 def apply_quick(raw: dict[str, Any], source: str) -> dict[str, Any]:
@@ -253,6 +261,7 @@ def parse_experiment(
 ) -> Experiment:
     """The experiment ``raw`` says (its quick variant with ``quick``); ``checks`` as
     :func:`validate_factors` takes them."""
+    has_quick = "quick" in raw
     quick_raw = apply_quick(raw, source)  # its keys are checked either way
     if quick:
         raw = quick_raw
@@ -290,9 +299,10 @@ def parse_experiment(
             "outlier_rule",
             f"must be one of {', '.join(OUTLIER_RULES)}, got {outlier_rule!r}",
         )
-    fail_on = raw.get("fail_on", "document")
-    if fail_on not in FAIL_ON:
-        raise SpecError(source, "fail_on", f"must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    written = raw.get("fail_on", "document")
+    fail_on = member(FAIL_ON, written)
+    if fail_on is None:
+        raise SpecError(source, "fail_on", f"must be one of {', '.join(FAIL_ON)}, got {written!r}")
     factors = raw.get("factors")
     tables = factors if isinstance(factors, list) else [factors]
     if not tables or not all(isinstance(t, dict) for t in tables):
@@ -320,16 +330,19 @@ def parse_experiment(
         compare=compare,
         capture=capture,
         also=matrices[1:],
+        has_quick=has_quick,
     )
 
 
-def parse_capture(raw: object, source: str, key: str) -> tuple[str, ...]:
+def parse_capture(raw: object, source: str, key: str) -> tuple[Capture, ...]:
     """``capture``: a name of :data:`CAPTURES` or a list of them (``"pcap"``, ``["pcap"]``)."""
-    values = raw if isinstance(raw, list) else [raw]
-    for i, v in enumerate(values):
-        if v not in CAPTURES:
+    values: list[Capture] = []
+    for i, v in enumerate(raw if isinstance(raw, list) else [raw]):
+        known = member(CAPTURES, v)
+        if known is None:
             where = f"{key}[{i}]" if isinstance(raw, list) else key
             raise SpecError(source, where, f"unknown capture {v!r} (known: {', '.join(CAPTURES)})")
+        values.append(known)
     if len(set(values)) != len(values):
         raise SpecError(source, key, "lists a value twice")
     return tuple(values)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from h2lab.errors import SpecError
 from h2lab.spec.network import NetworkProfile, parse_network
@@ -35,8 +35,9 @@ Stored = str | int
 """A level as the store keeps it (a network by its name, initcwnd as a number)."""
 
 MAX_INITCWND_PACKETS = 1000
-VIEWS = ("first", "repeat")
+View = Literal["first", "repeat"]
 """WebPageTest's first and repeat views (the ``view`` factor)."""
+VIEWS: tuple[View, ...] = ("first", "repeat")
 
 LevelCheck = Callable[[Any, tuple[str, ...], str, str], None]
 """``check(level, protocols, source, key)``: raises :class:`SpecError` naming ``source`` and
@@ -212,7 +213,7 @@ class TrialFactors:
         ))
     )  # fmt: skip
 
-    view: str = field(
+    view: View = field(
         metadata=_is(Factor(
             "view", "view", str,
             "first view (a cold browser), or the repeat view (the page again in the same "

@@ -1,5 +1,5 @@
 """The results store of an experiment: ``DIR/results.sqlite`` plus ``DIR/artifacts/``."""
 
-from h2lab.store.sqlite import Store, TrialRecord
+from h2lab.store.sqlite import Store
 
-__all__ = ["Store", "TrialRecord"]
+__all__ = ["Store"]

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from h2lab.results import METRICS
+from h2lab.results import METRICS, OK, TrialRecord
 from h2lab.spec.factors import Cell
-from h2lab.store.sqlite import TrialRecord
+from h2lab.store.sqlite import row_of
 
 TEXT_COLUMNS = (
     "trial_key",
@@ -107,14 +107,16 @@ class TrialFrame:
 
     @classmethod
     def of(cls, records: Iterable[TrialRecord]) -> TrialFrame:
-        """The frame of ``records``, in their order."""
-        rows = list(records)
+        """The frame of ``records``, in their order: their columns as the store would hold
+        them (the JSON columns as text, flags as 0/1)."""
+        listed = list(records)
+        rows = [row_of(t) for t in listed]
         cells: dict[Cell, int] = {}
         cell = np.fromiter(
-            (cells.setdefault(t.cell, len(cells)) for t in rows), np.int64, len(rows)
+            (cells.setdefault(t.cell, len(cells)) for t in listed), np.int64, len(rows)
         )
-        texts = {c: Texts.of([getattr(t, c) for t in rows]) for c in TEXT_COLUMNS}
-        numbers = {c: _numbers([getattr(t, c) for t in rows], c) for c in NUMBER_COLUMNS}
+        texts = {c: Texts.of([r[c] for r in rows]) for c in TEXT_COLUMNS}
+        numbers = {c: _numbers([r[c] for r in rows], c) for c in NUMBER_COLUMNS}
         numbers["id"] = np.nan_to_num(numbers["id"], nan=0.0)  # a record not stored: id 0
         return cls(tuple(cells), cell, texts, numbers)
 
@@ -136,7 +138,7 @@ class TrialFrame:
     @property
     def ok(self) -> np.ndarray:
         """Rows whose attempt succeeded."""
-        ok: np.ndarray = self.texts["status"].codes == self.texts["status"].code_of("ok")
+        ok: np.ndarray = self.texts["status"].codes == self.texts["status"].code_of(OK)
         return ok
 
     def cell_levels(self, name: str) -> np.ndarray:

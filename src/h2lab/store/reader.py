@@ -18,9 +18,10 @@ from typing import Any
 
 from h2lab.artifacts import RESULTS_DB
 from h2lab.errors import SpecError
+from h2lab.results import TrialRecord
 from h2lab.spec.factors import BY_COLUMN
 from h2lab.store.restore import ADDED_DEFAULTS
-from h2lab.store.sqlite import TRIAL_COLUMNS, TrialRecord
+from h2lab.store.sqlite import TRIAL_COLUMNS, record_of
 from h2lab.store.tables import connect_read_only
 
 
@@ -62,6 +63,6 @@ def read_trials(out_dir: Path) -> list[TrialRecord]:
     finally:
         db.close()
     try:
-        return [TrialRecord.from_row({**defaults, **dict(zip(read, r, strict=True))}) for r in rows]
+        return [record_of({**defaults, **dict(zip(read, r, strict=True))}) for r in rows]
     except (TypeError, ValueError) as exc:
         raise SpecError(db_path, "trials", f"a row does not fit the schema ({exc})") from None

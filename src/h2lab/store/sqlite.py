@@ -1,4 +1,9 @@
-"""SQLite schema and access. One row per trial attempt, committed when the trial ends."""
+"""SQLite schema and access. One row per trial attempt, committed when the trial ends.
+
+The row is the store's format, the :class:`~h2lab.results.TrialRecord` everyone else's: flags
+as 0/1 integers, the configuration and versions as JSON text. :func:`row_of` and
+:func:`record_of` convert at this boundary, so the schema and the stored values stay as older
+stores and exports hold them."""
 
 from __future__ import annotations
 
@@ -6,21 +11,19 @@ import dataclasses
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from h2lab.artifacts import ARTIFACTS_DIR, RESULTS_DB
-from h2lab.results import Metrics, ResourceTiming
+from h2lab.results import STATUSES, JsonObject, Metrics, ResourceTiming, Status, TrialRecord
 from h2lab.spec.factors import FACTORS, Cell
+from h2lab.spec.protocols import PROTOCOLS
+from h2lab.spec.vocab import one_of
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
 
     from h2lab.store.segments import Segment
-
-CPU_SATURATED_PCT = 90.0
-"""A trial during which the machine was this busy is flagged (``cpu_saturated``)."""
 
 # 2: page-level browser metrics, resource priority; 3: resource status; 4: resource pushed;
 # 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls; 8: machine;
@@ -80,52 +83,59 @@ def _resource_columns() -> dict[str, str]:
 RESOURCE_COLUMNS: dict[str, str] = _resource_columns()
 
 
-@dataclass(frozen=True)
-class TrialRecord(Metrics):
-    """One trial's outcome with every metric in its unit; ``id`` is set by the store."""
+_RECORD_ONLY = frozenset({"cell", "config", "versions"})
+"""The fields of :class:`TrialRecord` that are not a column as they are: the cell is the
+factor columns, the configuration and versions are the JSON columns."""
 
-    trial_key: str
-    experiment: str
-    block: str
-    cell: Cell
-    """the trial's factor levels as stored (one column each)"""
-    page_digest: str | None
-    protocol: str
-    repetition: int
-    seed: int
-    attempt: int
-    status: str
-    error: str | None
-    started_at: str
-    duration_s: float | None
-    config_json: str
-    versions_json: str
-    id: int | None = None
-    warmup: int = 0
-    """1 for a warm-up trial: stored, never analysed"""
-    cpu_busy_pct: float | None = None
-    """share of the machine's CPU time that was busy during the trial (all cores)"""
-    cpu_saturated: int | None = None
-    """1 when ``cpu_busy_pct`` reached :data:`CPU_SATURATED_PCT`: the trial's timings may
-    include waiting for a core"""
-    emulator_drops: int | None = None
-    """packets Rattan's sockets dropped during the trial because they were full: lost by the
-    emulator, not by the asked loss model (0 on a faithful link; None: not recorded)"""
-    machine: str | None = None
-    """the machine that ran the trial: its host name, with the first 12 hex digits of the Ray
-    node beside it for a trial run on a cluster (``host/node``); None: not recorded"""
 
-    def as_dict(self) -> dict[str, Any]:
-        """The record as its store row (column -> value)."""
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "cell"}
-        d.update(self.cell.columns())
-        return {k: d[k] for k in TRIAL_COLUMNS}
+def row_of(record: TrialRecord) -> dict[str, Any]:
+    """The store row of ``record`` (column -> value, in :data:`TRIAL_COLUMNS` order)."""
+    d = {
+        f.name: getattr(record, f.name)
+        for f in dataclasses.fields(record)
+        if f.name not in _RECORD_ONLY
+    }
+    d.update(record.cell.columns())
+    d["config_json"] = config_json(record.config)
+    d["versions_json"] = config_json(record.versions)
+    d["warmup"] = int(record.warmup)
+    d["cpu_saturated"] = None if record.cpu_saturated is None else int(record.cpu_saturated)
+    return {k: d[k] for k in TRIAL_COLUMNS}
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> TrialRecord:
-        """The record of a store row (column -> value)."""
-        cell = Cell.of(**{c: row[c] for c in FACTOR_COLUMNS})
-        return cls(cell=cell, **{k: v for k, v in row.items() if k not in FACTOR_COLUMNS})
+
+def _json_object(text: object) -> JsonObject:
+    """A JSON column as its object; text that is not a JSON object (a row an older or a foreign
+    h2lab wrote, ``versions_json`` of ``"not json"``) is an empty one: a reader that needs the
+    text as stored reads the column (:mod:`h2lab.store.frame`)."""
+    try:
+        value = json.loads(str(text))
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def record_of(row: Mapping[str, Any]) -> TrialRecord:
+    """The record of a store row (column -> value); a ``status`` or ``protocol`` outside its
+    vocabulary raises ValueError."""
+    status = one_of(STATUSES, row["status"], "status")
+    protocol = one_of(PROTOCOLS, row["protocol"], "protocol")
+    saturated = row["cpu_saturated"]
+    return TrialRecord(
+        cell=Cell.of(**{c: row[c] for c in FACTOR_COLUMNS}),
+        status=status,
+        protocol=protocol,
+        config=_json_object(row["config_json"]),
+        versions=_json_object(row["versions_json"]),
+        warmup=bool(row["warmup"]),
+        cpu_saturated=None if saturated is None else bool(saturated),
+        **{k: v for k, v in row.items() if k not in FACTOR_COLUMNS and k not in _CONVERTED},
+    )
+
+
+_CONVERTED = frozenset(
+    {"status", "protocol", "config_json", "versions_json", "warmup", "cpu_saturated"}
+)
+"""The columns :func:`record_of` converts; the others are their field as they are."""
 
 
 def _ddl(table: str, columns: dict[str, str]) -> str:
@@ -201,7 +211,7 @@ class Store:
 
     def add_trial(self, record: TrialRecord, resources: tuple[ResourceTiming, ...] = ()) -> int:
         """Insert a trial and its resources in one transaction (committed on return)."""
-        row = record.as_dict()
+        row = row_of(record)
         del row["id"]
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
@@ -267,7 +277,7 @@ class Store:
     def trials(
         self,
         *,
-        status: str | None = None,
+        status: Status | None = None,
         experiment: str | None = None,
         include_warmup: bool = False,
     ) -> list[TrialRecord]:
@@ -283,8 +293,7 @@ class Store:
             args.append(experiment)
         q += " ORDER BY id"
         return [
-            TrialRecord.from_row(dict(zip(TRIAL_COLUMNS, r, strict=True)))
-            for r in self._db.execute(q, args)
+            record_of(dict(zip(TRIAL_COLUMNS, r, strict=True))) for r in self._db.execute(q, args)
         ]
 
     def trials_by_id(self, ids: Sequence[int]) -> list[TrialRecord]:
@@ -298,7 +307,7 @@ class Store:
                 f"WHERE id IN ({', '.join('?' for _ in chunk)})"
             )
             rows += [
-                TrialRecord.from_row(dict(zip(TRIAL_COLUMNS, r, strict=True)))
+                record_of(dict(zip(TRIAL_COLUMNS, r, strict=True)))
                 for r in self._db.execute(q, chunk)
             ]
         return sorted(rows, key=lambda t: t.id or 0)
@@ -388,5 +397,6 @@ class Store:
         return batches(self.dir / SEGMENTS_DIR, self.segments(), RESOURCE_COLUMNS)
 
 
-def config_json(config: dict[str, Any]) -> str:
+def config_json(config: Mapping[str, Any]) -> str:
+    """A JSON column's text: keys sorted, as every stored row has it."""
     return json.dumps(config, sort_keys=True)
