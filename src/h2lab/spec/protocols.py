@@ -3,27 +3,32 @@ adapters and the analysis take their lists from here."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Literal, Protocol
 
-H1C = "h1c"
+ProtocolName = Literal["h1c", "h1p", "h1s", "h2c", "h2s", "h3"]
+"""A protocol an experiment may name, as trial keys and the store write it."""
+
+H1C: Final = "h1c"
 """HTTP/1.1 cleartext"""
-H1P = "h1p"
+H1P: Final = "h1p"
 """HTTP/1.1 cleartext, pipelined (load clients only)"""
-H1S = "h1s"
+H1S: Final = "h1s"
 """HTTP/1.1 over TLS"""
-H2C = "h2c"
+H2C: Final = "h2c"
 """HTTP/2 cleartext, prior knowledge"""
-H2S = "h2s"
+H2S: Final = "h2s"
 """HTTP/2 over TLS (ALPN)"""
-H3 = "h3"
+H3: Final = "h3"
 """HTTP/3 over QUIC"""
 
-PROTOCOLS = (H1C, H1P, H1S, H2C, H2S, H3)
+PROTOCOLS: tuple[ProtocolName, ...] = (H1C, H1P, H1S, H2C, H2S, H3)
 """Every protocol an experiment may name."""
-CLEARTEXT_TCP = frozenset({H1C, H1P, H2C})
-TLS_OVER_TCP = frozenset({H1S, H2S})
+
+
+CLEARTEXT_TCP: frozenset[str] = frozenset({H1C, H1P, H2C})
+TLS_OVER_TCP: frozenset[str] = frozenset({H1S, H2S})
 """The protocols whose TLS version is a factor (``tls``); QUIC is always TLS 1.3."""
-QUIC = frozenset({H3})
+QUIC: frozenset[str] = frozenset({H3})
 TCP_PROTOCOLS = CLEARTEXT_TCP | TLS_OVER_TCP
 
 TLS_VERSIONS = ("1.2", "1.3")
@@ -31,10 +36,17 @@ TLS_VERSIONS = ("1.2", "1.3")
 
 # Ports per protocol, the same on every origin address. h1c on :80, TLS (h1s/h2s, ALPN
 # decides) on :443, h2c with prior knowledge on its own port.
-PORTS = {H1C: 80, H1P: 80, H1S: 443, H2S: 443, H2C: 8080, H3: 443}
+PORTS: dict[str, int] = {H1C: 80, H1P: 80, H1S: 443, H2S: 443, H2C: 8080, H3: 443}
 """TCP ports, except ``h3``: UDP 443. Servers listen on them, clients fetch from them."""
 
-SCHEMES = {H1C: "http", H1P: "http", H2C: "http", H1S: "https", H2S: "https", H3: "https"}
+SCHEMES: dict[str, str] = {
+    H1C: "http",
+    H1P: "http",
+    H2C: "http",
+    H1S: "https",
+    H2S: "https",
+    H3: "https",
+}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
