@@ -24,7 +24,7 @@ from h2lab.errors import EXIT_CODES
 from h2lab.results import METRICS
 from h2lab.spec import experiment
 from h2lab.spec.factors import FACTORS
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import Option
 from h2lab.spec.protocols import PROTOCOLS
 
 HEADER = """# h2lab reference
@@ -107,7 +107,8 @@ def commands_part(app: typer.Typer) -> list[str]:
             subs = ", ".join(f"`{full} {n}`" for n in cmd.commands)
             lines += [f"Commands: {subs}.", ""]
             continue
-        rows = [_param_row(p, ctx) for p in cmd.params if p.name != "help" and not p.hidden]
+        params = cmd.get_params(ctx)  # as --help shows them (h2lab load lists the registries)
+        rows = [_param_row(p, ctx) for p in params if p.name != "help" and not p.hidden]
         lines += _table(("argument or option", "value", "default", "what"), rows) if rows else []
     return lines
 
@@ -170,10 +171,10 @@ def metrics_part() -> list[str]:
     return ["## Metrics", "", *_table(("metric", "unit", "title", "reported by", "what"), rows)]
 
 
-def _options_rows(docs: Sequence[OptionDoc]) -> list[str]:
+def _options_rows(name: str, docs: Sequence[Option]) -> list[str]:
     if not docs:
         return ["No options.", ""]
-    rows = [(f"`{d.key}`", f"`{d.values}`", d.doc, f"`{d.example}`") for d in docs]
+    rows = [(f"`{d.key}`", f"`{d.values}`", d.doc, f"`{name}:{d.example}`") for d in docs]
     return _table(("option", "values", "what", "example"), rows)
 
 
@@ -182,7 +183,7 @@ def adapters_part() -> list[str]:
     for title, registry in (("Servers", servers), ("Clients", clients)):
         lines += [f"### {title}", ""]
         for name in registry.names():
-            lines += [f"#### `{name}`", "", *_options_rows(registry.options_of(name))]
+            lines += [f"#### `{name}`", "", *_options_rows(name, registry.options_of(name))]
     return lines
 
 
