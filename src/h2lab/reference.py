@@ -20,6 +20,7 @@ from typing import Any
 import typer
 
 from h2lab import clients, results, servers
+from h2lab.clients.browser.client import BrowserClient
 from h2lab.errors import EXIT_CODES
 from h2lab.results import METRICS
 from h2lab.spec import experiment
@@ -33,12 +34,18 @@ Generated from the code by `make reference` (`python -m h2lab.reference`): do no
 hand; `tests/unit/test_reference.py` fails when this file and the code differ. How to use
 these is in README.md and the pages of docs/.
 """
-REPORTED_BY = {
-    results.BROWSER: "chromium, firefox",
-    results.CLIENT: "every client",
-    results.LAB: "the lab (counted on the link), every client",
-    results.LOAD: "h2load, nghttp, curl, okhttp",
-}
+
+
+def reported_by() -> dict[str, str]:
+    """Who reports each class of metric: the browsers and the other clients as registered."""
+    names = clients.names()
+    browsers = [n for n in names if isinstance(clients.get(n), BrowserClient)]
+    return {
+        results.BROWSER: ", ".join(browsers),
+        results.CLIENT: "every client",
+        results.LAB: "the lab (counted on the link), every client",
+        results.LOAD: ", ".join(n for n in names if n not in browsers),
+    }
 
 
 def _cell(text: object) -> str:
@@ -164,8 +171,9 @@ def metric_docs() -> dict[str, str]:
 
 def metrics_part() -> list[str]:
     docs = metric_docs()
+    by = reported_by()
     rows = [
-        (f"`{m.name}`", m.unit, m.title, m.only or REPORTED_BY[m.reported_by], docs.get(m.name, ""))
+        (f"`{m.name}`", m.unit, m.title, m.only or by[m.reported_by], docs.get(m.name, ""))
         for m in METRICS
     ]
     return ["## Metrics", "", *_table(("metric", "unit", "title", "reported by", "what"), rows)]
