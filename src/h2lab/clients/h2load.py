@@ -305,6 +305,8 @@ def _h2load_entry(
 
 @dataclass(frozen=True)
 class Options:
+    """``h2load:key=value,...``, parsed by the registry."""
+
     clients: int = option(
         integer(1, MAX_CLIENTS),
         1,

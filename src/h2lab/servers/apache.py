@@ -402,6 +402,8 @@ class Apache:
 
 @dataclass(frozen=True)
 class Options:
+    """``apache:key=value,...``, parsed by the registry."""
+
     push: str = option(
         choice("none", *RULES),
         "none",

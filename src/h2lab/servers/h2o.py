@@ -413,6 +413,8 @@ class H2o:
 
 @dataclass(frozen=True)
 class Options:
+    """``h2o:key=value,...``, parsed by the registry."""
+
     push: str = option(
         choice(*PUSH_RULES),
         "none",

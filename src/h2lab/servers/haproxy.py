@@ -221,6 +221,8 @@ def _not_itself(name: str) -> str:
 
 @dataclass(frozen=True)
 class Options:
+    """``haproxy:backend=SERVER,buffer=SIZE``, parsed by the registry."""
+
     backend: Nested[ServerAdapter] = option(
         SERVERS.nested(_not_itself),
         REQUIRED,

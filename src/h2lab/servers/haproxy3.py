@@ -160,6 +160,8 @@ def _no_haproxy(name: str) -> str:
 
 @dataclass(frozen=True)
 class Options:
+    """``haproxy@3.0:backend=SERVER``, parsed by the registry."""
+
     backend: Nested[ServerAdapter] = option(
         SERVERS.nested(_no_haproxy),
         REQUIRED,

@@ -334,6 +334,8 @@ class Nginx:
 
 @dataclass(frozen=True)
 class Options:
+    """``nginx:key=value,...`` (both builds), parsed by the registry."""
+
     conf: Fragment | None = conf_option(
         "a configuration fragment of the user's, included in h2lab's http block and tested with "
         "nginx -t before any trial (docs/servers.md)"
