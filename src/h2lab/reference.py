@@ -20,11 +20,12 @@ from typing import Any
 import typer
 
 from h2lab import clients, results, servers
+from h2lab.clients.browser.client import BrowserClient
 from h2lab.errors import EXIT_CODES
 from h2lab.results import METRICS
 from h2lab.spec import experiment
 from h2lab.spec.factors import FACTORS
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import Option
 from h2lab.spec.protocols import PROTOCOLS
 
 HEADER = """# h2lab reference
@@ -33,12 +34,18 @@ Generated from the code by `make reference` (`python -m h2lab.reference`): do no
 hand; `tests/unit/test_reference.py` fails when this file and the code differ. How to use
 these is in README.md and the pages of docs/.
 """
-REPORTED_BY = {
-    results.BROWSER: "chromium, firefox",
-    results.CLIENT: "every client",
-    results.LAB: "the lab (counted on the link), every client",
-    results.LOAD: "h2load, nghttp, curl, okhttp",
-}
+
+
+def reported_by() -> dict[str, str]:
+    """Who reports each class of metric: the browsers and the other clients as registered."""
+    names = clients.names()
+    browsers = [n for n in names if isinstance(clients.get(n), BrowserClient)]
+    return {
+        results.BROWSER: ", ".join(browsers),
+        results.CLIENT: "every client",
+        results.LAB: "the lab (counted on the link), every client",
+        results.LOAD: ", ".join(n for n in names if n not in browsers),
+    }
 
 
 def _cell(text: object) -> str:
@@ -107,7 +114,8 @@ def commands_part(app: typer.Typer) -> list[str]:
             subs = ", ".join(f"`{full} {n}`" for n in cmd.commands)
             lines += [f"Commands: {subs}.", ""]
             continue
-        rows = [_param_row(p, ctx) for p in cmd.params if p.name != "help" and not p.hidden]
+        params = cmd.get_params(ctx)  # as --help shows them (h2lab load lists the registries)
+        rows = [_param_row(p, ctx) for p in params if p.name != "help" and not p.hidden]
         lines += _table(("argument or option", "value", "default", "what"), rows) if rows else []
     return lines
 
@@ -163,17 +171,18 @@ def metric_docs() -> dict[str, str]:
 
 def metrics_part() -> list[str]:
     docs = metric_docs()
+    by = reported_by()
     rows = [
-        (f"`{m.name}`", m.unit, m.title, m.only or REPORTED_BY[m.reported_by], docs.get(m.name, ""))
+        (f"`{m.name}`", m.unit, m.title, m.only or by[m.reported_by], docs.get(m.name, ""))
         for m in METRICS
     ]
     return ["## Metrics", "", *_table(("metric", "unit", "title", "reported by", "what"), rows)]
 
 
-def _options_rows(docs: Sequence[OptionDoc]) -> list[str]:
+def _options_rows(name: str, docs: Sequence[Option]) -> list[str]:
     if not docs:
         return ["No options.", ""]
-    rows = [(f"`{d.key}`", f"`{d.values}`", d.doc, f"`{d.example}`") for d in docs]
+    rows = [(f"`{d.key}`", f"`{d.values}`", d.doc, f"`{name}:{d.example}`") for d in docs]
     return _table(("option", "values", "what", "example"), rows)
 
 
@@ -182,7 +191,7 @@ def adapters_part() -> list[str]:
     for title, registry in (("Servers", servers), ("Clients", clients)):
         lines += [f"### {title}", ""]
         for name in registry.names():
-            lines += [f"#### `{name}`", "", *_options_rows(registry.options_of(name))]
+            lines += [f"#### `{name}`", "", *_options_rows(name, registry.options_of(name))]
     return lines
 
 

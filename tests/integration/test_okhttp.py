@@ -32,6 +32,7 @@ from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.servers.origin import FRAME_LOG
 from h2lab.spec.network import parse_network
+from h2lab.spec.registry import Entry
 from h2lab.spec.tcp import TcpSettings
 from h2lab.tls import CertPair, LocalCA
 from tests.integration.conftest import run_experiment
@@ -260,7 +261,8 @@ def _origin_pid(state_dir: Path) -> int:
 def test_a_trial_whose_server_is_gone_fails_with_the_reason_and_the_next_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(clients._REGISTRY, "okhttp-crashy", lambda options: _KillsItsServerFirst())
+    crashy = Entry(lambda _: _KillsItsServerFirst())
+    monkeypatch.setitem(clients.REGISTRY.entries, "okhttp-crashy", crashy)
     first, second = run_experiment(
         tmp_path,
         "okhttp-server-gone",

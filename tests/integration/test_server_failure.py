@@ -16,6 +16,7 @@ import pytest
 from h2lab import clients
 from h2lab.clients import LoadContext, LoadResult
 from h2lab.pages import Page
+from h2lab.spec.registry import Entry
 from tests.integration.conftest import H2LAB, lab_processes, run_experiment
 
 EXPERIMENT = """
@@ -107,7 +108,7 @@ class _KillsTheServerFirst(clients.ClientAdapter):
 def test_a_server_dying_fails_its_trial_by_name_keeps_its_log_and_is_restarted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(clients._REGISTRY, "crashy", lambda options: _KillsTheServerFirst())
+    monkeypatch.setitem(clients.REGISTRY.entries, "crashy", Entry(lambda _: _KillsTheServerFirst()))
     records = run_experiment(
         tmp_path,
         "server-dies",

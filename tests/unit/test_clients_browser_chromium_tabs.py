@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from h2lab.clients.browser.chromium import client as chromium
-from h2lab.clients.browser.chromium.options import parse_options
+from h2lab.clients.browser.chromium.options import Options
 from h2lab.clients.browser.chromium.tab import Tab
 from tests.unit.test_clients_browser_chromium_tab import FakeDevTools
 
@@ -60,7 +60,7 @@ def test_a_measured_tab_is_frozen_and_kept_while_made_tabs_are_ready(
     quiet_waits: list[int],
 ) -> None:
     cdp = CountingContexts()
-    client = chromium.Chromium(parse_options({}))
+    client = chromium.Chromium(Options())
     handle = browser(cdp, ready=2)
     client._put_away(handle, Tab("used1", "us1"))
     assert [(m, p, s) for m, p, s in cdp.sent] == [
@@ -74,7 +74,7 @@ def test_with_no_tab_ready_the_kept_ones_close_and_five_are_made_with_one_wait(
     quiet_waits: list[int],
 ) -> None:
     cdp = CountingContexts()
-    client = chromium.Chromium(parse_options({}))
+    client = chromium.Chromium(Options())
     handle = browser(cdp)
     handle.used = [Tab("used1", "us1"), Tab("used2", "us2")]
     client._put_away(handle, Tab("used3", "us3"))
@@ -90,7 +90,7 @@ def test_a_tab_that_cannot_be_frozen_is_closed_at_once_and_the_browser_let_be_qu
     quiet_waits: list[int],
 ) -> None:
     cdp = CountingContexts(failing=("Page.setWebLifecycleState",))
-    client = chromium.Chromium(parse_options({}))
+    client = chromium.Chromium(Options())
     handle = browser(cdp, ready=1)
     client._put_away(handle, Tab("used1", "us1"))
     closed = [p["browserContextId"] for p in cdp.sent_for("Target.disposeBrowserContext")]
@@ -100,7 +100,7 @@ def test_a_tab_that_cannot_be_frozen_is_closed_at_once_and_the_browser_let_be_qu
 
 def test_take_ready_makes_five_and_gives_the_first(quiet_waits: list[int]) -> None:
     cdp = CountingContexts()
-    client = chromium.Chromium(parse_options({}))
+    client = chromium.Chromium(Options())
     handle = browser(cdp)
     tab = client._take_ready(handle)
     assert len(handle.ready) == 4 and tab not in handle.ready and quiet_waits == [1]
@@ -109,6 +109,6 @@ def test_take_ready_makes_five_and_gives_the_first(quiet_waits: list[int]) -> No
 
 def test_a_browser_restarted_every_trial_makes_one_tab(quiet_waits: list[int]) -> None:
     cdp = CountingContexts()
-    client = chromium.Chromium(parse_options({"restart": "1"}))
+    client = chromium.Chromium(Options(restart=True))
     client._take_ready(browser(cdp))
     assert len(cdp.sent_for("Target.createBrowserContext")) == 1

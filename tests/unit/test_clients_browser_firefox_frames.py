@@ -12,12 +12,19 @@ from PIL import Image
 
 from h2lab.clients.browser.firefox.events import BidiNetwork, RawLoad, analyse, lcp_candidates
 from h2lab.clients.browser.firefox.frames import Recording, decode
-from h2lab.clients.browser.firefox.options import parse_options
+from h2lab.clients.browser.firefox.options import Options
 from h2lab.clients.browser.firefox.tab import AFTER_LOAD_JS, mobile_user_agent, tab_commands
 from h2lab.clients.browser.options import DEVICES
 from h2lab.errors import TrialFailed
+from h2lab.spec.options import parse
 from tests.har_schema import assert_valid_har
 from tests.unit.test_clients_browser_firefox import T0_MS, _load
+
+
+def parse_options(raw: dict[str, str]) -> Options:
+    """What the registry makes of ``raw`` (:func:`h2lab.spec.options.parse`)."""
+    return parse(Options, raw, "firefox")
+
 
 WINDOW = (160, 120)
 """a small window: 160 x 120 device pixels, toolbars 40 px high, content 160 x 80"""
@@ -95,7 +102,7 @@ def test_visual_and_filmstrip_options() -> None:
     assert parse_options({"filmstrip": "1"}).filmstrip
     with pytest.raises(ValueError, match="filmstrip=1 needs the frames"):
         parse_options({"visual": "0", "filmstrip": "1"})
-    with pytest.raises(ValueError, match="visual must be 0 or 1"):
+    with pytest.raises(ValueError, match="visual: expected 0 or 1"):
         parse_options({"visual": "yes"})
 
 
@@ -123,7 +130,7 @@ def test_cpu_throttling_is_refused_with_the_reason() -> None:
     with pytest.raises(ValueError, match="firefox has no CPU throttling"):
         parse_options({"cpu": "4"})
     assert parse_options({"device": "mobile"}).device == "mobile"
-    with pytest.raises(ValueError, match="device must be one of desktop, mobile"):
+    with pytest.raises(ValueError, match="device: expected one of desktop, mobile"):
         parse_options({"device": "tablet"})
 
 

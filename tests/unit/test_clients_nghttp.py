@@ -71,7 +71,7 @@ def test_argv() -> None:
 def test_registry_and_options() -> None:
     client = get_client("nghttp")
     assert client.name == "nghttp" and client.protocols == {"h2s", "h2c"}
-    with pytest.raises(SpecError, match="nghttp takes no options"):
+    with pytest.raises(SpecError, match=r"no option 'push' \(nghttp takes: none\)"):
         get_client("nghttp:push=1")
 
 

@@ -20,7 +20,6 @@ from h2lab.clients.okhttp import (
     PROTOCOLS,
     Limits,
     Okhttp,
-    parse_options,
     plan_json,
     plan_resources,
     to_load_result,
@@ -54,30 +53,28 @@ def test_options_default_to_okhttps_dispatcher() -> None:
     adapter = clients.get("okhttp")
     assert isinstance(adapter, Okhttp)
     assert adapter.limits == Limits(DEFAULT_PER_HOST, DEFAULT_MAX, False) == Limits(5, 64, False)
-    assert parse_options({"per_host": "2", "max": "10", "nodelay": "1"}) == Limits(2, 10, True)
+    got = clients.get("okhttp:per_host=2,max=10,nodelay=1").limits  # type: ignore[attr-defined]
+    assert got == Limits(2, 10, True)
     assert clients.get("okhttp:per_host=64").limits == Limits(64, 64)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
-        (
-            "okhttp:clients=2",
-            "okhttp takes only the options per_host, max and nodelay (got clients)",
-        ),
-        ("okhttp:per_host=0", "per_host must be an integer 1..1000, got '0'"),
-        ("okhttp:per_host=x", "per_host must be an integer 1..1000, got 'x'"),
-        ("okhttp:max=1001", "max must be an integer 1..1000, got '1001'"),
+        ("okhttp:clients=2", "no option 'clients' (okhttp takes: per_host, max, nodelay)"),
+        ("okhttp:per_host=0", "per_host: expected an integer 1..1000, got '0'"),
+        ("okhttp:per_host=x", "per_host: expected an integer 1..1000, got 'x'"),
+        ("okhttp:max=1001", "max: expected an integer 1..1000, got '1001'"),
         ("okhttp:per_host=65", "per_host (65) must not exceed max (64)"),
         ("okhttp:per_host=6,max=5", "per_host (6) must not exceed max (5)"),
-        ("okhttp:nodelay=yes", "nodelay must be 0 or 1, got 'yes'"),
+        ("okhttp:nodelay=yes", "nodelay: expected 0 or 1, got 'yes'"),
     ],
 )
 def test_bad_options_are_spec_errors_naming_the_field(spec: str, says: str) -> None:
     with pytest.raises(SpecError) as exc:
         clients.get(spec, "x.toml", "factors.client[1]")
     assert (exc.value.source, exc.value.field) == ("x.toml", "factors.client[1]")
-    assert exc.value.reason.startswith(says)
+    assert exc.value.reason.startswith(f"{spec}: {says}")
 
 
 @pytest.mark.parametrize("protocol", ["h1p", "h3"])

@@ -17,8 +17,15 @@ from h2lab.pages.manifest import PageWriter
 from h2lab.runner.captures import EARLY_DATA_BPF
 from h2lab.runner.levels import validate_factors
 from h2lab.servers import ServeContext, caddy, nginx
-from h2lab.servers.origin import parse_options
+from h2lab.servers.origin import OriginOptions
+from h2lab.spec.options import parse
 from h2lab.tls import LocalCA
+
+
+def parse_options(raw: dict[str, str]) -> OriginOptions:
+    """What the registry makes of ``raw`` (:func:`h2lab.spec.options.parse`)."""
+    return parse(OriginOptions, raw, "origin")
+
 
 HOST = "a.example.org"
 TABLE = {"protocol": ["h2s"], "network": ["cable"], "page": ["synthetic:n=1,size=1KB"]}
@@ -70,7 +77,7 @@ def test_caddy_sends_tickets_only_in_a_repeat_view(page: Page, tmp_path: Path) -
 def test_the_origin_accepts_early_data_when_asked() -> None:
     assert parse_options({}).early_data is False
     assert parse_options({"early_data": "1"}).early_data is True
-    with pytest.raises(ValueError, match="early_data='maybe': expected 0 or 1"):
+    with pytest.raises(ValueError, match="early_data: expected 0 or 1, got 'maybe'"):
         parse_options({"early_data": "maybe"})
 
 

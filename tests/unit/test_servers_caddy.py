@@ -136,7 +136,7 @@ def test_the_level_serves_h3_and_takes_no_options(
 ) -> None:
     server = get_server("caddy")
     assert server.name == "caddy" and server.protocols == TCP_PROTOCOLS | {H3}
-    with pytest.raises(SpecError, match="caddy takes no options, got conf"):
+    with pytest.raises(SpecError, match=r"caddy:conf=x: no option 'conf' \(caddy takes: none\)"):
         get_server("caddy:conf=x")
     monkeypatch.setenv("H2LAB_CACHE", str(tmp_path))
     assert server.version() == "not installed"

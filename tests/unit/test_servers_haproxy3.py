@@ -37,8 +37,8 @@ def test_the_level_serves_h3_and_forwards_over_h2c() -> None:
 @pytest.mark.parametrize(
     ("spec", "reason"),
     [
-        ("haproxy@3.0", "takes backend= only"),
-        ("haproxy@3.0:backend=nginx,buffer=1MB", "takes backend= only"),
+        ("haproxy@3.0", "haproxy@3.0 needs backend="),
+        ("haproxy@3.0:backend=nginx,buffer=1MB", r"no option 'buffer' \(haproxy@3.0 takes"),
         ("haproxy@3.0:backend=haproxy@3.0", "cannot have HAProxy as its backend"),
         ("haproxy@3.0:backend=nosuch", "unknown server 'nosuch'"),
     ],

@@ -18,12 +18,17 @@ from h2lab.servers.origin import (
     Selection,
     build_argv,
     build_env,
-    parse_options,
     render_config,
     source_hash,
 )
+from h2lab.spec.options import parse
 from h2lab.spec.protocols import PORTS
 from h2lab.tls import LocalCA
+
+
+def parse_options(raw: dict[str, str]) -> OriginOptions:
+    """What the registry makes of ``raw`` (:func:`h2lab.spec.options.parse`)."""
+    return parse(OriginOptions, raw, "origin")
 
 
 def test_options_parse_into_typed_values() -> None:
@@ -61,13 +66,13 @@ def test_defaults_honour_client_priorities_and_push_nothing() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"scheduler": "random"}, "scheduler='random': expected client, rr, fcfs"),
-        ({"push": "fonts"}, "push='fonts': expected none, critical-css, css-js, images, all"),
-        ({"delay_video": "1ms"}, "unknown content class 'video'"),
-        ({"delay_image": "200"}, "unknown time unit"),
-        ({"delay_image": "-5ms"}, "must not be negative"),
-        ({"framelog": "maybe"}, "framelog='maybe': expected 0 or 1"),
-        ({"priority": "x"}, "origin has no option 'priority'"),
+        ({"scheduler": "random"}, "scheduler: expected one of client, rr, fcfs"),
+        ({"push": "fonts"}, "push: expected none, critical-css, css-js, images, all"),
+        ({"delay_video": "1ms"}, "delay_video: 'video' is not one of html, css"),
+        ({"delay_image": "200"}, "delay_image: unknown time unit"),
+        ({"delay_image": "-5ms"}, "delay_image: duration must not be negative"),
+        ({"framelog": "maybe"}, "framelog: expected 0 or 1, got 'maybe'"),
+        ({"priority": "x"}, "no option 'priority' (origin takes: scheduler"),
     ],
 )
 def test_bad_options_are_one_line_spec_errors(options: dict[str, str], message: str) -> None:

@@ -16,6 +16,7 @@ from h2lab.cli.common import err
 from h2lab.cli.compare import compare as compare_command
 from h2lab.cli.doctor import clean
 from h2lab.cli.doctor import doctor as doctor_command
+from h2lab.cli.load import LoadCommand
 from h2lab.cli.load import load as load_command
 from h2lab.cli.net import net_app
 from h2lab.cli.pages import pages_app
@@ -64,7 +65,7 @@ app.command("run")(run_command)
 app.command()(validate)
 app.command()(demo)
 app.command("verdict")(verdict_command)
-app.command("load")(load_command)
+app.command("load", cls=LoadCommand)(load_command)
 app.command()(export)
 app.command()(restore)
 app.command("report")(report_command)

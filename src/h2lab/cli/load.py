@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
+from typer import _click as click
+from typer.core import TyperCommand
 
 from h2lab.cli.common import CAPTURE_HELP, console, err
 from h2lab.cli.run import run_experiment
@@ -114,6 +116,22 @@ def _with_factors(command: Callable[..., None]) -> Callable[..., None]:
         [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in parameters]
     )
     return command
+
+
+class LoadCommand(TyperCommand):
+    """``h2lab load``: the help of a factor a registry holds (``--server``, ``--client``) starts
+    with every adapter registered, read when the help is shown (``--help``, docs/reference.md):
+    listing them loads every adapter's module, which no other use of the command line pays."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        from h2lab.runner.levels import LISTED
+
+        params = super().get_params(ctx)
+        for p in params:
+            listed, said = LISTED.get(p.name or ""), getattr(p, "help", None)
+            if listed is not None and isinstance(said, str) and not said.startswith(listed()):
+                p.help = f"{listed()}; {said}"  # type: ignore[attr-defined]
+        return params
 
 
 _ARGUMENTS = frozenset(f.name for f in FACTORS if f.option.isupper())

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from h2lab.errors import H2LabError, SpecError, TrialFailed
+from h2lab.errors import TrialFailed
 from h2lab.pages import Page
 from h2lab.results import LoadResult, ResourceTiming
-from h2lab.spec.options import OptionDoc, parse_named, undeclared
+from h2lab.spec.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -81,53 +80,6 @@ class ClientAdapter(Protocol):
         ...
 
 
-_REGISTRY: dict[str, Callable[[Mapping[str, str]], ClientAdapter]] = {}
-_OPTIONS: dict[str, tuple[OptionDoc, ...]] = {}
-
-
-def register(
-    name: str,
-    factory: Callable[[Mapping[str, str]], ClientAdapter],
-    options: Sequence[OptionDoc] = (),
-) -> None:
-    """``factory(options)``: options from ``name:key=value,...``; it raises ValueError with
-    one line on an option it does not take. ``options``: every option it takes, for
-    docs/reference.md (:mod:`h2lab.reference`); :func:`get` refuses one it accepts undeclared."""
-    _REGISTRY[name] = factory
-    _OPTIONS[name] = tuple(options)
-
-
-def options_of(name: str) -> tuple[OptionDoc, ...]:
-    """The options ``name`` declared when it registered."""
-    _load()
-    return _OPTIONS[name]
-
-
-def names() -> list[str]:
-    _load()
-    return sorted(_REGISTRY)
-
-
-def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapter:
-    """The client named by ``spec``: a name, or ``name:key=value,...`` (e.g.
-    ``chromium:device=mobile,cpu=4``)."""
-    _load()
-    name, options = parse_named(spec, source, field, "client")
-    if name not in _REGISTRY:
-        raise SpecError(source, field, f"unknown client {name!r} (known: {', '.join(names())})")
-    if "pcap" in options:  # the issue's first spelling: the lab captures, for every client
-        why = 'pcap is not a client option: capture = ["pcap"] (h2lab run/load --capture pcap)'
-        raise SpecError(source, field, f"{why} records the packets of any client")
-    try:
-        adapter = _REGISTRY[name](options)
-    except ValueError as exc:
-        raise SpecError(source, field, str(exc)) from None
-    missing = undeclared(options, _OPTIONS.get(name, ()))
-    if missing:  # the adapter takes it, the reference does not list it: h2lab's own slip
-        raise H2LabError(f"client {name}: option {missing[0]} is not declared (docs/reference.md)")
-    return adapter
-
-
 ADAPTERS = tuple(
     f"h2lab.clients.{m}"
     for m in (
@@ -144,7 +96,24 @@ them: a browser engine is a folder of :mod:`h2lab.clients.browser` and its line 
 by name, as plug-ins: the registry depends on none of them, they depend on it (no import
 cycle)."""
 
+REGISTRY: Registry[ClientAdapter] = Registry(
+    "client",
+    ADAPTERS,
+    # the issue's first spelling of a capture: the lab captures, for every client
+    refused={
+        "pcap": 'pcap is not a client option: capture = ["pcap"] (h2lab run/load --capture '
+        "pcap) records the packets of any client"
+    },
+)
+"""Every client by name, with its options (:mod:`h2lab.spec.registry`)."""
 
-def _load() -> None:
-    for module in ADAPTERS:
-        importlib.import_module(module)
+register = REGISTRY.register
+names = REGISTRY.names
+options_of = REGISTRY.options_of
+
+
+def get(spec: str, source: str = "client", field: str = "client") -> ClientAdapter:
+    """The client named by ``spec``: a name, or ``name:key=value,...`` (e.g.
+    ``chromium:device=mobile,cpu=4``); :class:`SpecError` naming ``source`` and ``field`` when
+    it is unknown or its options are not taken."""
+    return REGISTRY.get(spec, source, field)

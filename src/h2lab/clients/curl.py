@@ -24,8 +24,6 @@ decoded header text, not the HPACK or QPACK bytes on the wire.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from h2lab import debian13, procs
 from h2lab.artifacts import CURL_CONFIG, CURL_OUT
 from h2lab.clients import ClientAdapter, LoadContext, LoadResult, ResourceTiming, register
@@ -187,10 +185,4 @@ class Curl(ClientAdapter):
         return None
 
 
-def _make(options: Mapping[str, str]) -> Curl:
-    if options:
-        raise ValueError(f"curl takes no options, got {', '.join(sorted(options))}")
-    return Curl()
-
-
-register("curl", _make)
+register("curl", lambda _: Curl())

@@ -53,7 +53,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +64,7 @@ from h2lab.errors import TrialFailed, WaitTimeout
 from h2lab.metrics import h2load as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import integer, option
 from h2lab.spec.protocols import H1C, H1P, H1S, H2C, H2S, url_for
 
 BROWSER_CONNECTIONS_PER_HOST = 6  # Chrome/Firefox per-host limit for HTTP/1.1
@@ -303,43 +303,24 @@ def _h2load_entry(
     }  # fmt: skip
 
 
-def _int_option(options: Mapping[str, str], name: str, top: int) -> int | None:
-    raw = options.get(name)
-    if raw is None:
-        return None
-    if not raw.isdigit() or not 1 <= int(raw) <= top:
-        raise ValueError(f"{name} must be an integer 1..{top}, got {raw!r}")
-    return int(raw)
+@dataclass(frozen=True)
+class Options:
+    """``h2load:key=value,...``, parsed by the registry."""
 
-
-def _make(options: Mapping[str, str]) -> H2load:
-    unknown = sorted(set(options) - {"clients", "per_host"})
-    if unknown:
-        raise ValueError(
-            f"h2load takes only the options clients and per_host (got {', '.join(unknown)})"
-        )
-    return H2load(
-        _int_option(options, "clients", MAX_CLIENTS) or 1,
-        _int_option(options, "per_host", MAX_PER_HOST),
+    clients: int = option(
+        integer(1, MAX_CLIENTS),
+        1,
+        "page loads at once, each with its own connections (seed 002's parallel clients); "
+        "pdt_ms until the last ends, no resource rows",
+        "clients=40",
     )
+    per_host: int | None = option(
+        integer(1, MAX_PER_HOST),
+        None,
+        "requests outstanding at once per origin (an app client's dispatcher: OkHttp's 5)",
+        "per_host=5",
+    )
+    """None: every request of a connection's share at once"""
 
 
-register(
-    "h2load",
-    _make,
-    (
-        OptionDoc(
-            "clients",
-            "1..100",
-            "page loads at once, each with its own connections (seed 002's parallel clients); "
-            "pdt_ms until the last ends, no resource rows",
-            "h2load:clients=40",
-        ),
-        OptionDoc(
-            "per_host",
-            "1..1000",
-            "requests outstanding at once per origin (an app client's dispatcher: OkHttp's 5)",
-            "h2load:per_host=5",
-        ),
-    ),
-)
+register("h2load", lambda o: H2load(o.clients, o.per_host), Options)

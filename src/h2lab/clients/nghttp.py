@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from h2lab import procs
@@ -180,10 +180,4 @@ class Nghttp(ClientAdapter):
         )
 
 
-def _make(options: Mapping[str, str]) -> Nghttp:
-    if options:
-        raise ValueError(f"nghttp takes no options (got {', '.join(sorted(options))})")
-    return Nghttp()
-
-
-register("nghttp", _make)
+register("nghttp", lambda _: Nghttp())

@@ -44,7 +44,7 @@ from h2lab.errors import TrialFailed, WaitTimeout, telling_line
 from h2lab.metrics import okhttp as parse
 from h2lab.net import netns
 from h2lab.pages import Page, Resource
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import FLAG, integer, option
 from h2lab.spec.protocols import H1C, H1S, H2C, H2S, TLS_OVER_TCP, url_for
 from h2lab.tls import LocalCA
 
@@ -67,45 +67,29 @@ NEGOTIATED = {H1C: "http/1.1", H1S: "http/1.1", H2S: "h2", H2C: "h2_prior_knowle
 class Limits:
     """The client's settings: the Dispatcher's limits, and Nagle's algorithm."""
 
-    per_host: int = DEFAULT_PER_HOST
+    per_host: int = option(
+        integer(1, MAX_LIMIT),
+        DEFAULT_PER_HOST,
+        "the Dispatcher's calls at once per host (OkHttp's default 5)",
+        "per_host=5",
+    )
     """``maxRequestsPerHost``: calls running at once per origin"""
-    max: int = DEFAULT_MAX
+    max: int = option(
+        integer(1, MAX_LIMIT),
+        DEFAULT_MAX,
+        "the Dispatcher's calls at once in all (OkHttp's default 64)",
+        "max=64",
+    )
     """``maxRequests``: calls running at once in all"""
-    nodelay: bool = False
+    nodelay: bool = option(FLAG, False, "TCP_NODELAY on its sockets", "nodelay=1")
     """TCP_NODELAY on the client's sockets; OkHttp never sets it (Nagle stays on)"""
 
-
-_FLAGS = {"0": False, "1": True}
-
-
-def _limit(options: Mapping[str, str], name: str, default: int) -> int:
-    raw = options.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ValueError(f"{name} must be an integer 1..{MAX_LIMIT}, got {raw!r}")
-    return int(raw)
-
-
-def parse_options(options: Mapping[str, str]) -> Limits:
-    """``{"per_host": "5", "max": "64", "nodelay": "1"}`` -> :class:`Limits`; a bad key or
-    value is a ValueError with one line naming it."""
-    unknown = sorted(set(options) - {"per_host", "max", "nodelay"})
-    if unknown:
-        raise ValueError(
-            f"okhttp takes only the options per_host, max and nodelay (got {', '.join(unknown)})"
-        )
-    nodelay = options.get("nodelay", "0")
-    if nodelay not in _FLAGS:
-        raise ValueError(f"nodelay must be 0 or 1, got {nodelay!r}")
-    per_host = _limit(options, "per_host", DEFAULT_PER_HOST)
-    limits = Limits(per_host, _limit(options, "max", DEFAULT_MAX), _FLAGS[nodelay])
-    if limits.per_host > limits.max:
-        raise ValueError(
-            f"per_host ({limits.per_host}) must not exceed max ({limits.max}): "
-            "the Dispatcher never runs more than max calls"
-        )
-    return limits
+    def __post_init__(self) -> None:
+        if self.per_host > self.max:
+            raise ValueError(
+                f"per_host ({self.per_host}) must not exceed max ({self.max}): "
+                "the Dispatcher never runs more than max calls"
+            )
 
 
 def plan_resources(page: Page) -> list[Resource]:
@@ -259,26 +243,4 @@ class Okhttp(ClientAdapter):
         return to_load_result(result, plan_resources(page), protocol, ctx.timeout_s)
 
 
-def _make(options: Mapping[str, str]) -> Okhttp:
-    return Okhttp(parse_options(options))
-
-
-register(
-    "okhttp",
-    _make,
-    (
-        OptionDoc(
-            "per_host",
-            "1..1000",
-            "the Dispatcher's calls at once per host (OkHttp's default 5)",
-            "okhttp:per_host=5",
-        ),
-        OptionDoc(
-            "max",
-            "1..1000",
-            "the Dispatcher's calls at once in all (OkHttp's default 64)",
-            "okhttp:max=64",
-        ),
-        OptionDoc("nodelay", "0|1", "TCP_NODELAY on its sockets", "okhttp:nodelay=1"),
-    ),
-)
+register("okhttp", Okhttp, Limits)

@@ -9,6 +9,7 @@ which knows the registries, supplies them. The command line reads experiments th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from h2lab.pages.manifest import check_page_spec
 from h2lab.spec import experiment
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.factors import LevelChecks
+from h2lab.spec.protocols import H3
 
 
 def check_server(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
@@ -49,6 +51,18 @@ def check_page(level: str, protocols: tuple[str, ...], source: str, key: str) ->
 
 REGISTRY_CHECKS: LevelChecks = {"page": check_page, "server": check_server, "client": check_client}
 """The checks of :mod:`h2lab.spec.experiment` that need the registries, by factor name."""
+
+
+def _h3(adapter: servers.ServerAdapter | clients.ClientAdapter) -> str:
+    return " (h3)" if H3 in adapter.protocols else ""
+
+
+LISTED: Mapping[str, Callable[[], str]] = {
+    "server": lambda: servers.REGISTRY.usage(_h3),
+    "client": lambda: clients.REGISTRY.usage(_h3),
+}
+"""Every level of the factors a registry holds, by factor name, for the command line's help:
+each adapter as its shortest spec, `` (h3)`` after those that take HTTP/3."""
 
 
 def check_views(factors: Factors, source: str, prefix: str) -> None:

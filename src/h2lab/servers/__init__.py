@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import importlib
 import signal
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from h2lab.errors import H2LabError, SpecError, telling_line
+from h2lab.errors import telling_line
 from h2lab.net import netns, userns
 from h2lab.pages import Page
 from h2lab.spec.limits import MAX_TIMEOUT_S
-from h2lab.spec.options import OptionDoc, parse_named, undeclared
 from h2lab.spec.protocols import TLS_VERSIONS
+from h2lab.spec.registry import Registry
 
 WRITE_TIMEOUT_S = int(MAX_TIMEOUT_S)
 """How long a server waits on a client that reads nothing before it gives up on a response,
@@ -203,57 +201,23 @@ class ServerAdapter(Protocol):
         ...
 
 
-_REGISTRY: dict[str, Callable[[Mapping[str, str]], ServerAdapter]] = {}
-_OPTIONS: dict[str, tuple[OptionDoc, ...]] = {}
-
-
-def register(
-    name: str,
-    factory: Callable[[Mapping[str, str]], ServerAdapter],
-    options: Sequence[OptionDoc] = (),
-) -> None:
-    """``factory(options)``: options from ``name:key=value,...``; it raises ValueError with
-    one line on an option it does not take. ``options``: every option it takes, for
-    docs/reference.md (:mod:`h2lab.reference`); :func:`get` refuses one it accepts undeclared."""
-    _REGISTRY[name] = factory
-    _OPTIONS[name] = tuple(options)
-
-
-def options_of(name: str) -> tuple[OptionDoc, ...]:
-    """The options ``name`` declared when it registered."""
-    _load()
-    return _OPTIONS[name]
-
-
-def names() -> list[str]:
-    _load()
-    return sorted(_REGISTRY)
-
-
-def get(spec: str, source: str = "server", field: str = "server") -> ServerAdapter:
-    """The server named by ``spec``: a name, or ``name:key=value,...``."""
-    _load()
-    name, options = parse_named(spec, source, field, "server")
-    if name not in _REGISTRY:
-        raise SpecError(source, field, f"unknown server {name!r} (known: {', '.join(names())})")
-    try:
-        adapter = _REGISTRY[name](options)
-    except ValueError as exc:
-        raise SpecError(source, field, str(exc)) from None
-    missing = undeclared(options, _OPTIONS.get(name, ()))
-    if missing:  # the adapter takes it, the reference does not list it: h2lab's own slip
-        raise H2LabError(f"server {name}: option {missing[0]} is not declared (docs/reference.md)")
-    return adapter
-
-
 ADAPTERS = tuple(
     f"h2lab.servers.{m}"
     for m in ("apache", "caddy", "h2o", "haproxy", "haproxy3", "nginx", "origin")
 )
-"""The modules that register a server when imported. Loaded by name, as plug-ins: the registry
-depends on none of them, they depend on it (no import cycle)."""
+"""The modules that register a server when imported, one line each (the only place that names
+them). Loaded by name, as plug-ins: the registry depends on none of them, they depend on it (no
+import cycle)."""
+
+REGISTRY: Registry[ServerAdapter] = Registry("server", ADAPTERS)
+"""Every server by name, with its options (:mod:`h2lab.spec.registry`)."""
+
+register = REGISTRY.register
+names = REGISTRY.names
+options_of = REGISTRY.options_of
 
 
-def _load() -> None:
-    for module in ADAPTERS:
-        importlib.import_module(module)
+def get(spec: str, source: str = "server", field: str = "server") -> ServerAdapter:
+    """The server named by ``spec``: a name, or ``name:key=value,...``; :class:`SpecError`
+    naming ``source`` and ``field`` when it is unknown or its options are not taken."""
+    return REGISTRY.get(spec, source, field)

@@ -48,8 +48,9 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab import procs
@@ -66,9 +67,9 @@ from h2lab.servers import (
     Watched,
     register,
 )
-from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
+from h2lab.servers.fragment import Fragment, check_setup, conf_option, versioned
 from h2lab.servers.rules import RULES, preload_link, select
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -399,42 +400,23 @@ class Apache:
             procs.stop(proc)
 
 
-def _make(options: Mapping[str, str]) -> Apache:
-    unknown = sorted(set(options) - {"push", "early_hints", OPTION})
-    if unknown:
-        raise ValueError(
-            f"apache takes only push=..., early_hints=... and conf=FILE, got {', '.join(unknown)}"
-        )
-    rules = {k: v for k, v in options.items() if k != OPTION}
-    for key, value in rules.items():
-        if value not in ("none", *RULES):
-            raise ValueError(f"apache {key}={value!r}: expected one of none, {', '.join(RULES)}")
-    conf = options.get(OPTION)
-    return Apache(**rules, fragment=Fragment.of(conf, "apache") if conf else None)
+@dataclass(frozen=True)
+class Options:
+    """``apache:key=value,...``, parsed by the registry."""
+
+    push: str = option(
+        choice("none", *RULES),
+        "none",
+        "resources pushed with the page (mod_http2's H2PushResource), by rule",
+        "push=css-js",
+    )
+    early_hints: str = option(
+        choice("none", *RULES),
+        "none",
+        "resources announced in a 103 Early Hints response (H2EarlyHint), by rule",
+        "early_hints=critical-css",
+    )
+    conf: Fragment | None = conf_option()
 
 
-register(
-    "apache",
-    _make,
-    (
-        OptionDoc(
-            "push",
-            "none|critical-css|css-js|images|all",
-            "resources pushed with the page (mod_http2's H2PushResource), by rule",
-            "apache:push=css-js",
-        ),
-        OptionDoc(
-            "early_hints",
-            "none|critical-css|css-js|images|all",
-            "resources announced in a 103 Early Hints response (H2EarlyHint), by rule",
-            "apache:early_hints=critical-css",
-        ),
-        OptionDoc(
-            "conf",
-            "FILE",
-            "a configuration fragment of the user's, included in h2lab's own and tested with the "
-            "server's configuration test before any trial (docs/servers.md)",
-            "apache:conf=FILE",
-        ),
-    ),
-)
+register("apache", lambda o: Apache(o.push, o.early_hints, o.conf), Options)

@@ -21,15 +21,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError, telling_line
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
 from h2lab.servers import ServeContext
-from h2lab.spec.options import CONF_OPTION
+from h2lab.spec.options import Parser, option
 
-OPTION = CONF_OPTION
 NGINX_LOG_PREFIX = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d (\[\w+\]) \d+#\d+: ")
 INCLUDED_FROM = re.compile(r" \(included from file [^)]*\)")
 CHECK_HOST = "check.h2lab.test"
@@ -44,18 +44,18 @@ class Fragment:
     """absolute"""
 
     @classmethod
-    def of(cls, value: str, server: str) -> Fragment:
+    def of(cls, value: str) -> Fragment:
         """``conf=`` as given (absolute after :func:`h2lab.spec.options.resolve_paths`);
         ValueError with one line when it is not a readable file."""
         path = Path(value)
         if not path.is_absolute():
             path = path.resolve()
         if not path.is_file():
-            raise ValueError(f"{server} conf={value}: no such file")
+            raise ValueError(f"no such file {value!r}")
         try:
             path.read_bytes()
         except OSError as exc:
-            raise ValueError(f"{server} conf={value}: cannot read ({exc.strerror})") from None
+            raise ValueError(f"cannot read {value!r} ({exc.strerror})") from None
         return cls(path)
 
     @property
@@ -78,6 +78,17 @@ class Fragment:
             procs.run(argv)
         except ProcessFailed as exc:
             raise self.failed(name, exc) from None
+
+
+CONF_DOC = (
+    "a configuration fragment of the user's, included in h2lab's own and tested with the "
+    "server's configuration test before any trial (docs/servers.md)"
+)
+
+
+def conf_option(doc: str = CONF_DOC) -> Any:
+    """The ``conf=FILE`` option's field of a server's options dataclass (none by default)."""
+    return option(Parser("FILE", Fragment.of), None, doc, "conf=FILE")
 
 
 def versioned(found: str, fragment: Fragment | None) -> str:

@@ -37,8 +37,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from h2lab import procs
 from h2lab.errors import ProcessFailed, SpecError
@@ -53,9 +54,9 @@ from h2lab.servers import (
     Watched,
     register,
 )
-from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
+from h2lab.servers.fragment import Fragment, check_setup, conf_option, versioned
 from h2lab.servers.rules import RULES, select
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -410,34 +411,18 @@ class H2o:
             procs.stop(proc)
 
 
-def _make(options: Mapping[str, str]) -> H2o:
-    unknown = sorted(set(options) - {"push", OPTION})
-    if unknown:
-        raise ValueError(f"h2o takes only push=... and conf=FILE, got {', '.join(unknown)}")
-    push = options.get("push", "none")
-    if push not in PUSH_RULES:
-        raise ValueError(f"h2o push={push!r}: expected one of {', '.join(PUSH_RULES)}")
-    conf = options.get(OPTION)
-    return H2o(push=push, fragment=Fragment.of(conf, "h2o") if conf else None)
+@dataclass(frozen=True)
+class Options:
+    """``h2o:key=value,...``, parsed by the registry."""
+
+    push: str = option(
+        choice(*PUSH_RULES),
+        "none",
+        "resources pushed from the entry document's Link: rel=preload headers: the page's own "
+        "(preload) or added by a rule",
+        "push=css-js",
+    )
+    conf: Fragment | None = conf_option()
 
 
-register(
-    "h2o",
-    _make,
-    (
-        OptionDoc(
-            "push",
-            "none|preload|critical-css|css-js|images|all",
-            "resources pushed from the entry document's Link: rel=preload headers: the page's own "
-            "(preload) or added by a rule",
-            "h2o:push=css-js",
-        ),
-        OptionDoc(
-            "conf",
-            "FILE",
-            "a configuration fragment of the user's, included in h2lab's own and tested with the "
-            "server's configuration test before any trial (docs/servers.md)",
-            "h2o:conf=FILE",
-        ),
-    ),
-)
+register("h2o", lambda o: H2o(o.push, o.conf), Options)

@@ -45,11 +45,12 @@ from h2lab.servers import (
     ServerAdapter,
     Serving,
     Watched,
-    get,
     register,
 )
-from h2lab.spec.options import OptionDoc
+from h2lab.servers import REGISTRY as SERVERS
+from h2lab.spec.options import REQUIRED, Parser, option
 from h2lab.spec.protocols import PORTS, QUIC
+from h2lab.spec.registry import Nested
 from h2lab.units import format_size, parse_size_bytes
 
 READY_TIMEOUT_S = 10.0
@@ -92,9 +93,9 @@ def parse_buffer(text: str) -> Tuning | None:
     try:
         size = parse_size_bytes(text)
     except UnitError as exc:
-        raise ValueError(f"haproxy buffer {text!r}: {exc} (or none)") from None
+        raise ValueError(f"{exc} (or none)") from None
     if size < MIN_BUFFER_BYTES:
-        raise ValueError(f"haproxy buffer must be none or at least {MIN_BUFFER_BYTES} B")
+        raise ValueError(f"must be none or at least {MIN_BUFFER_BYTES} B, got {text!r}")
     return Tuning.for_buffer(size)
 
 
@@ -214,38 +215,27 @@ def lan_route(ns: str) -> Iterator[None]:
         )
 
 
-def _make(options: Mapping[str, str]) -> Haproxy:
-    unknown = sorted(set(options) - {"backend", "buffer"})
-    if unknown:
-        raise ValueError(f"haproxy takes backend= and buffer=, not {', '.join(unknown)}")
-    if "backend" not in options or "buffer" not in options:
-        raise ValueError(
-            "haproxy needs backend= and buffer= (e.g. haproxy:backend=nginx,buffer=1MB)"
-        )
-    # the backend's own options come after ':' separated by ';' (',' separates haproxy's)
-    backend_spec = options["backend"].replace(";", ",")
-    if backend_spec.partition(":")[0] == "haproxy":
-        raise ValueError("haproxy cannot be its own backend")
-    backend = get(backend_spec, "server", "server.backend")
-    return Haproxy(backend_spec, backend, parse_buffer(options["buffer"]))
+def _not_itself(name: str) -> str:
+    return "haproxy cannot be its own backend" if name == "haproxy" else ""
 
 
-register(
-    "haproxy",
-    _make,
-    (
-        OptionDoc(
-            "backend",
-            "SERVER[:k=v;k=v]",
-            "the server behind HAProxy (TCP mode: TLS passes through to it); its own options "
-            "joined by ';' (required)",
-            "haproxy:backend=nginx,buffer=none",
-        ),
-        OptionDoc(
-            "buffer",
-            "none|SIZE (at least 4096 B)",
-            "HAProxy's buffer per direction (tune.bufsize; seed 003's hidden buffer; required)",
-            "haproxy:backend=h2o,buffer=1MB",
-        ),
-    ),
-)
+@dataclass(frozen=True)
+class Options:
+    """``haproxy:backend=SERVER,buffer=SIZE``, parsed by the registry."""
+
+    backend: Nested[ServerAdapter] = option(
+        SERVERS.nested(_not_itself),
+        REQUIRED,
+        "the server behind HAProxy (TCP mode: TLS passes through to it); its own options "
+        "joined by ';' (required)",
+        "backend=nginx,buffer=none",
+    )
+    buffer: Tuning | None = option(
+        Parser(f"none|SIZE (at least {MIN_BUFFER_BYTES} B)", parse_buffer),
+        REQUIRED,
+        "HAProxy's buffer per direction (tune.bufsize; seed 003's hidden buffer; required)",
+        "backend=h2o,buffer=1MB",
+    )
+
+
+register("haproxy", lambda o: Haproxy(o.backend.spec, o.backend.adapter, o.buffer), Options)

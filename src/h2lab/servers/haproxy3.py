@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from h2lab import debian13, procs
@@ -33,12 +33,13 @@ from h2lab.servers import (
     ServerAdapter,
     Serving,
     Watched,
-    get,
     register,
 )
+from h2lab.servers import REGISTRY as SERVERS
 from h2lab.servers.haproxy import READY_TIMEOUT_S, SOURCE_IP, backend_ips, lan_route
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import REQUIRED, option
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
+from h2lab.spec.registry import Nested
 from h2lab.tls import LocalCA
 
 NAME = "haproxy@3.0"
@@ -151,29 +152,29 @@ class Haproxy3:
                 procs.stop(proc)
 
 
-def _make(options: Mapping[str, str]) -> Haproxy3:
-    unknown = sorted(set(options) - {"backend"})
-    if unknown or "backend" not in options:
-        raise ValueError(f"{NAME} takes backend= only (e.g. {NAME}:backend=nginx)")
-    backend_spec = options["backend"].replace(";", ",")
-    if backend_spec.partition(":")[0].partition("@")[0] == "haproxy":
-        raise ValueError(f"{NAME} cannot have HAProxy as its backend")
-    backend = get(backend_spec, "server", "server.backend")
-    if H2C not in backend.protocols:
-        raise ValueError(f"{NAME} forwards over h2c, which backend {backend_spec} does not serve")
-    return Haproxy3(backend_spec, backend)
+def _no_haproxy(name: str) -> str:
+    return (
+        f"{NAME} cannot have HAProxy as its backend" if name.partition("@")[0] == "haproxy" else ""
+    )
 
 
-register(
-    NAME,
-    _make,
-    (
-        OptionDoc(
-            "backend",
-            "SERVER[:k=v;k=v]",
-            "the server behind HAProxy 3.0, which terminates TLS and QUIC and forwards over h2c "
-            "(any server that serves h2c; its own options joined by ';'; required)",
-            f"{NAME}:backend=nginx",
-        ),
-    ),
-)
+@dataclass(frozen=True)
+class Options:
+    """``haproxy@3.0:backend=SERVER``, parsed by the registry."""
+
+    backend: Nested[ServerAdapter] = option(
+        SERVERS.nested(_no_haproxy),
+        REQUIRED,
+        "the server behind HAProxy 3.0, which terminates TLS and QUIC and forwards over h2c "
+        "(any server that serves h2c; its own options joined by ';'; required)",
+        "backend=nginx",
+    )
+
+    def __post_init__(self) -> None:
+        if H2C not in self.backend.adapter.protocols:
+            raise ValueError(
+                f"{NAME} forwards over h2c, which backend {self.backend.spec} does not serve"
+            )
+
+
+register(NAME, lambda o: Haproxy3(o.backend.spec, o.backend.adapter), Options)

@@ -27,7 +27,7 @@ trial.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import unquote
@@ -47,8 +47,7 @@ from h2lab.servers import (
     Watched,
     register,
 )
-from h2lab.servers.fragment import OPTION, Fragment, check_setup, versioned
-from h2lab.spec.options import OptionDoc
+from h2lab.servers.fragment import Fragment, check_setup, conf_option, versioned
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -333,28 +332,19 @@ class Nginx:
             request_log.unlink(missing_ok=True)
 
 
-def _maker(build: Build) -> Callable[[Mapping[str, str]], Nginx]:
-    def make(options: Mapping[str, str]) -> Nginx:
-        unknown = sorted(set(options) - {OPTION})
-        if unknown:
-            raise ValueError(f"{build.name} takes only conf=FILE, got {', '.join(unknown)}")
-        conf = options.get(OPTION)
-        return Nginx(Fragment.of(conf, build.name) if conf else None, build)
+@dataclass(frozen=True)
+class Options:
+    """``nginx:key=value,...`` (both builds), parsed by the registry."""
 
-    return make
+    conf: Fragment | None = conf_option(
+        "a configuration fragment of the user's, included in h2lab's http block and tested with "
+        "nginx -t before any trial (docs/servers.md)"
+    )
+
+
+def _maker(build: Build) -> Callable[[Options], Nginx]:
+    return lambda o: Nginx(o.conf, build)
 
 
 for _build in (DEBIAN12, DEBIAN13):
-    register(
-        _build.name,
-        _maker(_build),
-        (
-            OptionDoc(
-                "conf",
-                "FILE",
-                "a configuration fragment of the user's, included in h2lab's http block and "
-                "tested with nginx -t before any trial (docs/servers.md)",
-                f"{_build.name}:conf=FILE",
-            ),
-        ),
-    )
+    register(_build.name, _maker(_build), Options)

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,10 +40,9 @@ from h2lab.servers import (
     Watched,
     register,
 )
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import DURATION, SIZE, Parser, choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
-from h2lab.units import parse_duration_ms, parse_size_bytes
 
 SOURCE_DIR = Path(__file__).resolve().parents[3] / "origin"
 """The Go module (``go.mod``, ``*.go``)."""
@@ -87,25 +86,7 @@ class Selection:
         return {"rule": self.rule, "paths": list(self.paths)}
 
 
-@dataclass(frozen=True)
-class OriginOptions:
-    scheduler: str = "client"
-    push: Selection = Selection()
-    early_hints: Selection = Selection()
-    delay_ms: tuple[tuple[str, float], ...] = ()
-    """(content class, delay before its responses), seed 003's "sleepy images" """
-    think_ms: float = 0.0
-    """delay before every response"""
-    framelog: bool = False
-    qlog: bool = False
-    notsent_lowat_bytes: int = 0
-    """TCP_NOTSENT_LOWAT on accepted connections (0: kernel default)"""
-    early_data: bool = False
-    """accept 0-RTT requests over HTTP/3 (quic-go's ``Allow0RTT``, off by default as quic-go
-    has it): a repeat view's first request then goes with the client's first packet"""
-
-
-def _selection(key: str, value: str) -> Selection:
+def _selection(value: str) -> Selection:
     if value == "none":
         return Selection()
     if value in RULES:
@@ -114,58 +95,82 @@ def _selection(key: str, value: str) -> Selection:
     if paths and all(p.startswith("/") for p in paths):
         return Selection(paths=paths)
     raise ValueError(
-        f"origin option {key}={value!r}: expected none, {', '.join(RULES)} "
-        "or URL paths joined by '+' (/a.css+/b.js)"
+        f"expected none, {', '.join(RULES)} or URL paths joined by '+' (/a.css+/b.js), "
+        f"got {value!r}"
     )
 
 
-def _flag(key: str, value: str) -> bool:
+def _flag(value: str) -> bool:
     if value.lower() not in _FLAGS:
-        raise ValueError(f"origin option {key}={value!r}: expected 0 or 1")
+        raise ValueError(f"expected 0 or 1, got {value!r}")
     return _FLAGS[value.lower()]
 
 
-def parse_options(options: Mapping[str, str]) -> OriginOptions:
-    """``{"scheduler": "fcfs", "delay_image": "200ms"}`` -> :class:`OriginOptions`; an unknown
-    key or value is a ValueError with one line."""
-    kw: dict[str, Any] = {}
-    delays: dict[str, float] = {}
-    for key, value in options.items():
-        if key == "scheduler":
-            if value not in SCHEDULERS:
-                raise ValueError(
-                    f"origin option scheduler={value!r}: expected {', '.join(SCHEDULERS)}"
-                )
-            kw["scheduler"] = value
-        elif key in ("push", "early_hints"):
-            kw[key] = _selection(key, value)
-        elif key.startswith("delay_"):
-            cls = key.removeprefix("delay_")
-            if cls not in CLASSES:
-                raise ValueError(
-                    f"origin option {key}: unknown content class {cls!r} "
-                    f"(known: {', '.join(CLASSES)})"
-                )
-            delays[cls] = _duration(key, value)
-        elif key == "think":
-            kw["think_ms"] = _duration(key, value)
-        elif key in ("framelog", "qlog", "early_data"):
-            kw[key] = _flag(key, value)
-        elif key == "notsent_lowat":
-            kw["notsent_lowat_bytes"] = parse_size_bytes(value)
-        else:
-            raise ValueError(
-                f"origin has no option {key!r} (known: scheduler, push, early_hints, "
-                f"delay_<{'|'.join(CLASSES)}>, think, framelog, qlog, notsent_lowat, early_data)"
-            )
-    return OriginOptions(delay_ms=tuple(sorted(delays.items())), **kw)
+SELECTION = Parser(f"none|{'|'.join(RULES)}|/PATH+/PATH", _selection)
+"""Resources by rule, or URL paths joined by '+' (a parser of its own, not split elsewhere)."""
+FLAG = Parser("0|1", _flag)
+"""0 or 1; the origin also takes no/yes and false/true, as it always has."""
 
 
-def _duration(key: str, value: str) -> float:
-    ms = parse_duration_ms(value)
-    if ms < 0:
-        raise ValueError(f"origin option {key}={value!r}: must not be negative")
-    return ms
+@dataclass(frozen=True)
+class OriginOptions:
+    scheduler: str = option(
+        choice(*SCHEDULERS),
+        "client",
+        "the write scheduler: the client's RFC 7540 priorities (default), round robin, first "
+        "come first served, or RFC 9218 urgency and incremental with PRIORITY_UPDATE (h2 and "
+        "h3; docs/origin.md)",
+        "scheduler=rfc9218",
+    )
+    push: Selection = option(
+        SELECTION,
+        Selection(),
+        "resources pushed with the entry document, by rule or URL paths joined by '+'",
+        "push=/0.css+/1.js",
+    )
+    early_hints: Selection = option(
+        SELECTION,
+        Selection(),
+        "resources announced in a 103 Early Hints response before the entry document",
+        "early_hints=css-js",
+        values="as push",
+    )
+    delay_ms: tuple[tuple[str, float], ...] = option(
+        DURATION,
+        (),
+        "a delay before every response of a content class: html, css, js, image, font, other",
+        "delay_image=200ms",
+        key="delay_<class>",
+        members=CLASSES,
+    )
+    """(content class, delay before its responses), seed 003's "sleepy images" """
+    think_ms: float = option(
+        DURATION, 0.0, "server think time before every response", "think=50ms", key="think"
+    )
+    framelog: bool = option(
+        FLAG,
+        False,
+        "every frame the HTTP/2 scheduler hands out, in order, in the state folder's frames.tsv",
+        "framelog=1",
+    )
+    qlog: bool = option(FLAG, False, "a qlog file per QUIC connection", "qlog=1")
+    notsent_lowat_bytes: int = option(
+        SIZE,
+        0,
+        "TCP_NOTSENT_LOWAT on accepted connections: the scheduler decides late instead of "
+        "filling the socket buffer",
+        "notsent_lowat=16KB",
+        key="notsent_lowat",
+    )
+    """0: the kernel's default"""
+    early_data: bool = option(
+        FLAG,
+        False,
+        "accept 0-RTT early data over h3 (a repeat view's resumed connection)",
+        "early_data=1",
+    )
+    """quic-go's ``Allow0RTT``, off by default as quic-go has it: a repeat view's first request
+    then goes with the client's first packet"""
 
 
 def render_config(
@@ -300,59 +305,4 @@ class Origin:
             procs.stop(proc)
 
 
-def _make(options: Mapping[str, str]) -> Origin:
-    return Origin(parse_options(options))
-
-
-OPTIONS = (
-    OptionDoc(
-        "scheduler",
-        "client|rr|fcfs|rfc9218",
-        "the write scheduler: the client's RFC 7540 priorities (default), round robin, first "
-        "come first served, or RFC 9218 urgency and incremental with PRIORITY_UPDATE (h2 and "
-        "h3; docs/origin.md)",
-        "origin:scheduler=rfc9218",
-    ),
-    OptionDoc(
-        "push",
-        "none|critical-css|css-js|images|all|/PATH+/PATH",
-        "resources pushed with the entry document, by rule or URL paths joined by '+'",
-        "origin:push=/0.css+/1.js",
-    ),
-    OptionDoc(
-        "early_hints",
-        "as push",
-        "resources announced in a 103 Early Hints response before the entry document",
-        "origin:early_hints=css-js",
-    ),
-    OptionDoc(
-        "delay_<class>",
-        "DURATION",
-        "a delay before every response of a content class: html, css, js, image, font, other",
-        "origin:delay_image=200ms",
-    ),
-    OptionDoc("think", "DURATION", "server think time before every response", "origin:think=50ms"),
-    OptionDoc(
-        "framelog",
-        "0|1",
-        "every frame the HTTP/2 scheduler hands out, in order, in the state folder's frames.tsv",
-        "origin:framelog=1",
-    ),
-    OptionDoc("qlog", "0|1", "a qlog file per QUIC connection", "origin:qlog=1"),
-    OptionDoc(
-        "notsent_lowat",
-        "SIZE",
-        "TCP_NOTSENT_LOWAT on accepted connections: the scheduler decides late instead of "
-        "filling the socket buffer",
-        "origin:notsent_lowat=16KB",
-    ),
-    OptionDoc(
-        "early_data",
-        "0|1",
-        "accept 0-RTT early data over h3 (a repeat view's resumed connection)",
-        "origin:early_data=1",
-    ),
-)
-"""The options, for docs/reference.md (the registry refuses one not listed here)."""
-
-register("origin", _make, OPTIONS)
+register("origin", Origin, OriginOptions)

@@ -79,7 +79,9 @@ class Factor:
     """its spelling on ``h2lab load``'s command line: an option (default ``--name``, ``_`` as
     ``-``) or, in capitals, its argument (``PAGE``)"""
     usage: str = ""
-    """the command line's help for it, how a level is written (default: :attr:`doc`)"""
+    """the command line's help for it, how a level is written (default: :attr:`doc`); the
+    command line puts a registry's names before it (servers, clients:
+    :data:`h2lab.runner.levels.LISTED`), which this layer cannot import"""
     check: LevelCheck | None = None
     """a level that cannot go with a factor table's protocols raises :class:`SpecError` (a
     check this layer can make: the rest come from the caller's :data:`LevelChecks`)"""
@@ -178,16 +180,14 @@ class TrialFactors:
     server: str = field(
         metadata=_is(Factor(
             "server", "server", str, "server adapter spec", _server, default="nginx",
-            usage="nginx, nginx@1.26 (h3), caddy (h3), h2o, apache, origin:scheduler=fcfs, "
-            "haproxy:backend=nginx,buffer=1MB, haproxy@3.0:backend=nginx (h3); "
-            "nginx:conf=FILE adds your config fragment (h2o:, apache: too)",
+            usage="options after the name, NAME:key=value,... (docs/reference.md); conf=FILE "
+            "adds your config fragment to a server that takes it",
         ))
     )  # fmt: skip
     client: str = field(
         metadata=_is(Factor(
             "client", "client", str, "client adapter spec", _as_written, default="h2load",
-            usage="h2load, nghttp, curl (h3), okhttp, firefox, or "
-            "chromium:device=mobile,cpu=4,filmstrip=1",
+            usage="options after the name, NAME:key=value,... (docs/reference.md)",
         ))
     )  # fmt: skip
     congestion_control: str = field(

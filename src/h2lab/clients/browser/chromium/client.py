@@ -70,12 +70,10 @@ from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
 from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, DevTools, PipeClosed, Reply
 from h2lab.clients.browser.chromium.options import (
-    OPTION_DOCS,
     PROTOCOLS,
     Options,
     browser_args,
     launch_flags,
-    parse_options,
 )
 from h2lab.clients.browser.chromium.repeat import forget_connections
 from h2lab.clients.browser.chromium.tab import (
@@ -382,8 +380,4 @@ def spawn_browser(
     return proc, CdpPipe(cmd_write, out_read)
 
 
-def _make(options: Mapping[str, str]) -> Chromium:
-    return Chromium(parse_options(options))
-
-
-register("chromium", _make, OPTION_DOCS)
+register("chromium", Chromium, Options)

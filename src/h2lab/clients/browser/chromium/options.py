@@ -30,15 +30,13 @@ from pathlib import Path
 
 from h2lab.clients.browser.options import (
     Device,
-    check_known,
-    common_docs,
-    device,
-    idle_ms,
-    speed_index_mode,
-    switches,
+    device_option,
+    filmstrip_option,
+    idle_option,
+    speed_index_option,
 )
 from h2lab.net import userns
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import FLAG, number, option
 from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS
 
 DISABLED_FEATURES = (
@@ -124,64 +122,44 @@ PROTOCOLS = frozenset(PROTOCOL_FLAGS)
 
 @dataclass(frozen=True)
 class Options:
-    device: str = "desktop"
+    device: str = device_option()
     """a name in :data:`DEVICES`"""
-    cpu_slowdown: float = 1.0
-    """DevTools CPU throttling: the renderer runs this many times slower (1..20)"""
-    netlog: bool = False
-    keylog: bool = False
-    filmstrip: bool = False
-    restart: bool = False
-    """start a new browser for every trial (browsertime's way; for bench/overhead)"""
-    har_bodies: bool = False
-    """keep every response's body in the HAR (``content.text``), read after the load"""
-    idle_ms: float = 0.0
+    idle_ms: float = idle_option()
     """after the load event, also wait until the network has been idle this long (WebPageTest's
     "fully loaded": 2000 ms), so requests made by scripts after load are made and served"""
-    speed_index: str = "h2lab"
+    speed_index: str = speed_index_option()
     """how SpeedIndex is computed: ``h2lab`` or ``wpt`` (:data:`h2lab.metrics.visual.MODES`)"""
-    tbt: bool = True
-    """trace the main thread's tasks for ``tbt_ms`` (0: not, and ``tbt_ms`` is None; the trace
-    category costs the load about 1%, docs/design-notes.md)"""
-
-
-SWITCHES = ("netlog", "keylog", "filmstrip", "restart", "har_bodies", "tbt")
-"""The options that are 0 or 1."""
-KNOWN_OPTIONS = frozenset({"device", "cpu", "idle", "speed_index", *SWITCHES})
-OPTION_DOCS = (
-    *common_docs("chromium"),
-    OptionDoc("cpu", "1..20", "DevTools CPU throttling: the renderer this many times slower",
-              "chromium:cpu=4"),
-    OptionDoc("netlog", "0|1", "a NetLog per browser in the trial's folder", "chromium:netlog=1"),
-    OptionDoc("keylog", "0|1", "an SSLKEYLOGFILE per browser (the trial's own TLS keys)",
-              "chromium:keylog=1"),
-    OptionDoc("restart", "0|1", "a new browser for every trial (browsertime's way)",
-              "chromium:restart=1"),
-    OptionDoc("har_bodies", "0|1", "every response's body in the trial's page.har, read "
-              "after the measured load", "chromium:har_bodies=1"),
-    OptionDoc("tbt", "0|1", "trace the main thread's tasks for tbt_ms (default 1; 0: tbt_ms "
-              "NULL, about 1% less load time)", "chromium:tbt=0"),
-)  # fmt: skip
-"""Every option, for docs/reference.md."""
-
-
-def parse_options(options: Mapping[str, str]) -> Options:
-    """Validate ``chromium:key=value,...`` options (ValueError: one line naming the option)."""
-    check_known("chromium", options, KNOWN_OPTIONS)
-    name = device(options)
-    try:
-        cpu = float(options.get("cpu", "1"))
-    except ValueError:
-        raise ValueError(f"cpu must be a slowdown factor like 4, got {options['cpu']!r}") from None
-    if not 1 <= cpu <= 20:
-        raise ValueError(f"cpu slowdown must be 1..20, got {cpu:g}")
-    return Options(
-        name,
-        cpu,
-        idle_ms=idle_ms(options),
-        speed_index=speed_index_mode(options),
-        **switches(options, SWITCHES, on=("tbt",)),
+    filmstrip: bool = filmstrip_option()
+    cpu_slowdown: float = option(
+        number(1, 20),
+        1.0,
+        "DevTools CPU throttling: the renderer this many times slower",
+        "cpu=4",
+        key="cpu",
     )
+    netlog: bool = option(FLAG, False, "a NetLog per browser in the trial's folder", "netlog=1")
+    keylog: bool = option(
+        FLAG, False, "an SSLKEYLOGFILE per browser (the trial's own TLS keys)", "keylog=1"
+    )
+    restart: bool = option(
+        FLAG, False, "a new browser for every trial (browsertime's way)", "restart=1"
+    )
+    """start a new browser for every trial (browsertime's way; for bench/overhead)"""
+    har_bodies: bool = option(
+        FLAG,
+        False,
+        "every response's body in the trial's page.har, read after the measured load",
+        "har_bodies=1",
+    )
+    """keep every response's body in the HAR (``content.text``), read after the load"""
+    tbt: bool = option(
+        FLAG,
+        True,
+        "trace the main thread's tasks for tbt_ms (default 1; 0: tbt_ms NULL, about 1% less "
+        "load time)",
+        "tbt=0",
+    )
+    """the trace category costs the load about 1% (docs/design-notes.md)"""
 
 
 def sandbox_flags() -> tuple[str, ...]:

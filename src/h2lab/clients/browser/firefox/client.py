@@ -60,10 +60,8 @@ from h2lab.clients.browser.firefox.bidi import BidiConnection, BidiError, Connec
 from h2lab.clients.browser.firefox.events import RawLoad, analyse
 from h2lab.clients.browser.firefox.options import (
     ALT_SVC_MAPPING,
-    OPTION_DOCS,
     PROTOCOLS,
     Options,
-    parse_options,
     profile_prefs,
     user_js,
 )
@@ -363,8 +361,4 @@ def _prime_alt_svc(bidi: BidiConnection, port: int) -> None:
         )
 
 
-def _make(options: Mapping[str, str]) -> Firefox:
-    return Firefox(parse_options(options))
-
-
-register("firefox", _make, OPTION_DOCS)
+register("firefox", Firefox, Options)

@@ -35,16 +35,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from h2lab.clients.browser.options import (
-    check_known,
-    common_docs,
-    device,
-    idle_ms,
-    speed_index_mode,
-    switches,
+    device_option,
+    filmstrip_option,
+    idle_option,
+    speed_index_option,
 )
-from h2lab.spec.options import OptionDoc
+from h2lab.spec.options import FLAG, option
 from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS
 
 PrefValue = bool | int | str
@@ -202,58 +201,48 @@ ALT_SVC_MAPPING = "network.http.http3.alt-svc-mapping-for-testing"
 """The preference naming, per host, the Alt-Svc that Firefox takes as known (h3 only)."""
 
 
-@dataclass(frozen=True)
-class Options:
-    idle_ms: float = 0.0
-    """after the load event, also wait until the network has been idle this long (WebPageTest's
-    "fully loaded": 2000 ms), so requests made by scripts after load are made and served"""
-    device: str = "desktop"
-    """a name in :data:`~h2lab.clients.browser.options.DEVICES` (Chromium's devices)"""
-    visual: bool = True
-    """record the compositor's frames for SpeedIndex and visual complete (0: not, e.g. for a
-    long load with animations: every distinct frame is held until the load ends)"""
-    filmstrip: bool = False
-    """keep the frames as JPEG files in the trial folder"""
-    network: bool = True
-    """follow every request with BiDi's network events (resources, HAR with headers, failed
-    requests); 0: take the resources from the page's Resource Timing instead, which the
-    measured load does not pay for (:data:`~h2lab.clients.browser.firefox.tab.NETWORK_EVENTS`)"""
-    speed_index: str = "h2lab"
-    """how SpeedIndex is computed: ``h2lab`` or ``wpt`` (:data:`h2lab.metrics.visual.MODES`)"""
-
-
-SWITCHES = ("visual", "filmstrip", "network")
-"""The options that are 0 or 1."""
-KNOWN_OPTIONS = frozenset({"device", "idle", "speed_index", *SWITCHES})
-OPTION_DOCS = (
-    *common_docs("firefox"),
-    OptionDoc("visual", "0|1", "record the compositor's frames for SpeedIndex and visual "
-              "complete (default 1)", "firefox:visual=0"),
-    OptionDoc("network", "0|1", "follow every request with BiDi's network events (default 1; "
-              "0: resources from Resource Timing, no HAR headers)", "firefox:network=0"),
-)  # fmt: skip
-"""Every option, for docs/reference.md."""
-
 NO_CPU_THROTTLING = (
     "firefox has no CPU throttling (WebDriver BiDi has no such command, and Firefox none of "
     "its own): use chromium:cpu=N"
 )
 
 
-def parse_options(options: Mapping[str, str]) -> Options:
-    """Validate ``firefox:key=value,...`` options (ValueError: one line naming the option)."""
-    if "cpu" in options:
-        raise ValueError(NO_CPU_THROTTLING)
-    check_known("firefox", options, KNOWN_OPTIONS)
-    flags = switches(options, SWITCHES, on=("visual", "network"))
-    if flags["filmstrip"] and not flags["visual"]:
-        raise ValueError("filmstrip=1 needs the frames that visual=0 turns off")
-    idle = idle_ms(options)
-    if idle and not flags["network"]:
-        raise ValueError("idle waits for network silence, which network=0 cannot see")
-    return Options(
-        device=device(options), idle_ms=idle, speed_index=speed_index_mode(options), **flags
+@dataclass(frozen=True)
+class Options:
+    refused: ClassVar[Mapping[str, str]] = {"cpu": NO_CPU_THROTTLING}
+    """Chromium's options Firefox has no counterpart of, and why"""
+
+    device: str = device_option()
+    """a name in :data:`~h2lab.clients.browser.options.DEVICES` (Chromium's devices)"""
+    idle_ms: float = idle_option()
+    """after the load event, also wait until the network has been idle this long (WebPageTest's
+    "fully loaded": 2000 ms), so requests made by scripts after load are made and served"""
+    speed_index: str = speed_index_option()
+    """how SpeedIndex is computed: ``h2lab`` or ``wpt`` (:data:`h2lab.metrics.visual.MODES`)"""
+    filmstrip: bool = filmstrip_option()
+    visual: bool = option(
+        FLAG,
+        True,
+        "record the compositor's frames for SpeedIndex and visual complete (default 1)",
+        "visual=0",
     )
+    """0: no frames, e.g. for a long load with animations: every distinct frame is held until
+    the load ends"""
+    network: bool = option(
+        FLAG,
+        True,
+        "follow every request with BiDi's network events (default 1; 0: resources from "
+        "Resource Timing, no HAR headers)",
+        "network=0",
+    )
+    """0: take the resources from the page's Resource Timing instead, which the measured load
+    does not pay for (:data:`~h2lab.clients.browser.firefox.tab.NETWORK_EVENTS`)"""
+
+    def __post_init__(self) -> None:
+        if self.filmstrip and not self.visual:
+            raise ValueError("filmstrip=1 needs the frames that visual=0 turns off")
+        if self.idle_ms and not self.network:
+            raise ValueError("idle waits for network silence, which network=0 cannot see")
 
 
 def h3_mapping(hosts: Mapping[str, str]) -> str:
