@@ -194,6 +194,7 @@ def test_mobile_is_a_phones_viewport_and_user_agent(
         assert frame.size == (412, 823)
 
 
+@pytest.mark.timing  # the whole test within 40 s
 @pytest.mark.timeout(90)
 def test_h3_every_request_over_quic_and_no_tcp_h2s_over_tcp(tmp_path: Path) -> None:
     """h3 against the Go origin: every request of the page (its HTML too, in the first trial

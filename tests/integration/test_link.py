@@ -43,6 +43,7 @@ def test_rtt_100ms_measures_100_plus_minus_1ms() -> None:
     assert 99.0 <= rtt <= 101.0
 
 
+@pytest.mark.timing  # RTTs within net check's tolerance
 def test_calibrated_links_measure_the_rtt_asked() -> None:
     """Rattan's own latency is measured on this machine (net/calibration.py) and taken off the
     Delay cells: a link without it is 2 x overhead long, links with it are within net check's
@@ -70,6 +71,7 @@ def test_calibrated_links_measure_the_rtt_asked() -> None:
     assert abs(raw_excess - 2 * overhead) <= rtt_tolerance_ms(40), (raw_excess, overhead)
 
 
+@pytest.mark.timing  # a goodput between two rates
 def test_10mbps_gives_5mb_download_at_9_3_to_10_mbps(tmp_path: Path) -> None:
     with Lab() as lab:
         page, serving = _serve(lab, "synthetic:n=1,size=5MB,origins=1")

@@ -120,6 +120,7 @@ def test_jitter_spreads_each_packets_delay_and_reorders_as_asked() -> None:
         assert isinstance(reordered.measured, float) and 30 <= reordered.measured <= 70
 
 
+@pytest.mark.timing  # queueing delays against 25 ms
 def test_codel_keeps_the_queue_short_where_droptail_fills_it() -> None:
     _, droptail = _net_check("rtt=20ms,rate=10Mbps,queue=200", "--quick")
     _, codel = _net_check("rtt=20ms,rate=10Mbps,queue=200,aqm=codel", "--quick")
@@ -130,6 +131,7 @@ def test_codel_keeps_the_queue_short_where_droptail_fills_it() -> None:
     assert q_codel < 25 < q_tail
 
 
+@pytest.mark.timing  # a measured rate
 def test_mahimahi_trace_sets_the_rate(tmp_path: Path) -> None:
     trace = tmp_path / "12mbps.trace"  # one 1500-byte packet per ms = 12 Mbit/s
     trace.write_text("".join(f"{ms}\n" for ms in range(1, 1001)))

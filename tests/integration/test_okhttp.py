@@ -345,6 +345,7 @@ def _run_plan(tmp_path: Path, ca: LocalCA, port: int, n: int, timeout_ms: int) -
     return result
 
 
+@pytest.mark.timing  # a load bounded between 1 and 3.5 s
 def test_trusts_only_the_lab_ca_verifies_names_and_bounds_the_load(tmp_path: Path) -> None:
     """The program alone, on loopback: a certificate of another CA and one for another name
     are refused; a server that never answers is reported after the plan's bound, every call
