@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.."
 CACHE="${H2LAB_CACHE:-$HOME/.cache/h2lab}"
 RATTAN_VERSION=0.1.1   # keep in sync with src/h2lab/net/rattan.py RATTAN_VERSION
 UV_VERSION=0.13.8
+# The Debian packages of the program records (src/h2lab/programs.py, where a program is
+# declared): listed here because they are installed before the venv exists, and the container
+# image installs them in a layer made before the sources are copied; tests/unit/test_programs.py
+# holds this list equal to `python -m h2lab.programs --debian-packages`.
 DEB_PACKAGES=(nginx h2o apache2 haproxy nghttp2-client curl iperf3 iproute2 iputils-ping
               util-linux procps chromium firefox-esr libnss3-tools apache2-doc
               default-jdk-headless maven   # the OkHttp client (okhttp/): Java 17+, Maven
