@@ -101,7 +101,8 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 
 # Debian 13's nginx 1.26 (QUIC), HAProxy 3.0 (QUIC), curl 8.14 (HTTP/3) and Caddy 2.6 (quic-go
 # 0.50), which Debian 12 lacks: their files once, under $CACHE/debian13-<hash>, each version
-# checked; h2lab runs them through that folder's own loader (src/h2lab/debian13.py).
+# checked; h2lab runs them through that folder's own loader (src/h2lab/debian13.py; the
+# packages, paths and releases are records of src/h2lab/programs.py).
 .venv/bin/python -c "from h2lab.debian13 import ensure_made; ensure_made()" \
   || { say "making Debian 13's root filesystem failed"; exit 1; }
 
