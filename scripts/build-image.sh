@@ -77,7 +77,7 @@ mkdir -p "$STAGE/$rattan/bin"
 strip --strip-debug -o "$STAGE/$rattan/bin/rattan" "$CACHE/$rattan/bin/rattan"
 touch -r "$CACHE/$rattan/bin/rattan" "$STAGE/$rattan/bin/rattan"
 cp -a "$CACHE/npm" "$STAGE/"
-cp -a "$debian13" "$STAGE/"   # Debian 13's nginx, HAProxy, curl, Caddy (src/h2lab/debian13.py)
+cp -a "$debian13" "$STAGE/"   # Debian 13's programs (their records: src/h2lab/programs.py)
 say "building $IMAGE from deploy/Containerfile on $BASE"
 # The checkout's commit, for `h2lab --version` and every trial (src/h2lab/version.py).
 commit="$(.venv/bin/python -c 'from h2lab.version import commit; print(commit())')"

@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.."
 CACHE="${H2LAB_CACHE:-$HOME/.cache/h2lab}"
 RATTAN_VERSION=0.1.1   # keep in sync with src/h2lab/net/rattan.py RATTAN_VERSION
 UV_VERSION=0.13.8
+# The Debian packages of the program records (src/h2lab/programs.py, where a program is
+# declared): listed here because they are installed before the venv exists, and the container
+# image installs them in a layer made before the sources are copied; tests/unit/test_programs.py
+# holds this list equal to `python -m h2lab.programs --debian-packages`.
 DEB_PACKAGES=(nginx h2o apache2 haproxy nghttp2-client curl iperf3 iproute2 iputils-ping
               util-linux procps chromium firefox-esr libnss3-tools apache2-doc
               default-jdk-headless maven   # the OkHttp client (okhttp/): Java 17+, Maven
@@ -97,7 +101,8 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 
 # Debian 13's nginx 1.26 (QUIC), HAProxy 3.0 (QUIC), curl 8.14 (HTTP/3) and Caddy 2.6 (quic-go
 # 0.50), which Debian 12 lacks: their files once, under $CACHE/debian13-<hash>, each version
-# checked; h2lab runs them through that folder's own loader (src/h2lab/debian13.py).
+# checked; h2lab runs them through that folder's own loader (src/h2lab/debian13.py; the
+# packages, paths and releases are records of src/h2lab/programs.py).
 .venv/bin/python -c "from h2lab.debian13 import ensure_made; ensure_made()" \
   || { say "making Debian 13's root filesystem failed"; exit 1; }
 

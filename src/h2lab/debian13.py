@@ -9,46 +9,32 @@ configured or run), under the cache root. h2lab runs a program from it through t
 filesystem's own dynamic loader and libraries (:func:`argv`): no chroot, so root and rootless
 mode alike, and every path the adapters write (the state folder, certificates, page bodies)
 stays where it is on the host. Each program's version is checked when the folder is made
-(:data:`VERSIONS`): a mirror that moved to another upstream release fails ``setup.sh``, it
-does not change the lab's servers behind a user's back.
+(:attr:`h2lab.programs.Program.release`): a mirror that moved to another upstream release
+fails ``setup.sh``, it does not change the lab's servers behind a user's back.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 from pathlib import Path
 
-from h2lab import procs
+from h2lab import procs, programs
 from h2lab.errors import ProcessFailed
 from h2lab.paths import build_places, cache_root
 
 SUITE = "trixie"
 """Debian 13"""
 MIRROR = "http://deb.debian.org/debian"
-PACKAGES = ("nginx", "haproxy", "curl", "caddy")
-VERSIONS = {"nginx": "1.26.", "haproxy": "3.0.", "curl": "8.14.", "caddy": "2.6."}
-"""The upstream release each package must be, as its version starts (Debian 13's, with
-security updates)."""
-PROGRAMS = {
-    "nginx": "usr/sbin/nginx",
-    "haproxy": "usr/sbin/haproxy",
-    "curl": "usr/bin/curl",
-    "caddy": "usr/bin/caddy",  # Go, built with cgo: linked against libc, so run as the others
-}
+PROGRAMS = programs.of(programs.DEBIAN13)
+"""The programs it holds (:mod:`h2lab.programs`): their packages, paths, version commands and
+the upstream release each must be (Debian 13's, with security updates)."""
+PACKAGES = tuple(programs.debian13_packages())
 LIBS = "usr/lib/x86_64-linux-gnu"
 LOADER = f"{LIBS}/ld-linux-x86-64.so.2"
 READY = ".h2lab-ready"
 """Written last, with the programs' versions: a folder without it is a half-made one."""
-VERSION_FLAGS = {"nginx": "-v", "haproxy": "-v", "curl": "--version", "caddy": "version"}
-VERSION_PATTERNS = {
-    "nginx": r"nginx/(\S+)",
-    "haproxy": r"HAProxy version (\S+)",
-    "curl": r"^curl (\S+)",
-    "caddy": r"^v?(\d+\.\d+\.\d+\S*)",  # Debian's prints the bare version: "2.6.2"
-}
 MAKE_TIMEOUT_S = 900.0
 
 
@@ -69,24 +55,27 @@ class NotInstalled(RuntimeError):
     """A Debian 13 program was asked for before ``scripts/setup.sh`` made the folder."""
 
 
-def argv(program: str) -> list[str]:
-    """The command that runs Debian 13's ``program`` (a key of :data:`PROGRAMS`) on this host;
+def program(name: str) -> programs.Program:
+    """The record of Debian 13's ``name`` (``nginx``, ``haproxy``, ``curl``, ``caddy``)."""
+    [found] = [p for p in PROGRAMS if p.name == name]
+    return found
+
+
+def argv(name: str) -> list[str]:
+    """The command that runs Debian 13's ``name`` (one of :data:`PROGRAMS`) on this host;
     :class:`NotInstalled` before setup.sh has made the root filesystem."""
     if not installed():
-        raise NotInstalled(
-            f"Debian 13's {program} is not installed (scripts/setup.sh makes {root()})"
-        )
-    return _argv(root(), program)
+        raise NotInstalled(f"Debian 13's {name} is not installed (scripts/setup.sh makes {root()})")
+    return _argv(root(), program(name))
 
 
-def _argv(base: Path, program: str) -> list[str]:
-    return [str(base / LOADER), "--library-path", str(base / LIBS), str(base / PROGRAMS[program])]
+def _argv(base: Path, p: programs.Program) -> list[str]:
+    return [str(base / LOADER), "--library-path", str(base / LIBS), str(base / p.executable)]
 
 
-def version_of(program: str, text: str) -> str | None:
-    """``program``'s version in what its version flag printed (``text``); None if absent."""
-    m = re.search(VERSION_PATTERNS[program], text, re.MULTILINE)
-    return m.group(1) if m else None
+def version_of(name: str, text: str) -> str | None:
+    """``name``'s version in what its version command printed (``text``); None if absent."""
+    return program(name).version_in(text)
 
 
 def versions() -> dict[str, str]:
@@ -101,14 +90,14 @@ def versions() -> dict[str, str]:
 
 def _check_versions(base: Path) -> dict[str, str]:
     found = {}
-    for program, flag in VERSION_FLAGS.items():
-        argv = _argv(base, program)
-        version = version_of(program, procs.version_text([*argv, flag]))
-        if version is None or not version.startswith(VERSIONS[program]):
+    for p in PROGRAMS:
+        command = _argv(base, p)
+        version = p.version(command)
+        if version is None or not version.startswith(p.release):
             raise ProcessFailed(
-                argv, None, f"{program} {version or 'did not run'}: expected {VERSIONS[program]}x"
+                command, None, f"{p.name} {version or 'did not run'}: expected {p.release}x"
             )
-        found[program] = version
+        found[p.name] = version
     return found
 
 

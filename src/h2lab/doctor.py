@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from h2lab import procs
+from h2lab import programs
 from h2lab.paths import find_build, looked_in
 
 
@@ -18,11 +17,12 @@ class Check:
     detail: str
 
 
-def _version(argv: list[str], pattern: str) -> str | None:
+def _version(program: programs.Program, command: list[str] | None = None) -> str | None:
+    """None if it is not installed, else its version ("unknown version" if it printed none)."""
+    argv = program.version_argv(command)
     if not shutil.which(argv[0]) and not Path(argv[0]).exists():
         return None
-    m = re.search(pattern, procs.version_text(argv))
-    return m.group(1) if m else "unknown version"
+    return program.version(command) or "unknown version"
 
 
 def _okhttp_checks() -> list[Check]:
@@ -32,16 +32,16 @@ def _okhttp_checks() -> list[Check]:
     from h2lab.errors import H2LabError
 
     java = okhttp_build.java_version()
-    out = [Check("java", java is not None, java or okhttp_build.JAVA_HINT)]
+    out = [Check(programs.JAVA.name, java is not None, java or okhttp_build.JAVA_HINT)]
     jar = okhttp_build.jar_path()
     if not jar.exists() or java is None:
         where = looked_in(f"{jar.parent.name}/{jar.name}")
-        return [*out, Check("h2lab okhttp (JVM)", False, f"{where}: make setup")]
+        return [*out, Check(programs.OKHTTP.doctor, False, f"{where}: make setup")]
     try:
         detail = f"{okhttp_build.jar_version(jar)} ({jar})"
     except H2LabError as exc:
-        return [*out, Check("h2lab okhttp (JVM)", False, exc.line())]
-    return [*out, Check("h2lab okhttp (JVM)", True, detail)]
+        return [*out, Check(programs.OKHTTP.doctor, False, exc.line())]
+    return [*out, Check(programs.OKHTTP.doctor, True, detail)]
 
 
 def checks() -> list[Check]:
@@ -51,10 +51,11 @@ def checks() -> list[Check]:
     out = []
     try:
         rattan = rattan_binary()
-        v = _version([str(rattan), "--version"], r"rattan (\S+)")
-        out.append(Check("rattan", v is not None, f"{v} ({rattan}; pinned {RATTAN_VERSION})"))
+        v = _version(programs.RATTAN, [str(rattan)])
+        detail = f"{v} ({rattan}; pinned {RATTAN_VERSION})"
+        out.append(Check(programs.RATTAN.doctor, v is not None, detail))
     except MissingTool as exc:
-        out.append(Check("rattan", False, exc.hint))
+        out.append(Check(programs.RATTAN.doctor, False, exc.hint))
     from h2lab.net import calibration
 
     cal = calibration.load()
@@ -68,51 +69,14 @@ def checks() -> list[Check]:
             else "not measured since boot (the first link measures it, about 4 s)",
         )
     )
-    tools = [
-        ("nginx", ["nginx", "-v"], r"nginx/(\S+)", "apt-get install nginx"),
-        ("h2o", ["h2o", "--version"], r"h2o version (\S+)", "apt-get install h2o"),
-        ("apache2", ["apache2", "-v"], r"Apache/(\S+)", "apt-get install apache2"),
-        ("haproxy", ["haproxy", "-v"], r"HAProxy version (\S+)", "apt-get install haproxy"),
-        ("nghttp", ["nghttp", "--version"], r"nghttp2/(\S+)", "apt-get install nghttp2-client"),
-        ("h2load", ["h2load", "--version"], r"nghttp2/(\S+)", "apt-get install nghttp2-client"),
-        ("iperf3", ["iperf3", "--version"], r"iperf (\S+)", "apt-get install iperf3"),
-        ("ip (iproute2)", ["ip", "-V"], r"iproute2-(\S+)", "apt-get install iproute2"),
-        ("nsenter", ["nsenter", "--version"], r"util-linux (\S+)", "apt-get install util-linux"),
-        ("ping", ["ping", "-V"], r"iputils-(\S+)", "apt-get install iputils-ping"),
-        # capture = ["pcap"]: tcpdump records a trial's packets; tshark decodes them (tests)
-        ("tcpdump", ["tcpdump", "--version"], r"tcpdump version (\S+)", "apt-get install tcpdump"),
-        (
-            "tshark",
-            ["tshark", "--version"],
-            r"TShark \(Wireshark\) (\S+)",
-            "apt-get install tshark",
-        ),
-        (
-            "chromium",
-            ["/usr/lib/chromium/chromium", "--version"],
-            r"Chromium (\S+)",
-            "apt-get install chromium",
-        ),
-        (
-            "firefox-esr",
-            ["/usr/lib/firefox-esr/firefox-esr", "--version"],
-            r"Firefox (\S+)",
-            "apt-get install firefox-esr",
-        ),
-    ]
-    for name, argv, pat, hint in tools:
-        v = _version(argv, pat)
-        out.append(Check(name, v is not None, v or hint))
-    # certutil (libnss3-tools) has no version switch: Firefox's profiles trust the lab CA with it
-    certutil = shutil.which("certutil")
-    out.append(Check("certutil", certutil is not None, certutil or "apt-get install libnss3-tools"))
+    out += _debian12_checks()
     from h2lab.servers.origin import SOURCE_DIR, source_hash
 
     relative = f"origin-{source_hash(SOURCE_DIR)}"
     built = find_build(relative)
     out.append(
         Check(
-            "h2lab origin (Go)",
+            programs.ORIGIN.doctor,
             built is not None,
             str(built) if built is not None else f"{looked_in(relative)}: make setup",
         )
@@ -126,6 +90,19 @@ def checks() -> list[Check]:
     return out
 
 
+def _debian12_checks() -> list[Check]:
+    """The host's programs that have a row of their own, each with its version (or where it
+    is, for one without a version switch) or the package to install."""
+    out = []
+    for p in programs.of(programs.DEBIAN12):
+        if not p.doctor:
+            continue
+        # one without a version switch (certutil): where it is
+        v = _version(p) if p.pattern else shutil.which(p.executable)
+        out.append(Check(p.doctor, v is not None, v or p.hint()))
+    return out
+
+
 def _debian13_checks() -> list[Check]:
     """Debian 13's builds (:mod:`h2lab.debian13`), as their folder recorded them when made."""
     from h2lab import debian13
@@ -133,13 +110,13 @@ def _debian13_checks() -> list[Check]:
     found = debian13.versions()
     return [
         Check(
-            f"{program} (Debian 13)",
-            program in found,
-            f"{found[program]} ({debian13.root()})"
-            if program in found
+            p.doctor,
+            p.name in found,
+            f"{found[p.name]} ({debian13.root()})"
+            if p.name in found
             else f"{looked_in(debian13.root().name)}: make setup",
         )
-        for program in debian13.PACKAGES
+        for p in debian13.PROGRAMS
     ]
 
 

@@ -49,4 +49,9 @@ def test_versions_are_read_as_each_program_prints_them() -> None:
     assert debian13.version_of("caddy", "2.6.2\n") == "2.6.2"  # Debian's `caddy version`
     assert debian13.version_of("caddy", "v2.6.2 h1:abc=\n") == "2.6.2"  # upstream's
     assert debian13.version_of("nginx", "") is None
-    assert all(debian13.VERSIONS[p] for p in debian13.PACKAGES)
+    assert all(p.release for p in debian13.PROGRAMS)
+
+
+def test_the_folder_keeps_its_package_list() -> None:
+    """The list names the folder (root()): a reordering would make setup build it again."""
+    assert debian13.PACKAGES == ("nginx", "haproxy", "curl", "caddy")

@@ -51,13 +51,12 @@ the phases it cannot tell are empty or -1, as HAR allows.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from h2lab import har, procs
+from h2lab import har, procs, programs
 from h2lab.artifacts import H2LOAD_LOG, H2LOAD_OUT, PAGE_HAR
 from h2lab.clients import ClientAdapter, LoadContext, LoadResult, ResourceTiming, register
 from h2lab.errors import TrialFailed, WaitTimeout
@@ -142,8 +141,7 @@ class H2load(ClientAdapter):
         self.per_host = per_host
 
     def version(self) -> str:
-        m = re.search(r"nghttp2/(\S+)", procs.version_text(["h2load", "--version"]))
-        return m.group(1) if m else "unknown"
+        return programs.H2LOAD.version() or "unknown"
 
     def close(self) -> None:
         """Nothing outlives a trial."""

@@ -27,12 +27,11 @@ Each HAR is kept mended as HAR 1.2 (:func:`h2lab.metrics.nghttp.complete_har`).
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from h2lab import procs
+from h2lab import procs, programs
 from h2lab.artifacts import NGHTTP_HAR, NGHTTP_OUT
 from h2lab.clients import ClientAdapter, LoadContext, LoadResult, ResourceTiming, register
 from h2lab.errors import TrialFailed, WaitTimeout
@@ -102,8 +101,7 @@ class Nghttp(ClientAdapter):
     protocols = PROTOCOLS
 
     def version(self) -> str:
-        m = re.search(r"nghttp2/(\S+)", procs.version_text(["nghttp", "--version"]))
-        return m.group(1) if m else "unknown"
+        return programs.NGHTTP.version() or "unknown"
 
     def close(self) -> None:
         """Nothing outlives a trial."""

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from h2lab import procs
+from h2lab import procs, programs
 from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.paths import cache_root, find_build
 
@@ -98,7 +97,6 @@ def jar_version(jar: Path) -> str:
 
 def java_version() -> str | None:
     """The runtime's version (``17.0.15``), None without a ``java``."""
-    if not shutil.which("java"):
+    if not shutil.which(programs.JAVA.executable):
         return None
-    m = re.search(r'version "([^"]+)"', procs.version_text(["java", "-version"]))
-    return m.group(1) if m else "unknown version"
+    return programs.JAVA.version() or "unknown version"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -66,25 +65,18 @@ def read_proc_net(name: str, file: str) -> str:
     return run_in_netns(name, lambda: Path(f"/proc/thread-self/net/{file}").read_text())
 
 
-def tcp_port_open(name: str, host: str, port: int, timeout_s: float = 0.2) -> bool:
-    """True if a TCP connect from namespace ``name`` to host:port succeeds."""
-
-    def probe() -> bool:
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                return True
-        except OSError:
-            return False
-
-    return run_in_netns(name, probe)
+TCP_LISTEN = "0A"
+"""The state column of a listening TCP socket in ``/proc/net/tcp``."""
 
 
-def listening_ports(proc_net_tcp: str) -> set[tuple[str, int]]:
-    """(address, port) pairs in LISTEN state from ``/proc/net/tcp`` text."""
+def sockets(proc_net: str, state: str | None = None) -> set[tuple[str, int]]:
+    """(local address, port) of every IPv4 socket of ``/proc/net/tcp`` or ``/proc/net/udp``
+    text, of those in ``state`` (hex, as the table has it) if given: a bound UDP socket is in
+    any state."""
     out = set()
-    for line in proc_net_tcp.splitlines()[1:]:
+    for line in proc_net.splitlines()[1:]:
         fields = line.split()
-        if len(fields) > 3 and fields[3] == "0A":
+        if len(fields) > 3 and (state is None or fields[3] == state):
             addr_hex, port_hex = fields[1].split(":")
             octets = bytes.fromhex(addr_hex)[::-1]
             out.add((".".join(str(b) for b in octets), int(port_hex, 16)))
@@ -93,7 +85,7 @@ def listening_ports(proc_net_tcp: str) -> set[tuple[str, int]]:
 
 def is_listening(name: str, ip: str, port: int) -> bool:
     """True if something in namespace ``name`` listens on ip:port (without connecting to it)."""
-    return (ip, port) in listening_ports(read_proc_net(name, "tcp"))
+    return (ip, port) in sockets(read_proc_net(name, "tcp"), TCP_LISTEN)
 
 
 def exec_argv(name: str, argv: list[str]) -> list[str]:

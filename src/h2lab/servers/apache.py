@@ -53,9 +53,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from h2lab import procs
-from h2lab.errors import ProcessFailed, SpecError
-from h2lab.net import netns, userns
+from h2lab import procs, programs
+from h2lab.errors import SpecError
+from h2lab.net import userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
@@ -64,16 +64,15 @@ from h2lab.servers import (
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
-    Watched,
     register,
 )
 from h2lab.servers.fragment import Fragment, check_setup, conf_option, versioned
+from h2lab.servers.process import Launch, serve_process
 from h2lab.servers.rules import RULES, preload_link, select
 from h2lab.spec.options import choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
-READY_TIMEOUT_S = 10.0
 WORKERS_USER = "User www-data\nGroup www-data"
 """Root mode's (Apache will not serve as root); rootless mode runs Apache as the user."""
 # As nginx's MAX_CONCURRENT_STREAMS (mod_http2's default H2MaxSessionStreams is 100).
@@ -342,8 +341,7 @@ class Apache:
         self.fragment = fragment
 
     def version(self) -> str:
-        m = re.search(r"Apache/(\S+)", procs.version_text(["apache2", "-v"]))
-        found = m.group(1) if m else "unknown"
+        found = programs.APACHE.version() or "unknown"
         return versioned(found, self.fragment)
 
     def check(self) -> None:
@@ -375,29 +373,14 @@ class Apache:
         d = ctx.state_dir
         conf = self._write(page, ctx)
         procs.run(ctx.exec_argv(["apache2", "-t", "-f", str(conf)]))
-        argv = ctx.exec_argv(["apache2", "-f", str(conf), "-DFOREGROUND"])
-        out = d / "apache.out"
-        proc = procs.spawn(argv, log=out)
-        try:
-
-            def ready() -> bool:
-                if proc.poll() is not None:
-                    log = d / "apache-error.log"
-                    err = out.read_text(errors="replace")
-                    err += log.read_text(errors="replace") if log.exists() else ""
-                    raise ProcessFailed(["apache2"], proc.returncode, err[-500:])
-                return all(
-                    netns.tcp_port_open(ctx.netns, ctx.origin_ips[h], port)
-                    for h in page.origins
-                    for port in (PORTS[H1C], PORTS[H2S], PORTS[H2C])
-                )
-
-            procs.wait_until(
-                "apache listening on every origin port", ready, timeout_s=READY_TIMEOUT_S
-            )
-            yield Serving(Watched("apache2", proc, (out, d / "apache-error.log")))
-        finally:
-            procs.stop(proc)
+        launch = Launch(
+            "apache2",
+            ["apache2", "-f", str(conf), "-DFOREGROUND"],
+            d / "apache.out",
+            logs=(d / "apache-error.log",),
+        )
+        with serve_process(ctx, launch, page.origins) as serving:
+            yield serving
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ the state folder: it never reaches the network.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,16 +39,15 @@ from typing import Any
 from urllib.parse import unquote
 
 from h2lab import debian13, procs
-from h2lab.errors import ProcessFailed, SpecError
-from h2lab.net import netns
+from h2lab.errors import SpecError
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups
-from h2lab.servers import IDLE_TIMEOUT_S, WRITE_TIMEOUT_S, ServeContext, Serving, Watched, register
+from h2lab.servers import IDLE_TIMEOUT_S, WRITE_TIMEOUT_S, ServeContext, Serving, register
+from h2lab.servers.process import Launch, serve_process
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
 NAME = "caddy"
-READY_TIMEOUT_S = 10.0
 READY_LINE = "serving initial configuration"
 """What ``caddy run`` logs once every app has started: every listener, TCP and UDP, bound."""
 UNSERVED_LOG = "unserved.log"
@@ -271,31 +269,17 @@ class Caddy:
         env = ["env", f"HOME={d}", f"XDG_DATA_HOME={d}", f"XDG_CONFIG_HOME={d}"]
         caddy = [*env, *debian13.argv("caddy")]
         procs.run(ctx.exec_argv([*caddy, "validate", "--config", str(conf)]))
-        out = d / "caddy.out"
-        proc = procs.spawn(ctx.exec_argv([*caddy, "run", "--config", str(conf)]), log=out)
+        argv = [*caddy, "run", "--config", str(conf)]
+        # Caddy starts QUIC on a TLS listener only at TLS 1.3 (render_config)
+        h3 = ctx.tls_version == "1.3"
+        launch = Launch(NAME, argv, d / "caddy.out", udp=h3, ready_line=READY_LINE)
         try:
-            procs.wait_until(
-                f"{NAME} listening on every origin port",
-                lambda: _ready(proc, out, ctx, page),
-                timeout_s=READY_TIMEOUT_S,
-            )
-            yield Serving(Watched(NAME, proc, (out,)))
+            with serve_process(ctx, launch, page.origins) as serving:
+                yield serving
         finally:
-            procs.stop(proc)
             access = d / ACCESS_LOG
             said = access.read_text(errors="replace") if access.exists() else ""
             (d / UNSERVED_LOG).write_text("".join(f"{x}\n" for x in unserved_lines(said)))
-
-
-def _ready(proc: subprocess.Popen[bytes], out: Path, ctx: ServeContext, page: Page) -> bool:
-    said = out.read_text(errors="replace") if out.exists() else ""
-    if proc.poll() is not None:
-        raise ProcessFailed(["caddy", "run"], proc.returncode, said[-500:])
-    return READY_LINE in said and all(
-        netns.tcp_port_open(ctx.netns, ctx.origin_ips[h], port)
-        for h in page.origins
-        for port in sorted({PORTS[p] for p in TCP_PROTOCOLS})
-    )
 
 
 register(NAME, lambda _: Caddy())

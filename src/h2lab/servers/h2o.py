@@ -41,9 +41,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from h2lab import procs
-from h2lab.errors import ProcessFailed, SpecError
-from h2lab.net import netns, userns
+from h2lab import procs, programs
+from h2lab.errors import SpecError
+from h2lab.net import userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import query_groups
 from h2lab.servers import (
@@ -51,16 +51,15 @@ from h2lab.servers import (
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
-    Watched,
     register,
 )
 from h2lab.servers.fragment import Fragment, check_setup, conf_option, versioned
+from h2lab.servers.process import Launch, serve_process
 from h2lab.servers.rules import RULES, select
 from h2lab.spec.options import choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
-READY_TIMEOUT_S = 10.0
 # Streams a connection may have open at once, as nginx's MAX_CONCURRENT_STREAMS (H2O's default
 # is 100; it queues requests beyond it rather than refusing them).
 MAX_CONCURRENT_STREAMS = 1000
@@ -354,8 +353,7 @@ class H2o:
         self.fragment = fragment
 
     def version(self) -> str:
-        m = re.search(r"h2o version (\S+)", procs.version_text(["h2o", "--version"]))
-        found = m.group(1) if m else "unknown"
+        found = programs.H2O.version() or "unknown"
         return versioned(found, self.fragment)
 
     def check(self) -> None:
@@ -388,27 +386,10 @@ class H2o:
         self._write(page, ctx)
         h2o = self._argv(ctx)
         procs.run(ctx.exec_argv([*h2o, "-t"]))
-        argv = ctx.exec_argv(h2o)
-        out = ctx.state_dir / "h2o.out"
-        proc = procs.spawn(argv, log=out)
-        try:
-
-            def ready() -> bool:
-                if proc.poll() is not None:
-                    log = ctx.state_dir / "h2o-error.log"
-                    err = out.read_text(errors="replace")
-                    err += log.read_text(errors="replace") if log.exists() else ""
-                    raise ProcessFailed(["h2o"], proc.returncode, err[-500:])
-                return all(
-                    netns.tcp_port_open(ctx.netns, ctx.origin_ips[h], port)
-                    for h in page.origins
-                    for port in (PORTS[H1C], PORTS[H2S], PORTS[H2C])
-                )
-
-            procs.wait_until("h2o listening on every origin port", ready, timeout_s=READY_TIMEOUT_S)
-            yield Serving(Watched("h2o", proc, (out, ctx.state_dir / "h2o-error.log")))
-        finally:
-            procs.stop(proc)
+        d = ctx.state_dir
+        launch = Launch("h2o", h2o, d / "h2o.out", logs=(d / "h2o-error.log",))
+        with serve_process(ctx, launch, page.origins) as serving:
+            yield serving
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,12 @@ What sits between the server's HTTP/2 scheduler and the link, per connection:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from h2lab import procs
-from h2lab.errors import ProcessFailed, UnitError
+from h2lab import procs, programs
+from h2lab.errors import UnitError
 from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.servers import (
@@ -44,22 +43,20 @@ from h2lab.servers import (
     ServeContext,
     ServerAdapter,
     Serving,
-    Watched,
     register,
 )
 from h2lab.servers import REGISTRY as SERVERS
+from h2lab.servers.process import TCP_PORTS, Launch, serve_process
 from h2lab.spec.options import REQUIRED, Parser, option
-from h2lab.spec.protocols import PORTS, QUIC
+from h2lab.spec.protocols import QUIC
 from h2lab.spec.registry import Nested
 from h2lab.units import format_size, parse_size_bytes
 
-READY_TIMEOUT_S = 10.0
 BACKEND_NET = "127.100.0."
 BACKEND_PREFIX = "127.100.0.0/24"
 SOURCE_IP = f"{BACKEND_NET}254"
 """HAProxy's address towards the backend, in the same prefix so the hop's route applies both ways"""
 LAN_MTU_BYTES = 1500  # Ethernet (RFC 894), what a server <-> load balancer hop runs on
-TCP_PORTS = sorted({port for proto, port in PORTS.items() if proto not in QUIC})
 # HAProxy keeps tune.maxrewrite (1024 B by default in 2.6) of each buffer free for header
 # rewrites, so tune.bufsize = SIZE/2 must stay well above it.
 MIN_BUFFER_BYTES = 4096
@@ -147,8 +144,7 @@ class Haproxy:
         self.protocols = backend.protocols - QUIC
 
     def version(self) -> str:
-        m = re.search(r"version (\S+)", procs.version_text(["haproxy", "-v"]))
-        mine = m.group(1) if m else "unknown"
+        mine = programs.HAPROXY.version() or "unknown"
         backend = f"{self.backend_spec} {self.backend.version()}"
         if self.tuning is None:
             return f"haproxy {mine} not used (buffer=none); backend {backend}"
@@ -173,29 +169,15 @@ class Haproxy:
             render_config(origin_ips, backends, self.tuning, str(ctx.state_dir / "haproxy.pid"))
         )
         procs.run(ctx.exec_argv(["haproxy", "-c", "-q", "-f", str(conf)]))
-        with lan_route(ctx.netns), self.backend.serve(page, backend_ctx) as backend:
-            argv = ctx.exec_argv(["haproxy", "-db", "-f", str(conf)])
-            log = ctx.state_dir / "haproxy.out"
-            proc = procs.spawn(argv, log=log)
-            try:
-
-                def ready() -> bool:
-                    if proc.poll() is not None:
-                        raise ProcessFailed(
-                            ["haproxy"], proc.returncode, log.read_text(errors="replace")[-500:]
-                        )
-                    return all(
-                        netns.tcp_port_open(ctx.netns, ip, port)
-                        for ip in origin_ips.values()
-                        for port in TCP_PORTS
-                    )
-
-                procs.wait_until(
-                    "haproxy listening on every origin port", ready, timeout_s=READY_TIMEOUT_S
-                )
-                yield Serving(Watched("haproxy", proc, (log,))).also(backend)
-            finally:
-                procs.stop(proc)
+        launch = Launch(
+            "haproxy", ["haproxy", "-db", "-f", str(conf)], ctx.state_dir / "haproxy.out"
+        )
+        with (
+            lan_route(ctx.netns),
+            self.backend.serve(page, backend_ctx) as backend,
+            serve_process(ctx, launch, page.origins) as serving,
+        ):
+            yield serving.also(backend)
 
 
 @contextmanager

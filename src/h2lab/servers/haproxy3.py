@@ -23,8 +23,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from h2lab import debian13, procs
-from h2lab.errors import ProcessFailed
-from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.servers import (
     IDLE_TIMEOUT_S,
@@ -32,11 +30,11 @@ from h2lab.servers import (
     ServeContext,
     ServerAdapter,
     Serving,
-    Watched,
     register,
 )
 from h2lab.servers import REGISTRY as SERVERS
-from h2lab.servers.haproxy import READY_TIMEOUT_S, SOURCE_IP, backend_ips, lan_route
+from h2lab.servers.haproxy import SOURCE_IP, backend_ips, lan_route
+from h2lab.servers.process import Launch, serve_process
 from h2lab.spec.options import REQUIRED, option
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.spec.registry import Nested
@@ -130,26 +128,14 @@ class Haproxy3:
         conf.write_text(render_config(origin_ips, backends, certs, ctx.tls_version, pid))
         haproxy = debian13.argv("haproxy")
         procs.run(ctx.exec_argv([*haproxy, "-c", "-q", "-f", str(conf)]))
-        with lan_route(ctx.netns), self.backend.serve(page, backend_ctx) as backend:
-            log = ctx.state_dir / "haproxy.out"
-            proc = procs.spawn(ctx.exec_argv([*haproxy, "-db", "-f", str(conf)]), log=log)
-            try:
-
-                def ready() -> bool:
-                    if proc.poll() is not None:
-                        said = log.read_text(errors="replace")[-500:]
-                        raise ProcessFailed(["haproxy"], proc.returncode, said)
-                    ports = {PORTS[p] for p in TCP_PROTOCOLS}
-                    return all(
-                        netns.tcp_port_open(ctx.netns, ip, port)
-                        for ip in origin_ips.values()
-                        for port in ports
-                    )
-
-                procs.wait_until(f"{NAME} listening", ready, timeout_s=READY_TIMEOUT_S)
-                yield Serving(Watched(NAME, proc, (log,))).also(backend)
-            finally:
-                procs.stop(proc)
+        argv = [*haproxy, "-db", "-f", str(conf)]
+        launch = Launch(NAME, argv, ctx.state_dir / "haproxy.out", program="haproxy", udp=True)
+        with (
+            lan_route(ctx.netns),
+            self.backend.serve(page, backend_ctx) as backend,
+            serve_process(ctx, launch, page.origins) as serving,
+        ):
+            yield serving.also(backend)
 
 
 def _no_haproxy(name: str) -> str:

@@ -26,15 +26,14 @@ trial.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from h2lab import debian13, procs
-from h2lab.errors import ProcessFailed, SpecError
-from h2lab.net import netns, userns
+from h2lab import debian13, procs, programs
+from h2lab.errors import SpecError
+from h2lab.net import userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
@@ -44,14 +43,13 @@ from h2lab.servers import (
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
-    Watched,
     register,
 )
 from h2lab.servers.fragment import Fragment, check_setup, conf_option, versioned
+from h2lab.servers.process import Launch, serve_process
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
-READY_TIMEOUT_S = 10.0
 # Enough for every stream of the largest synthetic page at once (nginx's default is 128).
 MAX_CONCURRENT_STREAMS = 1000
 UNSERVED_LOG = "unserved.log"
@@ -153,11 +151,13 @@ class Build:
     name: str
     argv: Callable[[], list[str]]
     h3: bool
+    program: programs.Program
+    """its record: how its version is printed"""
 
 
-DEBIAN12 = Build("nginx", lambda: ["nginx"], h3=False)
+DEBIAN12 = Build("nginx", lambda: [programs.NGINX.executable], False, programs.NGINX)
 """Debian 12's nginx 1.22: no QUIC module."""
-DEBIAN13 = Build("nginx@1.26", lambda: debian13.argv("nginx"), h3=True)
+DEBIAN13 = Build("nginx@1.26", lambda: debian13.argv("nginx"), True, programs.NGINX_13)
 """Debian 13's nginx 1.26, built ``--with-http_v3_module`` (:mod:`h2lab.debian13`)."""
 
 
@@ -280,8 +280,7 @@ class Nginx:
             argv = self.build.argv()
         except debian13.NotInstalled:
             return "not installed"
-        m = re.search(r"nginx/(\S+)", procs.version_text([*argv, "-v"]))
-        found = m.group(1) if m else "unknown"
+        found = self.build.program.version(argv) or "unknown"
         return versioned(found, self.fragment)
 
     def _config(self, page: Page, ctx: ServeContext) -> str:
@@ -307,28 +306,19 @@ class Nginx:
         conf.write_text(self._config(page, ctx))
         nginx = self.build.argv()
         procs.run(ctx.exec_argv([*nginx, "-t", "-q", "-c", str(conf)]))
-        proc = procs.spawn(
-            ctx.exec_argv([*nginx, "-c", str(conf)]), log=ctx.state_dir / "nginx.out"
+        launch = Launch(
+            self.name,
+            [*nginx, "-c", str(conf)],
+            ctx.state_dir / "nginx.out",
+            logs=(ctx.state_dir / "nginx-error.log",),
+            program="nginx",
+            said=(ctx.state_dir / "nginx-error.log",),
+            udp=self.build.h3,
         )
         try:
-
-            def ready() -> bool:
-                if proc.poll() is not None:
-                    err = (ctx.state_dir / "nginx-error.log").read_text(errors="replace")
-                    raise ProcessFailed(["nginx"], proc.returncode, err[-500:])
-                return all(
-                    netns.tcp_port_open(ctx.netns, ctx.origin_ips[h], port)
-                    for h in page.origins
-                    for port in sorted(set(PORTS.values()))
-                )
-
-            procs.wait_until(
-                f"{self.name} listening on every origin port", ready, timeout_s=READY_TIMEOUT_S
-            )
-            logs = (ctx.state_dir / "nginx.out", ctx.state_dir / "nginx-error.log")
-            yield Serving(Watched(self.name, proc, logs))
+            with serve_process(ctx, launch, page.origins) as serving:
+                yield serving
         finally:
-            procs.stop(proc)
             request_log.unlink(missing_ok=True)
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h2lab import procs
+from h2lab import procs, programs
 from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.pages import Page
 from h2lab.paths import cache_root, find_build
@@ -37,9 +37,9 @@ from h2lab.servers import (
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
-    Watched,
     register,
 )
+from h2lab.servers.process import Launch, serve_process
 from h2lab.spec.options import DURATION, SIZE, Parser, choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
@@ -48,7 +48,6 @@ SOURCE_DIR = Path(__file__).resolve().parents[3] / "origin"
 """The Go module (``go.mod``, ``*.go``)."""
 BINARY = "h2lab-origin"
 READY_LINE = "h2lab-origin ready"
-READY_TIMEOUT_S = 10.0
 # A first build compiles quic-go and x/net: about a minute on the 2-core reference machine.
 BUILD_TIMEOUT_S = 600.0
 BUILD_TAGS = "http2legacy"
@@ -274,7 +273,7 @@ class Origin:
 
     def version(self) -> str:
         """``h2lab-origin <source hash> go1.26.8 x/net v0.62.0 quic-go v0.65.0``."""
-        return procs.run([str(ensure_built()), "-version"]).strip()
+        return procs.run(programs.ORIGIN.version_argv([str(ensure_built())])).strip()
 
     def check(self) -> None:
         """Nothing: the origin takes no configuration file of the user's."""
@@ -288,21 +287,10 @@ class Origin:
         conf.write_text(json.dumps(config, indent=1) + "\n")
         log = ctx.state_dir / "origin.out"
         argv = serve_argv(binary, conf, ctx.tls_version)
-        proc = procs.spawn(ctx.exec_argv(argv), log=log)
-        try:
-
-            def ready() -> bool:
-                text = log.read_text(errors="replace") if log.exists() else ""
-                if proc.poll() is not None:
-                    raise ProcessFailed([BINARY], proc.returncode, text[-1000:])
-                return READY_LINE in text
-
-            procs.wait_until(
-                "h2lab-origin listening on every origin address", ready, timeout_s=READY_TIMEOUT_S
-            )
-            yield Serving(Watched(BINARY, proc, (log,)))
-        finally:
-            procs.stop(proc)
+        # the origin prints READY_LINE once every listener is bound (origin/main.go)
+        launch = Launch(BINARY, argv, log, tail_chars=1000, udp=True, ready_line=READY_LINE)
+        with serve_process(ctx, launch, page.origins) as serving:
+            yield serving
 
 
 register("origin", Origin, OriginOptions)

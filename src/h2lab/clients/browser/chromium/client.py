@@ -61,7 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h2lab import procs
+from h2lab import procs, programs
 from h2lab.artifacts import (
     KEYLOG,
     NETLOG,
@@ -95,7 +95,7 @@ from h2lab.errors import TrialFailed, telling_line
 from h2lab.net import userns
 from h2lab.pages import Page
 
-CHROMIUM = Path("/usr/lib/chromium/chromium")
+CHROMIUM = Path(programs.CHROMIUM.executable)
 """Debian's binary, without the /usr/bin/chromium shell wrapper (and its /etc/chromium.d)."""
 
 LAUNCH_TIMEOUT_S = 30.0
@@ -136,9 +136,8 @@ class Chromium(BrowserClient[_Browser, Options]):
         self._pool: ThreadPoolExecutor | None = None
 
     def version(self) -> str:
-        out = procs.version_text([str(CHROMIUM), "--version"])
-        parts = out.split()
-        return parts[1] if len(parts) > 1 else out.strip()
+        out = procs.version_text(programs.CHROMIUM.version_argv())
+        return programs.CHROMIUM.version_in(out) or out.strip()
 
     # -- browsers
 

@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h2lab import procs
+from h2lab import procs, programs
 from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser import pool as browser_pool
 from h2lab.clients.browser.client import BrowserClient
@@ -84,7 +84,7 @@ from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, telling_line
 from h2lab.net import netns, userns
 from h2lab.pages import Page
 
-FIREFOX = Path("/usr/lib/firefox-esr/firefox-esr")
+FIREFOX = Path(programs.FIREFOX.executable)
 """Debian's binary, without the /usr/bin/firefox-esr link."""
 
 LAUNCH_TIMEOUT_S = 30.0
@@ -124,9 +124,8 @@ class Firefox(BrowserClient[_Browser, Options]):
 
     def version(self) -> str:
         if self._version is None:
-            out = procs.version_text([str(FIREFOX), "--version"])
-            parts = out.split()
-            self._version = parts[-1] if parts else out.strip()
+            out = procs.version_text(programs.FIREFOX.version_argv())
+            self._version = programs.FIREFOX.version_in(out) or out.strip()
         return self._version
 
     # -- browsers
