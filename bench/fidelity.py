@@ -25,6 +25,37 @@ from h2lab.spec.tcp import TcpSettings
 PROBES = 1000  # loss probes per direction and row (check_static quick mode)
 
 
+def summary(
+    rtts: tuple[int, ...],
+    rates: tuple[int, ...],
+    goodput: dict[tuple[int, int], float],
+    pooled: dict[int, list[int]],
+) -> int:
+    """Print the grid's delay independence and pooled loss; the number of failed checks."""
+    failures = 0
+    print()
+    print("delay independence (loss-free downlink goodput, RTT 200 ms vs 20 ms):")
+    far = max(rtts)
+    for rate in rates:
+        near_gp, far_gp = goodput.get((20, rate)), goodput.get((far, rate))
+        if near_gp and far_gp:
+            diff = (far_gp - near_gp) / near_gp * 100
+            ok = abs(diff) <= 3
+            failures += not ok
+            verdict = "yes" if ok else "NO"
+            print(
+                f"  {rate:>4} Mbit/s: {near_gp:.3f} vs {far_gp:.3f} Mbit/s ({diff:+.2f}%) {verdict}"
+            )
+    print()
+    print("loss pooled over the grid (per-row 99% intervals fail 1% of the time by chance):")
+    for loss, (lost, sent) in sorted(pooled.items()):
+        lo, hi = binomial_interval(sent, loss / 100)
+        ok = lo <= lost <= hi
+        print(f"  asked {loss}%: {lost}/{sent} = {lost / sent * 100:.3f}% 99% [{lo}, {hi}] "
+              f"{'yes' if ok else 'NO'}")  # fmt: skip
+    return failures
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="RTT 20/100, rates 10/100, loss 0/1")
@@ -89,26 +120,7 @@ def main() -> int:
                 f"{lu.measured:>11.2f} {ld.measured:>13.2f} {yn(loss_ok):>3} | {cpu:>14.1f}",
                 flush=True,
             )
-    print()
-    print("delay independence (loss-free downlink goodput, RTT 200 ms vs 20 ms):")
-    far = max(rtts)
-    for rate in rates:
-        near_gp, far_gp = goodput.get((20, rate)), goodput.get((far, rate))
-        if near_gp and far_gp:
-            diff = (far_gp - near_gp) / near_gp * 100
-            ok = abs(diff) <= 3
-            failures += not ok
-            verdict = "yes" if ok else "NO"
-            print(
-                f"  {rate:>4} Mbit/s: {near_gp:.3f} vs {far_gp:.3f} Mbit/s ({diff:+.2f}%) {verdict}"
-            )
-    print()
-    print("loss pooled over the grid (per-row 99% intervals fail 1% of the time by chance):")
-    for loss, (lost, sent) in sorted(pooled.items()):
-        lo, hi = binomial_interval(sent, loss / 100)
-        ok = lo <= lost <= hi
-        print(f"  asked {loss}%: {lost}/{sent} = {lost / sent * 100:.3f}% 99% [{lo}, {hi}] "
-              f"{'yes' if ok else 'NO'}")  # fmt: skip
+    failures += summary(rtts, rates, goodput, pooled)
     print(f"\n{failures} failed checks; wall time {time.monotonic() - t0:.0f} s")
     return 1 if failures else 0
 

@@ -3,6 +3,7 @@ repository cites a document the repository does not hold."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 from pathlib import Path
 
@@ -53,3 +54,31 @@ def test_no_file_cites_a_document_outside_the_repository() -> None:
             continue
         citing += [f"{name}: {cited}" for cited in OUTSIDE if cited in text]
     assert citing == []
+
+
+MAX_FILE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+
+def _python_files() -> list[Path]:
+    tracked = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "*.py"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return [ROOT / name for name in tracked if (ROOT / name).is_file()]
+
+
+def test_files_and_functions_stay_small() -> None:
+    """Files under 600 lines and functions under 80 (CONTRIBUTING.md): a longer one is split
+    along its jobs."""
+    long_files, long_functions = [], []
+    for path in _python_files():
+        text = path.read_text()
+        name = str(path.relative_to(ROOT))
+        if text.count("\n") > MAX_FILE_LINES:
+            long_files.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{name}:{node.lineno} {node.name}: {lines} lines")
+    assert long_files == [] and long_functions == []
