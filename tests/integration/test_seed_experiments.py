@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import time
 import tomllib
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,8 +23,12 @@ H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")
 SEEDS = sorted((ROOT / "experiments" / "seeds").glob("*.toml"))
 BEYOND = [ROOT / "experiments" / "h3-where.toml"]
 """experiments beyond the seeds whose quick variant runs here too (REPRODUCTION.md)"""
-QUICK_BUDGET_S = 60.0  # per quick run (a warning above it, not a failure)
-TOTAL_BUDGET_S = 600.0  # all quick runs together
+QUICK_BUDGET_S = 60.0
+"""per quick run: a line says when one takes longer, never a failure (these run at the idle
+scheduling class beside the alone group, so their wall time is the machine's, not theirs: 68
+and 69 s in a run beside other work, where a warning, an error under ``filterwarnings``, failed
+the suite). Speed targets are bench/'s."""
+TOTAL_BUDGET_S = 600.0  # all quick runs together, as above
 VALIDATE_LINE = re.compile(r"ok, (\d+) trials \((\d+) with --quick\)")
 
 _quick_wall: dict[str, float] = {}
@@ -99,9 +102,7 @@ def quick_walls() -> Iterator[dict[str, float]]:
         lines = "\n".join(f"  {k:36s} {v:6.1f} s" for k, v in sorted(_quick_wall.items()))
         print(f"\nquick runs:\n{lines}\n  total {total:.1f} s")
         if total > TOTAL_BUDGET_S:
-            warnings.warn(
-                f"quick runs took {total:.0f} s (budget {TOTAL_BUDGET_S:.0f} s)", stacklevel=2
-            )
+            print(f"quick runs took {total:.0f} s, over their budget of {TOTAL_BUDGET_S:.0f} s")
 
 
 @pytest.mark.parametrize("path", SEEDS + BEYOND, ids=_ids(SEEDS + BEYOND))
@@ -149,7 +150,4 @@ def test_seed_experiment_quick_runs(
     if compared:
         _assert_compared(out, compared)
     if wall > QUICK_BUDGET_S:
-        warnings.warn(
-            f"{path.name}: quick run took {wall:.0f} s (budget {QUICK_BUDGET_S:.0f} s)",
-            stacklevel=2,
-        )
+        print(f"{path.name}: quick run took {wall:.0f} s, over its {QUICK_BUDGET_S:.0f} s budget")
