@@ -248,7 +248,7 @@ def get(spec: str, source: str = "server", field: str = "server") -> ServerAdapt
 
 ADAPTERS = tuple(
     f"h2lab.servers.{m}"
-    for m in ("apache", "caddy", "h2o", "haproxy", "haproxy3", "nginx", "origin")
+    for m in ("apache", "caddy", "h2o", "haproxy", "haproxy3", "jetty", "nginx", "origin")
 )
 """The modules that register a server when imported. Loaded by name, as plug-ins: the registry
 depends on none of them, they depend on it (no import cycle)."""
