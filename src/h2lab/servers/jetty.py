@@ -90,7 +90,8 @@ def ensure_built(src: Path = SOURCE_DIR) -> Path:
         try:
             proc = subprocess.run(argv, cwd=src, capture_output=True, timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:
-            raise ProcessFailed(argv, None, f"mvn package timed out after {BUILD_TIMEOUT_S} s") from exc
+            said = f"mvn package timed out after {BUILD_TIMEOUT_S} s"
+            raise ProcessFailed(argv, None, said) from exc
         if proc.returncode != 0:
             out = (proc.stdout + proc.stderr).decode(errors="replace")
             raise ProcessFailed(argv, proc.returncode, out[-2000:])
