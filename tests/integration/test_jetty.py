@@ -105,7 +105,10 @@ def test_corpus_pages_over_h2s_and_h3_in_both_browsers(tmp_path: Path) -> None:
         for r in records:
             wire = "h2" if r.protocol == "h2s" else "h3"
             over, requests, protocols = db.execute(SQL, (wire, r.id)).fetchone()
-            print(f"jetty {r.client} {r.protocol} {r.page.rsplit('/', 1)[-1]}: {over}/{requests} "
+            client, page = db.execute(
+                "SELECT client, page FROM trials WHERE id = ?", (r.id,)
+            ).fetchone()
+            print(f"jetty {client} {r.protocol} {page.rsplit('/', 1)[-1]}: {over}/{requests} "
                   f"over {wire} ({protocols}), {r.tcp_connections} TCP connections, "
                   f"plt {r.plt_ms} ms")  # fmt: skip
             assert requests > 10 and over == requests

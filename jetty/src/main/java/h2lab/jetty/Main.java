@@ -65,8 +65,8 @@ public final class Main {
       System.err.println("usage: h2lab-jetty -config jetty.json | -version");
       System.exit(2);
     }
-    Config config =
-        new Gson().fromJson(Files.readString(Path.of(args[1]), StandardCharsets.UTF_8), Config.class);
+    String json = Files.readString(Path.of(args[1]), StandardCharsets.UTF_8);
+    Config config = new Gson().fromJson(json, Config.class);
     Server server = new Server();
     server.setHandler(new Replay(config));
     for (Config.Origin o : config.origins) {
@@ -130,7 +130,8 @@ public final class Main {
     quic.setMaxBidirectionalRemoteStreams(config.maxStreams);
     // its own HttpConfiguration: Jetty's HTTP/3 factory adds an Alt-Svc customizer to the one
     // it is given, which would announce h3 in every h1s/h2s response (a browser would switch)
-    HTTP3ServerConnectionFactory h3factory = new HTTP3ServerConnectionFactory(quic, httpConfiguration());
+    HTTP3ServerConnectionFactory h3factory =
+        new HTTP3ServerConnectionFactory(quic, httpConfiguration());
     QuicServerConnector h3 = new QuicServerConnector(server, quic, h3factory);
     listen(h3, o.ip, config.ports.h3, idleMs);
     server.addConnector(h3);
@@ -180,7 +181,8 @@ public final class Main {
     String pem = Files.readString(Path.of(o.key), StandardCharsets.US_ASCII);
     String b64 = pem.replaceAll("-----[A-Z ]+-----", "").replaceAll("\\s", "");
     PKCS8EncodedKeySpec spec = new PKCS8EncodedKeySpec(Base64.getDecoder().decode(b64));
-    PrivateKey key = KeyFactory.getInstance(chain[0].getPublicKey().getAlgorithm()).generatePrivate(spec);
+    String algorithm = chain[0].getPublicKey().getAlgorithm();
+    PrivateKey key = KeyFactory.getInstance(algorithm).generatePrivate(spec);
     KeyStore ks = KeyStore.getInstance("PKCS12");
     ks.load(null, null);
     ks.setKeyEntry("origin", key, STORE_PASSWORD.toCharArray(), chain);

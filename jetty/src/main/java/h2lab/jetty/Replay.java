@@ -134,11 +134,11 @@ final class Replay extends Handler.Abstract {
       return true;
     }
     if (res.delayMs > 0) {
+      long micros = (long) (res.delayMs * 1000);
       request
           .getComponents()
           .getScheduler()
-          .schedule(
-              () -> write(response, res, callback), (long) (res.delayMs * 1000), TimeUnit.MICROSECONDS);
+          .schedule(() -> write(response, res, callback), micros, TimeUnit.MICROSECONDS);
     } else {
       write(response, res, callback);
     }
