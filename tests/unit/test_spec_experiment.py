@@ -220,7 +220,7 @@ def _factors(**overrides: object) -> dict[str, object]:
         (
             _factors(server=["iis"]),
             "factors.server[0]",
-            "unknown server 'iis' (known: apache, caddy, h2o, haproxy, haproxy@3.0, nginx, "
+            "unknown server 'iis' (known: apache, caddy, h2o, haproxy, haproxy@3.0, jetty, nginx, "
             "nginx@1.26, origin)",
         ),
         (
