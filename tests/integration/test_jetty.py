@@ -7,6 +7,7 @@ the network went over h3 and no TCP connection was opened; over h2s every one we
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -83,8 +84,10 @@ def test_replays_status_headers_and_query_fallback(page: Page) -> None:
             assert head.startswith("http/2 200") and body == b"second"
             head, _ = get(f"https://{HOST}/", "--http1.1")
             assert head.startswith("http/1.1 200")  # ALPN http/1.1 on the same port
-            head, _ = get(f"https://{HOST}/", "--tlsv1.2", "--tls-max", "1.2")
-            assert head == ""  # TLS 1.3 only (the default tls factor): no handshake at 1.2
+            # TLS 1.3 only (the default tls factor): curl's handshake at 1.2 fails (exit 35)
+            tls12 = ["curl", "-sk", "--tlsv1.2", "--tls-max", "1.2", f"https://{ip}/"]
+            argv = ["ip", "netns", "exec", link.client_ns, *tls12]
+            assert subprocess.run(argv, capture_output=True, timeout=10).returncode == 35
         unserved = (ctx.state_dir / "unserved.log").read_text().splitlines()
     assert unserved == [f"GET https://{HOST}/missing?x=1"]
 
@@ -111,7 +114,7 @@ def test_corpus_pages_over_h2s_and_h3_in_both_browsers(tmp_path: Path) -> None:
             print(f"jetty {client} {r.protocol} {page.rsplit('/', 1)[-1]}: {over}/{requests} "
                   f"over {wire} ({protocols}), {r.tcp_connections} TCP connections, "
                   f"plt {r.plt_ms} ms")  # fmt: skip
-            assert requests > 10 and over == requests
+            assert requests >= 5 and over == requests  # Wikipedia: 7
             if r.protocol == "h3":
                 assert r.tcp_connections == 0
             else:
