@@ -49,7 +49,7 @@ def test_every_trial_of_the_demo_passes(trials: list[TrialSpec]) -> None:
             {"server": "nginx; rm -rf /"},
             "server",
             "unknown server 'nginx; rm -rf /' (known: apache, caddy, h2o, haproxy, haproxy@3.0, "
-            "nginx, nginx@1.26, origin)",
+            "jetty, nginx, nginx@1.26, origin)",
         ),
         (
             {"client": "h2load:per_host=$(id)"},

@@ -21,6 +21,7 @@ temporary folder at every start); ``scripts/setup.sh`` builds it, so no trial wa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -33,8 +34,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from h2lab import procs
-from h2lab.clients.okhttp_build import java_binary, maven_binary, source_hash
-from h2lab.errors import ProcessFailed
+from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.paths import cache_root, find_build
@@ -59,6 +59,33 @@ MAX_STREAMS = 1000
 of the largest synthetic page at once; Jetty's defaults are 128 and 128)."""
 JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k")
 """A small, quick-starting JVM: one server of one page, on the lab's 2 cores."""
+
+
+def source_hash(src: Path = SOURCE_DIR) -> str:
+    """12 hex digits over ``pom.xml`` and every file under ``src/`` (names and bytes), as the
+    OkHttp client's jar is keyed (the clients layer is not the servers' to import)."""
+    h = hashlib.sha256()
+    files = [src / "pom.xml", *sorted(p for p in (src / "src").rglob("*") if p.is_file())]
+    for f in files:
+        h.update(str(f.relative_to(src)).encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()[:12]
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        package = "default-jdk-headless" if name == "java" else "maven"
+        raise MissingTool(name, f"apt-get install {package} (scripts/setup.sh)")
+    return found
+
+
+def java_binary() -> str:
+    return _tool("java")
+
+
+def maven_binary() -> str:
+    return _tool("mvn")
 
 
 def jar_path(src: Path = SOURCE_DIR) -> Path:
