@@ -26,6 +26,7 @@ SERVERS = (
     "haproxy:backend=h2o,buffer=1MB",
     "nginx@1.26",
     "haproxy@3.0:backend=nginx",
+    "jetty",
     "origin:scheduler=client",
     "origin:scheduler=rfc9218",
     "origin:scheduler=fcfs",

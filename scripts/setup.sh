@@ -99,6 +99,11 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 .venv/bin/python -c "from h2lab.clients.okhttp_build import ensure_built; ensure_built()" \
   || { say "building the OkHttp client failed"; exit 1; }
 
+# The Jetty server level (jetty/: Jetty 12.0, HTTP/3 over quiche, whose libquiche comes in a Maven
+# jar): a jar and its libquiche under $CACHE/jetty-<source hash>, built once like the client's.
+.venv/bin/python -c "from h2lab.servers.jetty import ensure_built; ensure_built()" \
+  || { say "building the Jetty server failed"; exit 1; }
+
 # Debian 13's nginx 1.26 (QUIC), HAProxy 3.0 (QUIC), curl 8.14 (HTTP/3) and Caddy 2.6 (quic-go
 # 0.50), which Debian 12 lacks: their files once, under $CACHE/debian13-<hash>, each version
 # checked; h2lab runs them through that folder's own loader (src/h2lab/debian13.py; the
@@ -113,13 +118,14 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 SYSTEM="${H2LAB_SYSTEM_CACHE:-/var/cache/h2lab}"
 if [ "$(id -u)" = 0 ] && [ -z "${H2LAB_NO_SYSTEM:-}" ] \
    && [ "$(realpath -m "$SYSTEM")" != "$(realpath -m "$CACHE")" ]; then
-  read -r origin okhttp debian13 < <(.venv/bin/python -c '
+  read -r origin okhttp jetty debian13 < <(.venv/bin/python -c '
 from h2lab import debian13
 from h2lab.clients import okhttp_build
-from h2lab.servers import origin
+from h2lab.servers import jetty, origin
 print(f"origin-{origin.source_hash(origin.SOURCE_DIR)}",
-      f"okhttp-{okhttp_build.source_hash(okhttp_build.SOURCE_DIR)}", debian13.root().name)')
-  for name in "rattan-$RATTAN_VERSION/bin" "$origin" "$okhttp" "$debian13"; do
+      f"okhttp-{okhttp_build.source_hash(okhttp_build.SOURCE_DIR)}",
+      f"jetty-{jetty.source_hash(jetty.SOURCE_DIR)}", debian13.root().name)')
+  for name in "rattan-$RATTAN_VERSION/bin" "$origin" "$okhttp" "$jetty" "$debian13"; do
     [ -e "$SYSTEM/$name" ] || [ ! -d "$CACHE/$name" ] && continue
     say "publishing $name in $SYSTEM (for every user of this machine)"
     mkdir -p "$(dirname "$SYSTEM/$name")"

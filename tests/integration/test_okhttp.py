@@ -221,7 +221,8 @@ def test_pdt_against_h2load_per_host_5(tmp_path: Path, record_property: RecordPr
             NAGLE_RATIO,
         )
         nagle = ratio("okhttp", "okhttp:nodelay=1", protocol)
-        assert_within(record_property, f"okhttp / okhttp:nodelay=1 pdt, {protocol}", nagle, 0.9)
+        what = f"okhttp / okhttp:nodelay=1 pdt, {protocol}"  # Nagle never saves a round trip
+        assert_within(record_property, what, nagle, 1 / NAGLE_RATIO)
     h2 = ratio("okhttp", "h2load:per_host=5", "h2s")
     assert_within(record_property, "okhttp / h2load pdt, h2s (Nagle)", h2, NAGLE_RATIO)
     assert conns[("okhttp", "h1s")] == conns[("h2load:per_host=5", "h1s")] == {5}
