@@ -66,8 +66,9 @@ DEFAULT_LANES = 4
 """Two cores, and most integration tests wait on an emulated network, not on a CPU:
 measured on this machine kind in docs/testing.md."""
 SLOWEST = 20
-AGAIN_AT_MOST = 4
-"""More timing failures than this is not a busy machine but a broken tree: no rerun."""
+AGAIN_AT_MOST = 8
+"""More timing failures than this is not a busy machine but a broken tree: no rerun. (4 was too
+few: one run beside three lanes at a load of 8 had 5, each of which holds alone.)"""
 PYTEST_TESTS_FAILED = 1
 PYTEST_NO_TESTS = 5
 IDLE = ["chrt", "--idle", "0"]
