@@ -56,8 +56,8 @@ def now() -> str:
 
 
 def commit(root: Path) -> str:
-    """The checkout's commit (12 hex digits, ``+`` when the tree has changes); ``unknown``
-    outside git."""
+    """The checkout's commit (12 hex digits, ``+`` when the tree has changes other than the
+    ledger's own rows); ``unknown`` outside git."""
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
@@ -67,7 +67,18 @@ def commit(root: Path) -> str:
             timeout=30,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git",
+                "-C",
+                str(root),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                f":!{LEDGER.name}",
+                f":!tests/{LEDGER.name}",
+            ],
             capture_output=True,
             text=True,
             check=True,

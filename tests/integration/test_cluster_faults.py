@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from h2lab.cluster.local import IP, LocalCluster
 from h2lab.cluster.supervise import session_pids
 from tests.integration.conftest import H2LAB, h2lab_netns, lab_processes
@@ -175,6 +177,11 @@ def _run_as_nobody(top: Path) -> None:
     assert (home / "out" / "results.sqlite").stat().st_uid == nobody
 
 
+# Alone: beside three lanes at a load of 8, node 2's raylet once died on its own while starting
+# (the line "Ray's raylet (pid ...) died" before the two had joined, a fresh clone of 6c5472f):
+# Ray's start-up under a starved CPU, not the race this test is about. Alone marks it timing,
+# so a miss runs again and stays in tests/reruns.tsv.
+@pytest.mark.alone
 def test_nodes_started_at_once_join_and_a_node_whose_ray_dies_exits_saying_why(
     tmp_path: Path,
 ) -> None:
