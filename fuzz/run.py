@@ -17,8 +17,10 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +80,7 @@ def state() -> Path:
 def fuzz_one(name: str, seconds: float, on_line: object = None) -> Outcome:
     """Fuzz target ``name`` for ``seconds`` in a child process."""
     from fuzz.seeds import write_seeds
+    from fuzz.targets import SCRATCH_ENV
 
     root = state()
     corpus, seeds = root / "corpus" / name, root / "seeds" / name
@@ -97,16 +100,23 @@ def fuzz_one(name: str, seconds: float, on_line: object = None) -> Outcome:
     ]  # fmt: skip
     outcome = Outcome(name)
     start = time.monotonic()
+    # the child's scratch folder is made and removed here: libFuzzer ends its process with
+    # _exit, so the child's own clean-up would never run
+    scratch = Path(tempfile.mkdtemp(prefix="h2lab-fuzz-"))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    with subprocess.Popen(
-        args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, errors="replace",
-        env=env, cwd=Path(__file__).resolve().parents[1],
-    ) as proc:  # fmt: skip
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            outcome.read(line)
-            if callable(on_line):
-                on_line(outcome)
+    env[SCRATCH_ENV] = str(scratch)
+    try:
+        with subprocess.Popen(
+            args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, errors="replace",
+            env=env, cwd=Path(__file__).resolve().parents[1],
+        ) as proc:  # fmt: skip
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                outcome.read(line)
+                if callable(on_line):
+                    on_line(outcome)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     outcome.exit_code = proc.returncode
     outcome.seconds = time.monotonic() - start
     outcome.corpus = sum(1 for _ in corpus.iterdir())

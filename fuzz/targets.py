@@ -10,6 +10,7 @@ experiment files and hand-made inputs (:mod:`fuzz.seeds`).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -50,12 +51,19 @@ def expect(call: Callable[[], object]) -> None:
 
 
 _SCRATCH: list[Path] = []
+SCRATCH_ENV = "H2LAB_FUZZ_SCRATCH"
+"""The scratch folder fuzz/run.py made for this process (and removes); else one of its own."""
 
 
 def scratch() -> Path:
     """This process's scratch folder, emptied: each input starts from nothing."""
     if not _SCRATCH:
-        _SCRATCH.append(Path(tempfile.mkdtemp(prefix="h2lab-fuzz-")))
+        given = os.environ.get(SCRATCH_ENV)
+        if given:
+            _SCRATCH.append(Path(given))
+        else:  # a harness run in this process (the suite's seeds): gone when it ends
+            _SCRATCH.append(Path(tempfile.mkdtemp(prefix="h2lab-fuzz-")))
+            atexit.register(shutil.rmtree, _SCRATCH[0], ignore_errors=True)
     root = _SCRATCH[0]
     for child in root.iterdir():
         if child.is_dir() and not child.is_symlink():

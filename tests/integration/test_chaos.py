@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from h2lab.cluster.chaos import soak
-
-pytestmark = pytest.mark.alone
 
 
 def test_a_short_chaos_soak_stores_every_key_once_and_leaves_nothing(tmp_path: Path) -> None:

@@ -17,8 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
-
 from h2lab.cluster.local import IP, LocalCluster
 from h2lab.cluster.supervise import session_pids
 from tests.integration.conftest import H2LAB, h2lab_netns, lab_processes
@@ -126,19 +124,21 @@ def test_bad_clusters_are_refused_in_one_line(tmp_path: Path) -> None:
 
 
 def _start_node_without_nginx(c: LocalCluster, tmp_path: Path) -> None:
-    from h2lab.cluster.nodes import worker_argv
+    from h2lab.cluster.nodes import NODE_ENV, worker_argv
     from h2lab.cluster.secrets import ray_env
 
     venv_bin = str(Path(H2LAB).parent)
-    env = {**ray_env(c.secrets, IP), "PATH": f"{venv_bin}:/usr/bin:/bin"}  # no /usr/sbin
+    env = {**ray_env(c.secrets, IP), **NODE_ENV, "PATH": f"{venv_bin}:/usr/bin:/bin"}  # no sbin
     env["H2LAB_STATE"] = str(tmp_path / "bare-state")
-    c.procs["bare"] = subprocess.Popen(
-        worker_argv(c.address, IP),
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    c.node_dir("bare").mkdir(parents=True)
+    with (c.node_dir("bare") / "node.log").open("ab") as log:
+        c.procs["bare"] = subprocess.Popen(
+            worker_argv(c.address, IP),
+            env={**os.environ, **env},
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
     c.wait_for(nodes=2)
 
 
@@ -177,11 +177,6 @@ def _run_as_nobody(top: Path) -> None:
     assert (home / "out" / "results.sqlite").stat().st_uid == nobody
 
 
-# Alone: beside three lanes at a load of 8, node 2's raylet once died on its own while starting
-# (the line "Ray's raylet (pid ...) died" before the two had joined, a fresh clone of 6c5472f):
-# Ray's start-up under a starved CPU, not the race this test is about. Alone marks it timing,
-# so a miss runs again and stays in tests/reruns.tsv.
-@pytest.mark.alone
 def test_nodes_started_at_once_join_and_a_node_whose_ray_dies_exits_saying_why(
     tmp_path: Path,
 ) -> None:

@@ -1,5 +1,5 @@
 """Issue #33: `h2lab compare` of two runs of one experiment that differ only in the origin's
-scheduler (fcfs in A, client in B), Chromium loading a corpus page over h2s on cell-poor: the
+scheduler (fcfs in A, client in B), Chromium loading a corpus page over h2s on cable: the
 verdict and the CI are printed and in the HTML page, and agree with the stores."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ timeout_s = 90
 
 [factors]
 protocol = ["h2s"]
-network = ["cell-poor"]
+network = ["cable"]
 page = ["warc:{page}"]
 server = ["{server}"]
 client = ["chromium"]
@@ -72,7 +72,7 @@ def test_compare_two_scheduler_runs_prints_and_writes_verdict_and_ci(tmp_path: P
         "differs: server: A origin:scheduler=fcfs; B origin:scheduler=client (set aside: cells "
         "matched without it)"
     ) in out
-    assert "cells: page warc:" in out and "network cell-poor" in out
+    assert "cells: page warc:" in out and "network cable" in out
     reps = sorted(set(plt_a) & set(plt_b))
     assert len(reps) >= 3, (plt_a, plt_b)  # at most one failed trial in either run
     ratios = [plt_b[r] / plt_a[r] for r in reps]

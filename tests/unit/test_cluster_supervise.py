@@ -20,6 +20,9 @@ BIND_ERROR = (
     "[2026-01-01 00:00:00,123 E 41 41] (raylet) grpc_server.cc:137: Failed to start the grpc "
     "server: bind: Address already in use"
 )
+AT_ONCE_S = 20.0
+"""'At once' for the watcher: well before Ray's own 30 s, yet loose enough for a run at the
+idle scheduling class beside the alone tests, where a process may wait seconds for a CPU."""
 
 FAKE_RAY = """#!/bin/sh
 # $1: Ray's folder; $2: what to do after the raylet started
@@ -81,7 +84,7 @@ def test_a_dead_raylet_ends_the_node_with_its_last_error_line(ray_dir: Path) -> 
     t0 = time.monotonic()
     with pytest.raises(NodeDied) as exc:
         watch.run()
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < AT_ONCE_S
     line = exc.value.line()
     assert line.startswith("Ray's raylet (pid ") and line.endswith(
         f"died: {BIND_ERROR.split('(raylet) ')[1]}"
@@ -95,13 +98,13 @@ def test_a_raylet_dead_during_start_up_ends_the_node_at_once(ray_dir: Path) -> N
     code = (
         "import subprocess, sys, time\n"
         "subprocess.Popen([sys.argv[1] + '/raylet', '0'])\n"
-        "time.sleep(30)\n"
+        "time.sleep(300)\n"
     )
     watch = Watch([sys.executable, "-c", code, str(ray_dir)], dict(os.environ), None, say=print)
     t0 = time.monotonic()
     with pytest.raises(NodeDied, match=r"^Ray's raylet \(pid \d+\) died$"):
         watch.run()
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < AT_ONCE_S
 
 
 def test_ray_start_that_exits_by_itself_ends_the_node_saying_how(ray_dir: Path) -> None:
@@ -125,7 +128,7 @@ def test_sigterm_stops_ray_start_and_kills_what_it_left(ray_dir: Path) -> None:
     _later(0.0, stop_once_started)
     t0 = time.monotonic()
     assert watch.run() == 0
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < AT_ONCE_S
     assert said == ["SIGTERM: stopping the Ray node"]
     assert watch.proc is not None and group_pids(watch.proc.pid) == {}  # raylet, sleep: gone
     assert signal.getsignal(signal.SIGTERM) is not watch._on_signal  # handlers given back
@@ -138,7 +141,7 @@ def test_a_node_that_does_not_stop_in_time_is_killed(tmp_path: Path) -> None:
     _later(0.3, lambda: os.kill(os.getpid(), signal.SIGTERM))
     t0 = time.monotonic()
     assert watch.run() == 0
-    assert 0.5 <= time.monotonic() - t0 < 4
+    assert 0.5 <= time.monotonic() - t0 < AT_ONCE_S
     assert said[-1] == "the Ray node did not stop within 0.5 s: killed"
 
 

@@ -143,8 +143,9 @@ class LocalCluster:
         while time.monotonic() < deadline:
             dead = [n for n, p in self.procs.items() if p.poll() is not None]
             if dead:
-                log = (self.node_dir(dead[0]) / "node.log").read_text()[-2000:]
-                raise H2LabError(f"cluster node {dead[0]} exited: {log}")
+                log = self.node_dir(dead[0]) / "node.log"
+                said = log.read_text()[-2000:] if log.exists() else "(no log)"
+                raise H2LabError(f"cluster node {dead[0]} exited: {said}")
             if nodes == 1 and self._head_listens():
                 time.sleep(2)  # the GCS listens before it serves
                 return

@@ -6,7 +6,7 @@ root), and only then does it offer the :data:`LAB_RESOURCE` that every block ask
 per node, so a node never holds two labs. Both run ``ray start --block`` in the foreground
 (under systemd, a pod or a test), watched (:mod:`h2lab.cluster.supervise`), with the secrets'
 environment (:func:`h2lab.cluster.secrets.ray_env`), without Ray's dashboard and without
-Ray's drain on SIGTERM (:data:`NO_DRAIN`).
+Ray's drain on SIGTERM and its agents' deadline (:data:`NODE_ENV`).
 
 A lab node's Ray folder (sessions, logs, sockets) is its own, in its lab state folder
 (:func:`node_temp_dir`): nodes that share a host and a Ray folder name their sockets and logs
@@ -35,9 +35,15 @@ RAY = Path(sys.executable).parent / "ray"
 AGENT_PORTS = ("--dashboard-agent-listen-port=0",)
 """A free port for each node's dashboard agent, rather than Ray's fixed one: nodes may share a
 host (a test cluster, or a lab node beside the head)."""
-NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
-"""Ray 2.60.0 drains a node for up to 30 s on SIGTERM, for Ray Serve's proxies to let go:
-h2lab has none, and a head kept its GCS running > 20 s after SIGTERM (issue #44)."""
+NODE_ENV = {
+    "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
+    "RAY_agent_register_timeout_ms": "180000",
+}
+"""Ray settings of every h2lab node. No drain: Ray 2.60.0 drains a node for up to 30 s on
+SIGTERM, for Ray Serve's proxies to let go; h2lab has none, and a head kept its GCS running
+> 20 s after SIGTERM. Agents' registration deadline 180 s rather than Ray's 30: a raylet whose
+dashboard or runtime-env agent has not registered by then kills itself, and on a busy 2-core
+machine (load 8) those Python agents took longer than 30 s to import and start."""
 SOCKET_PATH_MAX = 107
 """Bytes of a unix socket's path (``sun_path`` is 108 with its NUL; unix(7))."""
 SOCKET_TAIL = len("/session_2026-01-01_00-00-00_000000_4194304/sockets/plasma_store")
@@ -109,7 +115,7 @@ def run_ray(argv: Sequence[str], env: dict[str, str], temp_dir: Path | None) -> 
 
     sys.stdout.flush()
     sys.stderr.flush()
-    return Watch(argv, {**os.environ, **env, **NO_DRAIN}, temp_dir, say=say).run()
+    return Watch(argv, {**os.environ, **env, **NODE_ENV}, temp_dir, say=say).run()
 
 
 def split_address(address: str, where: str = "command line") -> tuple[str, int]:
