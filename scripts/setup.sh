@@ -123,8 +123,7 @@ from h2lab import debian13
 from h2lab.clients import okhttp_build
 from h2lab.servers import jetty, origin
 print(f"origin-{origin.source_hash(origin.SOURCE_DIR)}",
-      f"okhttp-{okhttp_build.source_hash(okhttp_build.SOURCE_DIR)}",
-      f"jetty-{jetty.source_hash(jetty.SOURCE_DIR)}", debian13.root().name)')
+      okhttp_build.jar_path().parent.name, jetty.jar_path().parent.name, debian13.root().name)')
   for name in "rattan-$RATTAN_VERSION/bin" "$origin" "$okhttp" "$jetty" "$debian13"; do
     [ -e "$SYSTEM/$name" ] || [ ! -d "$CACHE/$name" ] && continue
     say "publishing $name in $SYSTEM (for every user of this machine)"

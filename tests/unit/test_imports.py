@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
                 "h2lab.machine",
                 "h2lab.version",
                 "h2lab.programs",
+                "h2lab.maven",
                 "h2lab.debian13",
                 "h2lab.spec",
                 "h2lab.results",

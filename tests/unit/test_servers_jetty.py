@@ -110,5 +110,3 @@ def test_build_goes_to_the_cache_by_source_hash(tmp_path: Path, monkeypatch: Any
     path = jetty.jar_path()
     assert path.parent.parent == tmp_path / "cache"
     assert re.fullmatch(r"jetty-[0-9a-f]{12}", path.parent.name) and path.name == jetty.JAR
-    argv = jetty.build_argv("mvn", tmp_path / "b", "abc")
-    assert argv[-1] == "package" and f"-Dh2lab.buildDir={tmp_path / 'b'}" in argv

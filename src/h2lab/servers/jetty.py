@@ -21,11 +21,9 @@ temporary folder at every start); ``scripts/setup.sh`` builds it, so no trial wa
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import subprocess
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,10 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from h2lab import procs
-from h2lab.errors import MissingTool, ProcessFailed
+from h2lab import maven, procs
 from h2lab.pages import Page
-from h2lab.paths import cache_root, find_build
 from h2lab.servers import IDLE_TIMEOUT_S, ServeContext, Serving, register
 from h2lab.servers.process import Launch, serve_process
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
@@ -45,12 +41,12 @@ from h2lab.tls import LocalCA
 NAME = "jetty"
 SOURCE_DIR = Path(__file__).resolve().parents[3] / "jetty"
 """The Maven project (``pom.xml``, ``src/main/``)."""
-JAR = "h2lab-jetty.jar"
 NATIVE = "libquiche.so"
 NATIVE_IN_JAR = "linux-x86-64/libquiche.so"
 READY_LINE = "h2lab-jetty ready"
 # A first build downloads Jetty, JNA, libquiche's jar (90 MB) and the Maven plugins.
-BUILD_TIMEOUT_S = 900.0
+PROJECT = maven.Project(NAME, "h2lab-jetty.jar", timeout_s=900.0)
+JAR = PROJECT.jar
 UNSERVED_LOG = "unserved.log"
 MAX_STREAMS = 1000
 """Concurrent streams a client may open, h2 and h3 (nginx's adapter takes as many: every stream
@@ -59,76 +55,26 @@ JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k")
 """A small, quick-starting JVM: one server of one page, on the lab's 2 cores."""
 
 
-def source_hash(src: Path = SOURCE_DIR) -> str:
-    """12 hex digits over ``pom.xml`` and every file under ``src/`` (names and bytes), as the
-    OkHttp client's jar is keyed (the clients layer is not the servers' to import)."""
-    h = hashlib.sha256()
-    files = [src / "pom.xml", *sorted(p for p in (src / "src").rglob("*") if p.is_file())]
-    for f in files:
-        h.update(str(f.relative_to(src)).encode() + b"\0")
-        h.update(hashlib.sha256(f.read_bytes()).digest())
-    return h.hexdigest()[:12]
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if not found:
-        package = "default-jdk-headless" if name == "java" else "maven"
-        raise MissingTool(name, f"apt-get install {package} (scripts/setup.sh)")
-    return found
-
-
 def java_binary() -> str:
-    return _tool("java")
-
-
-def maven_binary() -> str:
-    return _tool("mvn")
+    return maven.tool("java")
 
 
 def jar_path(src: Path = SOURCE_DIR) -> Path:
-    """The jar of the current sources: the user's cache or the system's (make setup), else
-    where it will be built, in the user's."""
-    relative = f"jetty-{source_hash(src)}/{JAR}"
-    return find_build(relative) or cache_root() / relative
+    return PROJECT.jar_path(src)
 
 
-def build_argv(mvn: str, build_dir: Path, digest: str) -> list[str]:
-    """The Maven command, run in :data:`SOURCE_DIR`: it writes only into ``build_dir``."""
-    return [
-        mvn, "-B", "-q", f"-Dh2lab.buildDir={build_dir}", f"-Dh2lab.sourceHash={digest}",
-        "package",
-    ]  # fmt: skip
+def _take_out_libquiche(jar: Path, folder: Path) -> None:
+    """``libquiche.so`` out of the built jar, into the jar's folder (atomically)."""
+    with zipfile.ZipFile(jar) as opened, opened.open(NATIVE_IN_JAR) as lib:
+        tmp = folder / f"{NATIVE}.tmp-{os.getpid()}"
+        with tmp.open("wb") as out_file:
+            shutil.copyfileobj(lib, out_file)
+        os.replace(tmp, folder / NATIVE)
 
 
 def ensure_built(src: Path = SOURCE_DIR) -> Path:
-    """The jar for the current sources, built if missing (atomically: the jar is renamed into
-    place last, after its libquiche)."""
-    target = jar_path(src)
-    if target.exists():
-        return target
-    digest = target.parent.name.removeprefix("jetty-")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    build_dir = target.parent / f"build-{os.getpid()}"
-    argv = build_argv(maven_binary(), build_dir, digest)
-    try:
-        try:
-            proc = subprocess.run(argv, cwd=src, capture_output=True, timeout=BUILD_TIMEOUT_S)
-        except subprocess.TimeoutExpired as exc:
-            said = f"mvn package timed out after {BUILD_TIMEOUT_S} s"
-            raise ProcessFailed(argv, None, said) from exc
-        if proc.returncode != 0:
-            out = (proc.stdout + proc.stderr).decode(errors="replace")
-            raise ProcessFailed(argv, proc.returncode, out[-2000:])
-        with zipfile.ZipFile(build_dir / JAR) as jar, jar.open(NATIVE_IN_JAR) as lib:
-            tmp = target.parent / f"{NATIVE}.tmp-{os.getpid()}"
-            with tmp.open("wb") as out_file:
-                shutil.copyfileobj(lib, out_file)
-            os.replace(tmp, target.parent / NATIVE)
-        os.replace(build_dir / JAR, target)
-    finally:
-        shutil.rmtree(build_dir, ignore_errors=True)
-    return target
+    """The jar for the current sources, built if missing, its libquiche beside it."""
+    return PROJECT.ensure_built(src, beside=_take_out_libquiche)
 
 
 def resource_json(page: Page) -> list[dict[str, Any]]:
