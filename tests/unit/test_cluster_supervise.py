@@ -69,6 +69,13 @@ def _later(seconds: float, action: object) -> threading.Timer:
     return timer
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _kill_once_seen(watch: Watch) -> None:
     deadline = time.monotonic() + 10
     while watch.raylet is None:
@@ -138,7 +145,15 @@ def test_a_node_that_does_not_stop_in_time_is_killed(tmp_path: Path) -> None:
     said: list[str] = []
     argv = ["sh", "-c", "trap '' TERM; exec sleep 300"]
     watch = Watch(argv, dict(os.environ), None, say=said.append, stop_s=0.5)
-    _later(0.3, lambda: os.kill(os.getpid(), signal.SIGTERM))
+
+    def stop_once_deaf() -> None:  # the shell has set its trap and become the sleep
+        deadline = time.monotonic() + 10
+        while watch.proc is None or _comm(watch.proc.pid) != "sleep":
+            assert time.monotonic() < deadline, "the deaf node never started"
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    _later(0.0, stop_once_deaf)
     t0 = time.monotonic()
     assert watch.run() == 0
     assert 0.5 <= time.monotonic() - t0 < AT_ONCE_S

@@ -154,9 +154,15 @@ class Watch:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        if self.stop_by is None and self.proc is not None:
+        if self.stop_by is None:
             self.stop_by = time.monotonic() + self.stop_s
             self.say(f"{signal.Signals(signum).name}: stopping the Ray node")
+            self._pass_stop()
+
+    def _pass_stop(self) -> None:
+        """SIGTERM to ``ray start``, once it exists (a stop that came while it was being
+        started is passed on as soon as it is)."""
+        if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGTERM)
 
@@ -170,6 +176,8 @@ class Watch:
                 process_group=0,
                 preexec_fn=procs.death_signal_setup(signal.SIGTERM),
             )
+            if self.stop_by is not None:
+                self._pass_stop()
             return self._watch(self.proc)
         finally:
             if self.proc is not None:
