@@ -4,6 +4,7 @@ and a kill -9 of the driver stops its workers at once."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -134,19 +135,28 @@ def test_a_driver_killed_takes_its_workers_down_at_once(tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 60
-    while len(_h2loads()) < 2:  # both workers in a trial
-        assert time.monotonic() < deadline and proc.poll() is None, "no two trials running"
-        time.sleep(0.1)
-    workers = _workers()
-    assert len(workers) == 2
-    os.kill(proc.pid, signal.SIGKILL)
-    t0 = time.monotonic()
-    while _workers():
-        assert time.monotonic() - t0 < 10, f"workers still running: {_workers()}"
-        time.sleep(0.1)
-    print(f"both workers gone {time.monotonic() - t0:.1f} s after kill -9 of the driver")
-    proc.wait()
+    try:
+        deadline = time.monotonic() + 60
+        while len(_h2loads()) < 2:  # both workers in a trial
+            assert time.monotonic() < deadline and proc.poll() is None, "no two trials running"
+            time.sleep(0.1)
+        # the driver's children: a worker's own child, between its fork and its exec, has
+        # the worker's command line too (a third "worker" in one run beside three lanes)
+        workers = _workers(proc.pid)
+        assert len(workers) == 2
+        os.kill(proc.pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        while _workers():
+            assert time.monotonic() - t0 < 10, f"workers still running: {_workers()}"
+            time.sleep(0.1)
+        print(f"both workers gone {time.monotonic() - t0:.1f} s after kill -9 of the driver")
+    finally:  # whatever failed, the driver goes, and its workers tear their labs down
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while _workers() and time.monotonic() < deadline:
+            time.sleep(0.1)
     for k in (1, 2):  # each stopped its trial and tore its lab down (SIGTERM's teardown)
         log = (out / f"shard-{k}.log").read_text()
         assert "interrupted: the lab is torn down" in log, log[-2000:]
@@ -159,8 +169,10 @@ def _pgrep(*args: str) -> list[int]:
     return [int(p) for p in done.stdout.split()]
 
 
-def _workers() -> list[int]:
-    return _pgrep("-f", r"python.* -m h2lab\.runner\.worker")
+def _workers(parent: int | None = None) -> list[int]:
+    """Shard workers' pids (the children of ``parent`` only, if given)."""
+    under = ["-P", str(parent)] if parent is not None else []
+    return _pgrep(*under, "-f", r"python.* -m h2lab\.runner\.worker")
 
 
 def _h2loads() -> list[int]:
