@@ -17,7 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from h2lab.cluster.local import IP, LocalCluster
+import pytest
+
+from h2lab.cluster.local import IP, LocalCluster, starting_alone
 from h2lab.cluster.supervise import session_pids
 from tests.integration.conftest import H2LAB, h2lab_netns, lab_processes
 from tests.integration.test_cluster import QUICK, QUICK_TRIALS, _on, _rows, _run
@@ -177,6 +179,11 @@ def _run_as_nobody(top: Path) -> None:
     assert (home / "out" / "results.sqlite").stat().st_uid == nobody
 
 
+# Alone: two raylets starting at once on a machine at a load of 8 died on their own (twice, in
+# fresh clones of 6c5472f and 38fefc4, the second with Ray's agents given 180 s to register):
+# Ray's start-up under a starved CPU, not the race this test is about, and this test starts its
+# nodes itself (no restart, as LocalCluster's start does).
+@pytest.mark.alone
 def test_nodes_started_at_once_join_and_a_node_whose_ray_dies_exits_saying_why(
     tmp_path: Path,
 ) -> None:
@@ -186,13 +193,14 @@ def test_nodes_started_at_once_join_and_a_node_whose_ray_dies_exits_saying_why(
     with LocalCluster(tmp_path / "c", workers=0, port=6388) as c:
         c.node_ray_dirs = False
         c.node_env = {f"node-{k}": {"H2LAB_STATE": "/run/h2lab"} for k in (1, 2)}
-        c.start_worker(1)
-        c.start_worker(2)
-        deadline = time.monotonic() + 60
-        while len(c.lab_nodes()) < 2:
-            assert time.monotonic() < deadline, "two lab nodes started at once did not join"
-            assert all(p.poll() is None for p in c.procs.values()), _logs(c)
-            time.sleep(1)
+        with starting_alone():  # no other local cluster of the machine starts meanwhile
+            c.start_worker(1)
+            c.start_worker(2)
+            deadline = time.monotonic() + 60
+            while len(c.lab_nodes()) < 2:
+                assert time.monotonic() < deadline, "two lab nodes started at once did not join"
+                assert all(p.poll() is None for p in c.procs.values()), _logs(c)
+                time.sleep(1)
         folders = [Path(f"/run/h2lab/cluster/ray-{c.procs[f'node-{k}'].pid}") for k in (1, 2)]
         assert all((f / "session_latest").is_dir() for f in folders)
         # the raylet of node 1 killed: its node stops whole, exit 1, one line saying so

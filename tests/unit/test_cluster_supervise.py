@@ -166,6 +166,9 @@ def test_the_error_line_is_the_last_error_of_the_log(tmp_path: Path) -> None:
         "the GCS\n[2026-01-01 00:00:01,001 I 41 41] (raylet) main.cc:2: exiting\n"
     )
     assert last_error_line(tmp_path, "raylet") == "node_manager.cc:9: lost the GCS"
+    with (tmp_path / "raylet.out").open("a") as out:  # Ray's statistics are no error
+        out.write("[2026-01-01 00:00:02,000 I 41 41] (raylet) stats.cc:1: - bytes errored: 0\n")
+    assert last_error_line(tmp_path, "raylet") == "node_manager.cc:9: lost the GCS"
     (tmp_path / "raylet.err").write_text("Traceback\nRuntimeError: no room\n")
     assert last_error_line(tmp_path, "raylet") == "RuntimeError: no room"  # .err first
     assert last_error_line(tmp_path, "gcs_server") is None

@@ -13,6 +13,7 @@ if whoever started them is killed."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -21,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -32,6 +34,40 @@ from h2lab.errors import H2LabError
 IP = "127.0.0.2"
 H2LAB = (sys.executable, "-m", "h2lab")
 START_TIMEOUT_S = 90.0
+RESTARTS_AT_MOST = 2
+
+
+START_LOCK = Path("/tmp/h2lab-local-cluster.lock")
+"""Held while a local cluster starts its nodes: one cluster of this machine at a time starts
+(test lanes side by side each start theirs), since a Ray node's start-up is a burst of CPU
+(about 8 s: ``ray start``, the raylet, two Python agents) and raylets died starting at a load of
+8."""
+
+
+@contextlib.contextmanager
+def starting_alone() -> Iterator[None]:
+    """:data:`START_LOCK`, held (bounded: at most :data:`START_TIMEOUT_S` of waiting)."""
+    fd = os.open(START_LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break  # a start-up held longer than that is stuck: start anyway
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _notable(line: str) -> bool:
+    """A warning or an error of a Ray log: a raylet's ``[date time W|E|F pid tid]`` line, an
+    agent's ``WARNING``/``ERROR`` line or a traceback's last line."""
+    level = line.split("]", 1)[0].split()[2:3]
+    return level in (["W"], ["E"], ["F"]) or any(w in line for w in ("WARNING", "ERROR", "Error"))
 
 
 class LocalCluster:
@@ -63,6 +99,8 @@ class LocalCluster:
         /tmp/ray)"""
         self.node_env: dict[str, dict[str, str]] = {}
         """more environment for a lab node, by name (``node-K``), set before it starts"""
+        self.restarts: Counter[str] = Counter()
+        """lab nodes started again by :meth:`wait_for` (a raylet that died starting), by name"""
         self.node_ray_dirs = True
         """False: lab nodes started from now on keep their default Ray folder, in their lab
         state folder (as ``h2lab cluster worker`` does unless told; set a short
@@ -73,11 +111,12 @@ class LocalCluster:
 
         make_secrets(self.secrets)
         try:
-            self.start_head()
-            self.wait_for(nodes=1)
-            for k in range(1, self.workers + 1):  # one at a time: node-K is the K-th to join
-                self.start_worker(k)
-                self.wait_for(nodes=1 + k)
+            with starting_alone():
+                self.start_head()
+                self.wait_for(nodes=1)
+                for k in range(1, self.workers + 1):  # one at a time: node-K joins K-th
+                    self.start_worker(k)
+                    self.wait_for(nodes=1 + k)
         except BaseException:
             self.stop()
             raise
@@ -142,10 +181,10 @@ class LocalCluster:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             dead = [n for n, p in self.procs.items() if p.poll() is not None]
+            if dead and self._restarted(dead[0]):
+                continue
             if dead:
-                log = self.node_dir(dead[0]) / "node.log"
-                said = log.read_text()[-2000:] if log.exists() else "(no log)"
-                raise H2LabError(f"cluster node {dead[0]} exited: {said}")
+                raise H2LabError(f"cluster node {dead[0]} exited: {self._last_words(dead[0])}")
             if nodes == 1 and self._head_listens():
                 time.sleep(2)  # the GCS listens before it serves
                 return
@@ -157,6 +196,38 @@ class LocalCluster:
                 return
             time.sleep(1)
         raise H2LabError(f"local cluster: {nodes} nodes not up after {START_TIMEOUT_S:g} s")
+
+    def _restarted(self, name: str) -> bool:
+        """As a supervisor does (systemd's ``Restart=on-failure``, a pod's restart policy): a
+        lab node whose Ray died under it while starting (``h2lab cluster worker`` exits 1
+        saying so) before it joined is started again, at most :data:`RESTARTS_AT_MOST` times,
+        with a line on stderr. Any other exit (a refusal, a bad argument) is the caller's."""
+        log = self.node_dir(name) / "node.log"
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+        died = bool(tail) and tail[0].startswith("h2lab: Ray's raylet")
+        joined = name in self.node_ids  # its id is known: another start would change it
+        if not name.startswith("node-") or joined or not died:
+            return False
+        if self.restarts[name] >= RESTARTS_AT_MOST:
+            return False
+        self.restarts[name] += 1
+        print(f"local cluster: {name} started again: {tail[0]}", file=sys.stderr, flush=True)
+        self.start_worker(int(name.removeprefix("node-")))
+        return True
+
+    def _last_words(self, name: str) -> str:
+        """The end of a dead node's log, and the last warnings and errors of its raylet and of
+        the raylet's two agents (whose death the raylet shares)."""
+        log = self.node_dir(name) / "node.log"
+        said = log.read_text()[-2000:] if log.exists() else "(no log)"
+        ray_dir = self.temp_dir / ("head" if name == "head" else f"n{name.removeprefix('node-')}")
+        logs = ray_dir / "session_latest" / "logs"
+        for file in ("raylet.out", "dashboard_agent.log", "runtime_env_agent.log"):
+            if (logs / file).exists():
+                lines = (logs / file).read_text(errors="replace").splitlines()
+                notable = [ln for ln in lines if _notable(ln)]
+                said += f"\n{file}, its last warnings and errors:\n" + "\n".join(notable[-6:])
+        return said
 
     def _head_listens(self) -> bool:
         try:

@@ -100,22 +100,30 @@ def last_error_line(logs: Path | None, name: str) -> str | None:
     ``logs`` folder) that reads as an error, stripped of Ray's log prefix; None if none."""
     if logs is None:
         return None
+    texts = []
     for suffix in (".err", ".out"):
         try:
-            lines = (logs / f"{name}{suffix}").read_text(errors="replace").splitlines()
+            texts.append((logs / f"{name}{suffix}").read_text(errors="replace").splitlines())
         except OSError:
             continue
-        for line in reversed(lines):
-            if _is_error(line):
-                return _strip_prefix(line)[:300]
+    for lines in texts:
+        for is_error in (_is_logged_error, _names_error):  # Ray's own E/F lines first
+            for line in reversed(lines):
+                if is_error(line):
+                    return _strip_prefix(line)[:300]
     return None
 
 
-def _is_error(line: str) -> bool:
-    """A glog line of level E or F (``[2026-01-01 00:00:00,000 E 12 12] ...``), or a line
-    naming an error."""
+def _is_logged_error(line: str) -> bool:
+    """A glog line of level E or F (``[2026-01-01 00:00:00,000 E 12 12] ...``)."""
     head = line.split("]", 1)[0].split()
-    return (len(head) >= 3 and head[2] in ("E", "F")) or "rror" in line or "in use" in line
+    return len(head) >= 3 and head[2] in ("E", "F")
+
+
+def _names_error(line: str) -> bool:
+    """A line naming an error (a Python traceback's last line, a bind failure), not one of
+    Ray's statistics lines (``- bytes errored: 0``)."""
+    return ("rror" in line and "errored:" not in line) or "in use" in line
 
 
 def _strip_prefix(line: str) -> str:
