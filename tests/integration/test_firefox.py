@@ -155,8 +155,13 @@ def test_speed_index_matches_firefoxs_own_paint_marks(
     # composite of it, one or two display frames later (measured: 31-54 ms, SpeedIndex +2.4-3%)
     assert 0 <= result.visual_complete_ms - b <= 80
     progress = json.loads((tmp_path / "bands" / VISUAL_PROGRESS).read_text())["progress"]
+    # every level is one of the page's states (nothing, the top band, both), and both bands are
+    # seen; a sliver of 2 % of the viewport or less is an image painted as it arrived (levels
+    # 0.01 and 0.4 beside 0.0 and 0.39 in one run), not another state of the page
     levels = sorted({round(p, 2) for _, p in progress})
-    assert levels in ([0.0, round(share, 2), 1.0], [round(share, 2), 1.0]), levels
+    states = (0.0, share, 1.0)
+    assert all(min(abs(lv - s) for s in states) <= 0.02 for lv in levels), levels
+    assert levels[-1] == 1.0 and any(abs(lv - share) <= 0.02 for lv in levels), levels
     # the frames are upright and cut to the page: the last one is red at the top, blue below
     last = sorted((tmp_path / "bands" / FILMSTRIP_DIR).iterdir())[-1]
     with Image.open(last) as frame:

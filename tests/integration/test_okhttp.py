@@ -130,7 +130,10 @@ def test_h2s_keeps_at_most_5_streams_open_at_the_server(page: Page, tmp_path: Pa
     assert _mostly_one_connection(result)
     assert result.body_bytes == page.total_body_bytes
     _, control = seen["okhttp:per_host=20"]
-    assert max_open(control) >= 15  # the witness sees more when the client sends more
+    # the witness sees more than the cap when the client sends more: 11-14 open quietly, 8 and
+    # 10 with idle work beside the alone run (a bound of 15 missed in 2 runs of 3); what shows
+    # that the server's count is not itself held to 5 is any count above it
+    assert max_open(control) > 5
     _no_jvm_left()
 
 
