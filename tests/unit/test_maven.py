@@ -22,6 +22,14 @@ def _project(tmp_path: Path) -> Path:
     return src
 
 
+@pytest.fixture
+def src(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project's folder, with the caches in ``tmp_path`` (the user's and the system's)."""
+    monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("H2LAB_SYSTEM_CACHE", str(tmp_path / "system"))
+    return _project(tmp_path)
+
+
 def test_source_hash_covers_the_pom_and_every_source_file(tmp_path: Path) -> None:
     src = _project(tmp_path)
     before = maven.source_hash(src)
@@ -45,11 +53,8 @@ def test_build_writes_outside_the_sources_and_stamps_the_hash(tmp_path: Path) ->
 
 
 def test_a_cached_jar_is_used_without_maven(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, src: Path
 ) -> None:
-    monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("H2LAB_SYSTEM_CACHE", str(tmp_path / "system"))
-    src = _project(tmp_path)
     target = PROJECT.jar_path(src)
     assert target == tmp_path / "cache" / f"demo-{maven.source_hash(src)}" / "h2lab-demo.jar"
     target.parent.mkdir(parents=True)
@@ -63,11 +68,8 @@ def test_a_cached_jar_is_used_without_maven(
 
 
 def test_a_build_puts_what_goes_beside_the_jar_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, src: Path
 ) -> None:
-    monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("H2LAB_SYSTEM_CACHE", str(tmp_path / "system"))
-    src = _project(tmp_path)
     fake = tmp_path / "mvn"  # writes the jar where -Dh2lab.buildDir says
     fake.write_text(
         '#!/bin/sh\nfor a; do case "$a" in -Dh2lab.buildDir=*) d="${a#*=}";; esac; done\n'
@@ -87,11 +89,8 @@ def test_a_build_puts_what_goes_beside_the_jar_first(
 
 
 def test_a_failed_build_leaves_no_jar_and_says_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, src: Path
 ) -> None:
-    monkeypatch.setenv("H2LAB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("H2LAB_SYSTEM_CACHE", str(tmp_path / "system"))
-    src = _project(tmp_path)
     fake = tmp_path / "mvn"
     fake.write_text("#!/bin/sh\necho '[ERROR] COMPILATION ERROR : Main.java' >&2\nexit 1\n")
     fake.chmod(0o755)

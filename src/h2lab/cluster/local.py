@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from h2lab import procs
-from h2lab.cluster.supervise import session_pids
+from h2lab.cluster.supervise import log_level, session_pids
 from h2lab.errors import H2LabError
 
 IP = "127.0.0.2"
@@ -66,8 +66,8 @@ def starting_alone() -> Iterator[None]:
 def _notable(line: str) -> bool:
     """A warning or an error of a Ray log: a raylet's ``[date time W|E|F pid tid]`` line, an
     agent's ``WARNING``/``ERROR`` line or a traceback's last line."""
-    level = line.split("]", 1)[0].split()[2:3]
-    return level in (["W"], ["E"], ["F"]) or any(w in line for w in ("WARNING", "ERROR", "Error"))
+    level = log_level(line)
+    return level in ("W", "E", "F") or any(w in line for w in ("WARNING", "ERROR", "Error"))
 
 
 class LocalCluster:

@@ -114,10 +114,15 @@ def last_error_line(logs: Path | None, name: str) -> str | None:
     return None
 
 
-def _is_logged_error(line: str) -> bool:
-    """A glog line of level E or F (``[2026-01-01 00:00:00,000 E 12 12] ...``)."""
+def log_level(line: str) -> str | None:
+    """A Ray (glog) line's level, ``[2026-01-01 00:00:00,000 E 12 12] ...`` -> ``E``; None for
+    a line without one."""
     head = line.split("]", 1)[0].split()
-    return len(head) >= 3 and head[2] in ("E", "F")
+    return head[2] if line.startswith("[") and len(head) >= 3 else None
+
+
+def _is_logged_error(line: str) -> bool:
+    return log_level(line) in ("E", "F")
 
 
 def _names_error(line: str) -> bool:
