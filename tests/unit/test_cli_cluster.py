@@ -199,6 +199,24 @@ def test_run_on_a_cluster_named_by_host_name_is_one_line(
     assert not out.exists()
 
 
+def test_cannot_join_says_why_ray_could_not() -> None:
+    """Ray's "Failed to connect to Ray cluster" keeps its reason in ``__cause__``: both show."""
+    from h2lab.cluster.executor import _why
+
+    try:
+        try:
+            raise RuntimeError("No node info found matching attributes: '127.0.0.2'\nmore")
+        except RuntimeError as inner:
+            raise ConnectionError("Failed to connect to Ray cluster at 127.0.0.2:6393") from inner
+    except ConnectionError as exc:
+        said = _why(exc)
+    assert said == (
+        "Failed to connect to Ray cluster at 127.0.0.2:6393 "
+        "(No node info found matching attributes: '127.0.0.2')"
+    )
+    assert _why(ValueError()) == "ValueError"
+
+
 # ------------------------------------------------------------------ cluster worker
 
 

@@ -112,3 +112,46 @@ def test_start_ups_take_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     t0 = time.monotonic()
     with local.starting_alone():
         assert time.monotonic() - t0 < 0.5  # free: at once
+
+
+def test_the_head_is_up_once_its_raylet_joined_not_when_its_port_listens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = LocalCluster(tmp_path / "c", workers=0)
+    c.procs["head"] = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+    )
+    answers = iter([[], [("node", "00000000000a")], [("head", "0123456789ab")]])
+    asked: list[int] = []
+
+    def nodes() -> list[tuple[str, str]]:
+        asked.append(1)
+        return next(answers)
+
+    monkeypatch.setattr(c, "_head_listens", lambda: True)
+    monkeypatch.setattr(c, "nodes", nodes)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    try:
+        c.wait_for(nodes=1)
+        assert len(asked) == 3
+    finally:
+        c.stop()
+
+
+def test_status_lines_are_read_as_kind_and_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said = "head\t127.0.0.2\t0123456789ab\nlab\t127.0.0.2\tba9876543210\nnoise\n"
+    monkeypatch.setattr(
+        subprocess, "run",
+        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=said, stderr=""),
+    )  # fmt: skip
+    c = LocalCluster(tmp_path / "c", workers=0)
+    assert c.nodes() == [("head", "0123456789ab"), ("lab", "ba9876543210")]
+    assert c.lab_nodes() == ["ba9876543210"]
+
+    def too_slow(*a: object, **k: object) -> None:
+        raise subprocess.TimeoutExpired("h2lab", local.STATUS_TIMEOUT_S)
+
+    monkeypatch.setattr(subprocess, "run", too_slow)
+    assert c.nodes() == []

@@ -116,8 +116,19 @@ def connect(address: str, secrets: Path) -> None:
             include_dashboard=False,
         )
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ClusterError(f"command line: --cluster: cannot join {address}: {first}") from exc
+        raise ClusterError(f"command line: --cluster: cannot join {address}: {_why(exc)}") from exc
+
+
+def _why(exc: BaseException) -> str:
+    """The first line of ``exc`` and of what caused it: Ray's "Failed to connect to Ray
+    cluster" hides its reason in ``__cause__``."""
+    lines: list[str] = []
+    link: BaseException | None = exc
+    while link is not None and len(lines) < 2:
+        text = str(link).strip()
+        lines.append(text.splitlines()[0] if text else type(link).__name__)
+        link = link.__cause__
+    return " (".join(lines) + ")" * (len(lines) - 1)
 
 
 def _auto_address() -> str:

@@ -35,6 +35,8 @@ IP = "127.0.0.2"
 H2LAB = (sys.executable, "-m", "h2lab")
 START_TIMEOUT_S = 90.0
 RESTARTS_AT_MOST = 2
+STATUS_TIMEOUT_S = 75.0
+"""``h2lab cluster status`` waits up to Ray's 60 s for a raylet to join through, then fails."""
 
 
 START_LOCK = Path("/tmp/h2lab-local-cluster.lock")
@@ -167,14 +169,23 @@ class LocalCluster:
                 preexec_fn=procs.death_signal_setup(signal.SIGTERM),
             )
 
-    def lab_nodes(self) -> list[str]:
-        """The ids (12 hex digits) of the live lab nodes the head knows (``h2lab cluster
-        status``)."""
+    def nodes(self) -> list[tuple[str, str]]:
+        """(kind, id of 12 hex digits) of each live node the head knows, kind ``head``, ``lab``
+        or ``node`` (``h2lab cluster status``); none while no driver can join yet."""
         argv = [*H2LAB, "cluster", "status", "--address", self.address]
-        out = subprocess.run(
-            [*argv, "--secrets", str(self.secrets)], capture_output=True, text=True, timeout=60
-        )
-        return [ln.split("\t")[2] for ln in out.stdout.splitlines() if ln.startswith("lab\t")]
+        try:
+            out = subprocess.run(
+                [*argv, "--secrets", str(self.secrets)], capture_output=True, text=True,
+                timeout=STATUS_TIMEOUT_S,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return []
+        rows = [ln.split("\t") for ln in out.stdout.splitlines()]
+        return [(row[0], row[2]) for row in rows if len(row) == 3]
+
+    def lab_nodes(self) -> list[str]:
+        """The ids of the live lab nodes the head knows."""
+        return [node for kind, node in self.nodes() if kind == "lab"]
 
     def wait_for(self, nodes: int) -> None:
         """Until the head knows ``nodes`` live nodes (head included); bounded."""
@@ -185,8 +196,7 @@ class LocalCluster:
                 continue
             if dead:
                 raise H2LabError(f"cluster node {dead[0]} exited: {self._last_words(dead[0])}")
-            if nodes == 1 and self._head_listens():
-                time.sleep(2)  # the GCS listens before it serves
+            if nodes == 1 and self._head_listens() and self._head_joined():
                 return
             labs = [] if nodes == 1 else self.lab_nodes()
             if nodes > 1 and len(labs) >= nodes - 1:
@@ -228,6 +238,13 @@ class LocalCluster:
                 notable = [ln for ln in lines if _notable(ln)]
                 said += f"\n{file}, its last warnings and errors:\n" + "\n".join(notable[-6:])
         return said
+
+    def _head_joined(self) -> bool:
+        """Whether the head's own raylet is a live node: a driver needs it (Ray joins a driver
+        through a raylet on its machine) and, on a busy machine, it registered more than a
+        minute after the head's port listened: a driver that came sooner waited Ray's 60 s
+        and failed ("Failed to connect to Ray cluster")."""
+        return any(kind == "head" for kind, _ in self.nodes())
 
     def _head_listens(self) -> bool:
         try:

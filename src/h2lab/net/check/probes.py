@@ -19,6 +19,13 @@ from h2lab.net import netns
 
 TCP_PORT = 5201
 UDP_PORT = 5202
+SO_TIMESTAMPNS = 35
+"""Linux's option (and control message type) for each datagram's arrival time as the kernel
+saw it, on CLOCK_REALTIME (not in Python's socket module)."""
+_TIMESPEC = struct.Struct("=qq")
+STAMPS_ON_S = 0.05
+"""Linux turns receive timestamps on for the machine in a deferred work item when the first
+socket asks: until it ran, a datagram is stamped when it is read."""
 
 
 def _socket_in(ns: str, kind: int) -> socket.socket:
@@ -117,8 +124,9 @@ class UdpProbe:
     send_times_s: tuple[float, ...]
     """send time of each sequence number, seconds since the probe started"""
     arrivals: tuple[tuple[int, float], ...] = ()
-    """(sequence number, one-way delay ms) of each datagram received, in arrival order (both
-    ends read one clock: the namespaces share the machine's)"""
+    """(sequence number, one-way delay ms) of each datagram received, in arrival order: the
+    kernel's arrival time less the send time, both of the machine's CLOCK_REALTIME (the
+    namespaces share it)"""
 
 
 @contextmanager
@@ -126,13 +134,19 @@ def _udp_pair(
     sender_ns: str,
     receiver_ns: str,
     receiver_ip: str,
-    on_datagram: Callable[[bytes], None],
+    on_datagram: Callable[[bytes, int], None],
     rcvbuf_bytes: int,
 ) -> Iterator[socket.socket]:
-    """A UDP receiver bound in ``receiver_ns`` (each datagram to ``on_datagram``, on its own
-    thread) and a sender socket in ``sender_ns``; both closed on exit."""
+    """A UDP receiver bound in ``receiver_ns`` (each datagram to ``on_datagram`` with its arrival
+    time, on its own thread) and a sender socket in ``sender_ns``; both closed on exit.
+
+    The arrival time is the kernel's (``SO_TIMESTAMPNS``, ns since the epoch), not when this
+    thread got to read it: on a busy machine the reader wakes late, and one 50 ms wait held 50
+    datagrams of a 1000/s probe that long, which doubled a 2 ms delay spread."""
     rx = _socket_in(receiver_ns, socket.SOCK_DGRAM)
     rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
+    rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    time.sleep(STAMPS_ON_S)
     rx.bind((receiver_ip, UDP_PORT))
     rx.settimeout(0.2)
     tx = _socket_in(sender_ns, socket.SOCK_DGRAM)
@@ -141,7 +155,7 @@ def _udp_pair(
     def receive() -> None:
         while not done.is_set():
             try:
-                on_datagram(rx.recv(2048))
+                on_datagram(*receive_stamped(rx))
             except TimeoutError:
                 continue
 
@@ -154,6 +168,17 @@ def _udp_pair(
         t.join(timeout=5)
         rx.close()
         tx.close()
+
+
+def receive_stamped(rx: socket.socket) -> tuple[bytes, int]:
+    """A datagram and when it arrived (ns since the epoch), from a socket with
+    ``SO_TIMESTAMPNS`` set: the kernel's time, now should a datagram come without it."""
+    data, ancillary, _, _ = rx.recvmsg(2048, socket.CMSG_SPACE(_TIMESPEC.size))
+    for level, kind, stamp in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(stamp) >= _TIMESPEC.size:
+            sec, nsec = _TIMESPEC.unpack_from(stamp)
+            return data, sec * 1_000_000_000 + nsec
+    return data, time.time_ns()
 
 
 def _pace_until(target: float, slice_s: float) -> float:
@@ -178,11 +203,10 @@ def udp_probe(
     arrivals: list[tuple[int, float]] = []
     times: list[float] = []
 
-    def on_datagram(data: bytes) -> None:
-        arrived = time.perf_counter()
-        seq, sent = struct.unpack_from("!Id", data)
+    def on_datagram(data: bytes, arrived_ns: int) -> None:
+        seq, sent_ns = struct.unpack_from("!Iq", data)
         received.add(seq)
-        arrivals.append((seq, (arrived - sent) * 1000))
+        arrivals.append((seq, (arrived_ns - sent_ns) / 1e6))
 
     with _udp_pair(sender_ns, receiver_ns, receiver_ip, on_datagram, 4 << 20) as tx:
         pad = b"\0" * max(0, payload_bytes - 12)
@@ -190,7 +214,7 @@ def udp_probe(
         for seq in range(count):
             sent = _pace_until(t0 + seq / pps, 0.002)
             times.append(sent - t0)
-            tx.sendto(struct.pack("!Id", seq, time.perf_counter()) + pad, (receiver_ip, UDP_PORT))
+            tx.sendto(struct.pack("!Iq", seq, time.time_ns()) + pad, (receiver_ip, UDP_PORT))
         time.sleep(settle_s)
     return UdpProbe(
         sent=count,
@@ -210,9 +234,10 @@ def udp_flood_receive(
     arrivals: list[tuple[float, int]] = []
     start = time.perf_counter()
     start_mono = time.monotonic()
+    start_ns = time.time_ns()
 
-    def on_datagram(data: bytes) -> None:
-        arrivals.append((time.perf_counter() - start, len(data) + 28))  # + IP/UDP headers
+    def on_datagram(data: bytes, arrived_ns: int) -> None:
+        arrivals.append(((arrived_ns - start_ns) / 1e9, len(data) + 28))  # + IP/UDP headers
 
     with _udp_pair(sender_ns, receiver_ns, receiver_ip, on_datagram, 8 << 20) as tx:
         payload = b"\0" * 1200
