@@ -175,7 +175,9 @@ def test_speed_index_matches_firefoxs_own_paint_marks(
     assert r.speed_index_ms is not None and r.visual_complete_ms is not None
     print(f"at once: speed_index_ms={r.speed_index_ms:.1f} "
           f"visual_complete_ms={r.visual_complete_ms:.1f} plt_ms={r.plt_ms}")  # fmt: skip
-    assert r.speed_index_ms == pytest.approx(r.visual_complete_ms, abs=0.5)
+    # at most a 2 % sliver before it, as the bands' levels allow (measured: 244.0 against
+    # 244.5 ms, two frames half a millisecond apart)
+    assert 0 <= r.visual_complete_ms - r.speed_index_ms <= 0.02 * r.visual_complete_ms
 
 
 def test_mobile_is_a_phones_viewport_and_user_agent(

@@ -229,24 +229,25 @@ def udp_flood_receive(
 ) -> tuple[float, list[tuple[float, int]]]:
     """Send 1200-byte datagrams at ``rate_bps`` for ``seconds``.
 
-    Returns (monotonic start time, [(arrival s since start, IP bytes)]).
+    Returns (monotonic start time, [(arrival s since start, IP bytes)]); the start is the first
+    datagram's send (a cellular trace's clock starts at the first packet through it).
     """
-    arrivals: list[tuple[float, int]] = []
-    start = time.perf_counter()
-    start_mono = time.monotonic()
-    start_ns = time.time_ns()
+    arrived: list[tuple[int, int]] = []
 
     def on_datagram(data: bytes, arrived_ns: int) -> None:
-        arrivals.append(((arrived_ns - start_ns) / 1e9, len(data) + 28))  # + IP/UDP headers
+        arrived.append((arrived_ns, len(data) + 28))  # + IP/UDP headers
 
     with _udp_pair(sender_ns, receiver_ns, receiver_ip, on_datagram, 8 << 20) as tx:
         payload = b"\0" * 1200
         interval = (len(payload) + 28) * 8 / rate_bps
+        start = time.perf_counter()
+        start_mono = time.monotonic()
+        start_ns = time.time_ns()
         for i in range(int(seconds / interval)):
             _pace_until(start + i * interval, 0.001)
             tx.sendto(payload, (receiver_ip, UDP_PORT))
         time.sleep(1.0)
-    return start_mono, arrivals
+    return start_mono, [((ns - start_ns) / 1e9, size) for ns, size in arrived]
 
 
 def process_cpu_s(pid: int) -> float:
