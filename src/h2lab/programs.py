@@ -100,6 +100,8 @@ IPERF3 = _deb12("iperf3", "iperf3", ["--version"], r"iperf (\S+)")
 IP = _deb12("ip", "iproute2", ["-V"], r"iproute2-(\S+)", row="ip (iproute2)")
 NSENTER = _deb12("nsenter", "util-linux", ["--version"], r"util-linux (\S+)")
 PING = _deb12("ping", "iputils-ping", ["-V"], r"iputils-(\S+)")
+# the lab's resolver (h2lab.net.dns); in /usr/sbin, which a user's PATH may lack
+UNBOUND = _deb12("unbound", "unbound", ["-V"], r"^Version (\S+)", "/usr/sbin/unbound")
 # capture = ["pcap"]: tcpdump records a trial's packets; tshark decodes them (tests)
 TCPDUMP = _deb12("tcpdump", "tcpdump", ["--version"], r"tcpdump version (\S+)")
 TSHARK = _deb12("tshark", "tshark", ["--version"], r"TShark \(Wireshark\) (\S+)")
@@ -146,8 +148,8 @@ OKHTTP = Program("h2lab-okhttp", BUILT, version_args=("-version",), pattern=r"^(
                  doctor="h2lab okhttp (JVM)")  # fmt: skip
 
 PROGRAMS: tuple[Program, ...] = (
-    NGINX, H2O, APACHE, HAPROXY, NGHTTP, H2LOAD, IPERF3, IP, NSENTER, PING, TCPDUMP, TSHARK,
-    CHROMIUM, FIREFOX, CERTUTIL, JAVA, MAVEN, CURL_SETUP, MMDEBSTRAP, SYSCTL, APACHE_MANUAL,
+    NGINX, H2O, APACHE, HAPROXY, NGHTTP, H2LOAD, IPERF3, IP, NSENTER, PING, UNBOUND, TCPDUMP,
+    TSHARK, CHROMIUM, FIREFOX, CERTUTIL, JAVA, MAVEN, CURL_SETUP, MMDEBSTRAP, SYSCTL, APACHE_MANUAL,
     NGINX_13, HAPROXY_13, CURL_13, CADDY_13,
     RATTAN, ORIGIN, OKHTTP,
 )  # fmt: skip

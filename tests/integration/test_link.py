@@ -17,6 +17,7 @@ from h2lab import procs
 from h2lab.clients import LoadContext, get
 from h2lab.net import calibration, netns
 from h2lab.net.check.estimators import rtt_tolerance_ms
+from h2lab.net.dns import DNS_IP
 from h2lab.net.lab import PROBE_IP, Lab, Link
 from h2lab.net.probe import median_rtt_ms
 from h2lab.net.rmem import RATTAN_RCVBUF_BYTES, RMEM_DEFAULT, _rmem_default_lock
@@ -234,7 +235,7 @@ def _servers_connections(lab: Lab, state: str) -> list[str]:
 def test_reset_client_connections_closes_what_an_earlier_trial_left_open() -> None:
     """The runner's step before each trial: a connection to the client side left open (its
     client idle, or gone with its link) is destroyed, its client gets a RST, and the servers'
-    listening sockets stay."""
+    listening sockets stay (the lab resolver's among them)."""
     with (
         Lab(("o1.h2lab.test",)) as lab,
         lab.link(parse_network("rtt=10ms"), 1, TcpSettings()) as link,
@@ -261,7 +262,10 @@ def test_reset_client_connections_closes_what_an_earlier_trial_left_open() -> No
                     assert client.wait(timeout=10) == 0
                     assert client.stdout.read().strip() == "reset"
                     assert _servers_connections(lab, "established") == []
-                    assert len(_servers_connections(lab, "listening")) == 1
+                    # the server's and the lab resolver's (TCP 53)
+                    listening = _servers_connections(lab, "listening")
+                    assert len(listening) == 2, listening
+                    assert any(f"{DNS_IP}:53" in ln for ln in listening), listening
                 finally:
                     server.kill()
                     client.kill()

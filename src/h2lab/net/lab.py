@@ -31,6 +31,7 @@ from h2lab.errors import H2LabError
 from h2lab.net import calibration, netns, rattan, rmem, userns
 from h2lab.net.addresses import ip_literal, why_not_servable
 from h2lab.net.clean import clean_stale
+from h2lab.net.dns import DNS_IP, LabDns, resolv_conf
 from h2lab.net.probe import rtt_samples_ms
 from h2lab.net.rmem import RATTAN_RCVBUF_BYTES
 from h2lab.net.teardown import PREFIX, teardown_lab, teardown_link
@@ -145,6 +146,7 @@ class Link:
         etc = netns_etc(self.client_ns)
         etc.mkdir(parents=True, exist_ok=True)
         (etc / "hosts").write_text(self.lab.hosts_file())
+        (etc / "resolv.conf").write_text(resolv_conf())
         if rootless:
             userns.publish_hosts(self.lab.hosts_file())
         quiet_ipv6(self.client_ns)
@@ -323,6 +325,7 @@ class Lab:
         self._wanted = origins
         self._started = False
         self._delay_overhead_ms: float | None = None
+        self.dns = LabDns(self.servers_ns, self.state_dir / "dns")
 
     def __enter__(self) -> Lab:
         try:
@@ -352,9 +355,12 @@ class Lab:
         quiet_ipv6(self.servers_ns)
         if userns.active():  # the servers run as the user (docs/rootless.md) and bind 80/443
             netns.sysctl(self.servers_ns, "net.ipv4.ip_unprivileged_port_start", "0")
-        probe_addr = ["ip", "addr", "add", f"{PROBE_IP}/32", "dev", "lo"]
-        procs.run(netns.exec_argv(self.servers_ns, probe_addr))
+        for ip in (PROBE_IP, DNS_IP):
+            procs.run(
+                netns.exec_argv(self.servers_ns, ["ip", "addr", "add", f"{ip}/32", "dev", "lo"])
+            )
         self.set_origins(self._wanted)
+        self.dns.start(self.dns_records())
 
     def set_origins(self, origins: tuple[str, ...]) -> None:
         """Give each origin hostname its own address on the servers side; an origin named by
@@ -368,6 +374,11 @@ class Lab:
             argv = ["ip", "addr", "add", f"{ip}/32", "dev", "lo"]
             procs.run(netns.exec_argv(self.servers_ns, argv))
             self.origin_ips[host] = ip
+        self.dns.publish(self.dns_records())
+
+    def dns_records(self) -> dict[str, str]:
+        """The lab resolver's A records: every origin named by a host name."""
+        return {host: ip for host, ip in self.origin_ips.items() if ip != host}
 
     def hosts_file(self) -> str:
         lines = ["127.0.0.1 localhost"]
@@ -409,6 +420,7 @@ class Lab:
         procs.run(netns.exec_argv(self.servers_ns, [*argv, "dst", CLIENT_NET]))
 
     def close(self) -> None:
+        self.dns.stop()
         if self._started:
             teardown_lab(self.id)
             self._started = False

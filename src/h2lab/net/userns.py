@@ -7,8 +7,9 @@ every namespace it creates, so the root mode's code runs unchanged: ``ip netns a
 ``nsenter``, Rattan's own ``ns-left-*``/``ns-rattan-*`` namespaces, per-namespace sysctls.
 Nothing of it is visible on the host: ``/run`` is a private tmpfs (with the user's runtime
 folder bound back into it), so ``/run/netns`` is the lab's own, and the lab's hosts file is
-bound over ``/etc/hosts``. When the last process of the lab exits the kernel removes every
-namespace, veth and mount of it, also after a ``kill -9``.
+bound over ``/etc/hosts`` (its resolver's address over ``/etc/resolv.conf``). When the last
+process of the lab exits the kernel removes every namespace, veth and mount of it, also after
+a ``kill -9``.
 
 What cannot be done in there, measured on Linux 6.18 (docs/rootless.md): the host-wide
 ``net.core.rmem_default`` (read-only in a namespace owned by a user namespace), hence
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from h2lab import procs
 from h2lab.errors import H2LabError, HostForbids
+from h2lab.net.dns import resolv_conf
 from h2lab.net.rmem import RATTAN_RCVBUF_BYTES
 
 ENV = "H2LAB_USERNS"
@@ -45,6 +47,8 @@ LAB_RUN = Path("/run")
 RATTAN_LOCKS = Path("/tmp/rattan")
 LAB_HOSTS = LAB_RUN / "h2lab-hosts"
 """The lab's hosts file (origin names), bound over /etc/hosts in the lab's mount namespace."""
+LAB_RESOLV = LAB_RUN / "h2lab-resolv.conf"
+"""The lab's resolver (:mod:`h2lab.net.dns`), bound over /etc/resolv.conf likewise."""
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -209,6 +213,9 @@ def enter(keep: list[Path]) -> None:
     _mount("h2lab", str(RATTAN_LOCKS), "tmpfs", 0, "mode=755")
     LAB_HOSTS.write_text("127.0.0.1 localhost\n")
     _mount(str(LAB_HOSTS), "/etc/hosts", None, MS_BIND)
+    if Path("/etc/resolv.conf").exists():  # without one, glibc asks 127.0.0.1: refused at once
+        LAB_RESOLV.write_text(resolv_conf())
+        _mount(str(LAB_RESOLV), "/etc/resolv.conf", None, MS_BIND)
     os.environ[ENV] = f"{uid}:{gid}"
     procs.run(["ip", "link", "set", "lo", "up"])
 

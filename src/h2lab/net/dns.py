@@ -1,0 +1,146 @@
+"""The lab's DNS server: Unbound in the servers namespace at :data:`DNS_IP`, so a lookup
+crosses the emulated link as one to an access network's resolver does. It answers an A record
+for every lab origin and NXDOMAIN at once for any other name (``local-zone: "." static``: it
+never recurses, nothing leaves the lab), and logs every query and its answer.
+
+The client namespace's ``/etc/resolv.conf`` names it (:func:`resolv_conf`). A name the capture
+lacks then fails in one round trip of the link, where before the lookup went to the machine's
+resolver, unreachable from the namespace, and Firefox waited 10-20 s for each such host
+(``NS_ERROR_UNKNOWN_HOST``). The lab's origins stay in the namespace's ``/etc/hosts`` as
+before (no lookup crosses the link for them), and Chromium's ``--host-resolver-rules`` still
+answers every name itself.
+
+Unbound rereads its configuration on SIGHUP: :meth:`LabDns.publish` rewrites the records when
+the lab gains origins. It runs in the foreground (``-d``) as whoever started it (no chroot, no
+user switch), with nothing of the host's configuration: only the file written here.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from h2lab import procs, programs
+from h2lab.errors import ProcessFailed
+from h2lab.net import netns
+
+DNS_IP = "10.2.0.253"
+"""The resolver's address on the servers namespace's loopback: in the origins' range
+(``10.2.0.k``, k at most 250) but no origin's, nor the round-trip probe's (``.254``)."""
+DNS_PORT = 53
+READY_TIMEOUT_S = 10.0
+TTL_S = 3600
+"""The records' TTL: a trial's lookups are answered once and cached for the rest of it."""
+
+
+def unbound_conf(folder: Path, records: Mapping[str, str]) -> str:
+    """Pure: Unbound's configuration answering ``records`` (host -> IPv4 address) and
+    NXDOMAIN for every other name, logging to ``folder``."""
+    lines = [
+        "server:",
+        f"    interface: {DNS_IP}",
+        f"    port: {DNS_PORT}",
+        "    do-ip6: no",
+        "    do-daemonize: no",
+        '    username: ""',
+        '    chroot: ""',
+        f'    directory: "{folder}"',
+        f'    pidfile: "{folder / "unbound.pid"}"',
+        f'    logfile: "{folder / "dns.log"}"',
+        "    use-syslog: no",
+        "    log-time-ascii: no",
+        "    log-queries: yes",
+        "    log-replies: yes",
+        "    verbosity: 0",
+        "    num-threads: 1",
+        "    so-reuseport: no",
+        "    outgoing-range: 16",
+        "    access-control: 0.0.0.0/0 allow",
+        '    module-config: "iterator"',
+        "    hide-identity: yes",
+        "    hide-version: yes",
+        '    local-zone: "." static',
+    ]
+    for host, ip in sorted(records.items()):
+        lines.append(f'    local-data: "{host}. {TTL_S} IN A {ip}"')
+    lines += ["remote-control:", "    control-enable: no"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One query the lab's resolver answered, from its log."""
+
+    at_s: int
+    """when (seconds since the epoch: Unbound logs whole seconds)"""
+    client: str
+    name: str
+    """as asked, with its final dot"""
+    qtype: str
+    rcode: str
+    """``NOERROR``, ``NXDOMAIN``..."""
+
+
+_ANSWER = re.compile(
+    r"^\[(\d+)\] unbound\[[\d:]+\] info: (\S+) (\S+) (\S+) IN ([A-Z]+) [\d.]+ \d+ \d+$"
+)
+
+
+def answers(log: str) -> list[Answer]:
+    """Pure: the answers in Unbound's log (``log-replies``; queries without an answer and other
+    lines are not)."""
+    found = []
+    for line in log.splitlines():
+        if m := _ANSWER.match(line):
+            at, client, name, qtype, rcode = m.groups()
+            found.append(Answer(int(at), client, name, qtype, rcode))
+    return found
+
+
+def resolv_conf() -> str:
+    """The client namespace's ``/etc/resolv.conf``: the lab's resolver only, glibc's defaults
+    otherwise (5 s before a lost query is sent again, as on a machine in the field)."""
+    return f"nameserver {DNS_IP}\n"
+
+
+class LabDns:
+    """The lab's Unbound, started in ``servers_ns`` with its files in ``folder``."""
+
+    def __init__(self, servers_ns: str, folder: Path) -> None:
+        self.servers_ns = servers_ns
+        self.folder = folder
+        self.conf = folder / "unbound.conf"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, records: Mapping[str, str]) -> None:
+        """Start answering ``records``; returns once UDP port 53 is bound."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.conf.write_text(unbound_conf(self.folder, records))
+        argv = [programs.UNBOUND.executable, "-d", "-c", str(self.conf)]
+        proc = procs.spawn(netns.exec_argv(self.servers_ns, argv), log=self.folder / "unbound.out")
+        self.proc = proc
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                tail = (self.folder / "unbound.out").read_text(errors="replace")[-500:]
+                raise ProcessFailed([programs.UNBOUND.name], proc.returncode, tail)
+            udp = netns.sockets(netns.read_proc_net(self.servers_ns, "udp"))
+            return (DNS_IP, DNS_PORT) in udp
+
+        procs.wait_until("the lab's DNS server on port 53", ready, timeout_s=READY_TIMEOUT_S)
+
+    def publish(self, records: Mapping[str, str]) -> None:
+        """Answer ``records`` from now on (Unbound rereads its configuration on SIGHUP)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.conf.write_text(unbound_conf(self.folder, records))
+        self.proc.send_signal(signal.SIGHUP)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.stop(self.proc)
+            self.proc = None

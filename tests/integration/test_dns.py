@@ -1,0 +1,156 @@
+"""The lab's resolver (issue #54): Unbound in the servers namespace, across the link. It answers
+every lab origin's name and NXDOMAIN for any other name in one round trip of the link, where
+the machine's resolver, unreachable from the client namespace, made Firefox wait 10-20 s for
+each host a capture lacks."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import statistics
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from h2lab.net import netns
+from h2lab.net.dns import DNS_IP, answers
+from h2lab.net.lab import Lab
+from h2lab.pages.manifest import PageWriter
+from h2lab.results import TrialRecord
+from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
+from tests.integration.conftest import run_experiment
+
+ORIGIN = "o1.h2lab.test"
+RTT_MS = 100.0
+NXDOMAIN = 3
+
+
+def _query(name: str, qtype: int = 1) -> bytes:
+    """A DNS query for ``name`` (A by default), recursion desired, id 0x4242."""
+    labels = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    return (
+        struct.pack("!HHHHHH", 0x4242, 0x0100, 1, 0, 0, 0) + labels + struct.pack("!HH", qtype, 1)
+    )
+
+
+def _ask(client_ns: str, name: str) -> tuple[int, bytes, float]:
+    """(rcode, the answer's last 4 bytes, ms) of an A query from ``client_ns`` to the lab's
+    resolver."""
+
+    def ask() -> tuple[int, bytes, float]:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.settimeout(5)
+            t0 = time.perf_counter()
+            s.sendto(_query(name), (DNS_IP, 53))
+            reply = s.recv(512)
+            ms = (time.perf_counter() - t0) * 1000
+        return struct.unpack_from("!H", reply, 2)[0] & 0xF, reply[-4:], ms
+
+    return netns.run_in_netns(client_ns, ask)
+
+
+@pytest.mark.timing  # a lookup within 50 ms of the link's round trip
+def test_origins_are_answered_and_other_names_refused_in_one_round_trip() -> None:
+    profile = parse_network(f"rtt={RTT_MS:g}ms")
+    with Lab((ORIGIN,)) as lab, lab.link(profile, 1, TcpSettings()) as link:
+        rcode, address, ms = _ask(link.client_ns, ORIGIN)
+        assert rcode == 0 and socket.inet_ntoa(address) == lab.origin_ips[ORIGIN], (rcode, address)
+        assert RTT_MS <= ms < RTT_MS + 50, ms
+        rcode, _, ms = _ask(link.client_ns, "cdn.not-in-the-capture.example")
+        assert rcode == NXDOMAIN and RTT_MS <= ms < RTT_MS + 50, (rcode, ms)
+        # a program of the client namespace asks it through the namespace's resolv.conf: a name
+        # the lab lacks fails in a round trip, not after the machine resolver's timeouts
+        t0 = time.perf_counter()
+        looked = subprocess.run(
+            netns.exec_argv(link.client_ns, ["getent", "ahostsv4", "beacon.missing.example"]),
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        took_ms = (time.perf_counter() - t0) * 1000
+        assert looked.returncode == 2 and took_ms < 1000, (looked, took_ms)
+        # the lab's names come from its hosts file, without a lookup over the link
+        found = subprocess.run(
+            netns.exec_argv(link.client_ns, ["getent", "ahostsv4", ORIGIN]),
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert found.stdout.split()[0] == lab.origin_ips[ORIGIN], found
+        log = (lab.dns.folder / "dns.log").read_text()
+    print(log)
+    said = [(a.name, a.qtype, a.rcode) for a in answers(log)]
+    assert said == [
+        (f"{ORIGIN}.", "A", "NOERROR"),  # the one query sent to it directly
+        ("cdn.not-in-the-capture.example.", "A", "NXDOMAIN"),
+        ("beacon.missing.example.", "A", "NXDOMAIN"),  # once: no search domain after it
+    ]
+
+
+MAIN = "www.h2lab.test"
+MISSING = tuple(f"t{k}.not-captured.example" for k in range(10))
+
+
+def _pages(root: Path) -> tuple[Path, Path]:
+    """The same page without and with 10 references to hosts no capture holds, one of them a
+    script in <head> that blocks the parser."""
+    docroots = []
+    for name, missing in (("plain", ()), ("missing", MISSING)):
+        head = f"<script src='https://{missing[0]}/tag.js'></script>" if missing else ""
+        images = "".join(f"<img src='https://{host}/p.gif'>" for host in missing[1:])
+        html = (
+            f"<!doctype html><html><head><link rel=icon href='data:,'>{head}</head><body>"
+            f"<p>page</p><img src='/a.png'>{images}<script src='/app.js'></script></body></html>"
+        )
+        with PageWriter(name, root=root / name) as w:
+            w.add(f"https://{MAIN}/", html.encode(), content_type="text/html")
+            w.add(f"https://{MAIN}/a.png", b"\x89PNG" + bytes(20_000), content_type="image/png")
+            w.add(f"https://{MAIN}/app.js", b"/* app */" * 2_000, content_type="text/javascript")
+            docroots.append(w.commit(f"https://{MAIN}/").docroot)
+    return docroots[0], docroots[1]
+
+
+def _page_of(r: TrialRecord) -> str:
+    return "missing" if "/missing/" in str(r.cell["page"]) else "plain"
+
+
+@pytest.mark.timing  # page times within a round trip, failures within 50 ms of round trips
+def test_hosts_a_capture_lacks_fail_in_a_round_trip_in_both_browsers(tmp_path: Path) -> None:
+    plain, missing = _pages(tmp_path / "pages")
+    out = tmp_path / "out"
+    records = run_experiment(
+        out, "missing-hosts",
+        {"protocol": ["h2s"], "network": [f"rtt={RTT_MS:g}ms,rate=20Mbps"],
+         "page": [str(plain), str(missing)], "server": ["nginx"],
+         "client": ["chromium", "firefox"]},
+        seed=3, repetitions=3,
+    )  # fmt: skip
+    assert all(r.status == "ok" for r in records), [r.error for r in records if r.error]
+    db = sqlite3.connect(out / "results.sqlite")
+    for client in ("chromium", "firefox"):
+        plt = {
+            page: statistics.median(
+                r.plt_ms or 0.0
+                for r in records
+                if r.cell["client"] == client and _page_of(r) == page
+            )
+            for page in ("plain", "missing")
+        }
+        print(f"{client}: plt without {plt['plain']:.0f} ms, with 10 missing hosts "
+              f"{plt['missing']:.0f} ms")  # fmt: skip
+        assert plt["missing"] <= max(1.1 * plt["plain"], plt["plain"] + RTT_MS), plt
+        for r in records:
+            if r.cell["client"] != client or _page_of(r) != "missing":
+                continue
+            rows = db.execute(
+                "SELECT url, start_ms, end_ms, error FROM resources WHERE trial_id = ?", (r.id,)
+            ).fetchall()
+            failed = [row for row in rows if "not-captured" in row[0]]
+            print(client, [(u.split("/")[2], round(e - s, 1), err) for u, s, e, err in failed])
+            assert {u.split("/")[2] for u, *_ in failed} == set(MISSING), rows
+            for url, start, end, error in failed:
+                # Firefox: the blocking script in <head> in one round trip, the images in two
+                # (each name is asked once, 2026-11-29: 202-220 ms at 100 ms; why the images'
+                # lookups start a round trip after their requests is open, issue #54)
+                rtts = 2 if client == "firefox" and url.endswith(".gif") else 1
+                assert error and end - start <= rtts * RTT_MS + 50, (client, url, start, end)
