@@ -114,7 +114,9 @@ def _page_of(r: TrialRecord) -> str:
     return "missing" if "/missing/" in str(r.cell["page"]) else "plain"
 
 
-@pytest.mark.timing  # page times within a round trip, failures within 50 ms of round trips
+# page times within a round trip, failures within 50 ms of round trips: beside four lanes the
+# browsers asked late (a script 171 ms, an image 308 ms at 100 ms), so it runs alone
+@pytest.mark.alone
 def test_hosts_a_capture_lacks_fail_in_a_round_trip_in_both_browsers(tmp_path: Path) -> None:
     plain, missing = _pages(tmp_path / "pages")
     out = tmp_path / "out"

@@ -98,18 +98,24 @@ def test_every_har_of_a_chromium_nghttp_and_h2load_trial_is_valid(tmp_path: Path
     for e in chromium["entries"]:
         # every request of the page was made before its load event
         assert _epoch_s(e["startedDateTime"]) - page_s <= timings["onLoad"] / 1000 + 0.001
-    # h2s: one connection per origin; the request that opened it has its DNS, connect (at
-    # least a round trip) and TLS (in connect); the others on it have -1 there
+    # h2s: one connection per origin; the request that opened it has its DNS, connect and TLS
+    # (in connect); the others on it have -1 there
     first = _first_per_connection(chromium["entries"])
     assert len(first) == 2
     for e in chromium["entries"]:
         t = e["timings"]
         print(f"chromium {e['request']['url']} {e['connection']}: {t}")
         if e is first[e["connection"]]:
-            assert t["dns"] >= 0 and t["connect"] >= RTT_MS and 0 < t["ssl"] <= t["connect"], t
+            # its set-up's round trips show as connect, or as blocked when Chromium opened the
+            # connection before the request began (its preconnect at navigation start: connect
+            # clipped to 1.1 ms, blocked 40.8 ms at 20 ms)
+            assert t["dns"] >= 0 and 0 < t["ssl"] <= t["connect"], t
+            assert t["connect"] + t["blocked"] >= RTT_MS, t
         else:
             assert t["dns"] == t["connect"] == t["ssl"] == -1, t
-        assert t["blocked"] >= 0 and t["wait"] >= RTT_MS
+        # the request leaves no earlier than sendStart and its answer takes a round trip; not
+        # wait alone: a busy network thread stamps sendEnd late (CI: send 30.8, wait 10.5 ms)
+        assert t["blocked"] >= 0 and t["wait"] >= 0 and t["send"] + t["wait"] >= RTT_MS, t
 
     h2load = hars["h2load"][PAGE_HAR]["log"]
     first = _first_per_connection(h2load["entries"])

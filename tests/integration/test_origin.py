@@ -149,6 +149,9 @@ def test_rr_interleaves_every_response(images: Page, image_lab: tuple[Lab, Link]
     assert switches(seq) >= len(seq) * 0.8  # almost every frame is of another stream
 
 
+# The share hangs on when each handler's goroutine writes its frames: beside four lanes the light
+# handlers were ready first for longer (0.670 once), so it may run again alone after a miss
+@pytest.mark.timing
 def test_client_scheduler_follows_the_clients_weights(
     images: Page, image_lab: tuple[Lab, Link]
 ) -> None:

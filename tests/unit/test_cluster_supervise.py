@@ -101,10 +101,12 @@ def test_a_dead_raylet_ends_the_node_with_its_last_error_line(ray_dir: Path) -> 
 
 
 def test_a_raylet_dead_during_start_up_ends_the_node_at_once(ray_dir: Path) -> None:
-    # as Ray's start-up does, the fake ray start does not look at its raylet: it stays a zombie
+    # as Ray's start-up does, the fake ray start does not look at its raylet: it stays a zombie.
+    # It keeps the Popen: one dropped at once polls in __del__, and reaped a raylet already gone
+    # (then no process was ever seen to die; the test hung until its timeout, 1 run in 8)
     code = (
         "import subprocess, sys, time\n"
-        "subprocess.Popen([sys.argv[1] + '/raylet', '0'])\n"
+        "raylet = subprocess.Popen([sys.argv[1] + '/raylet', '0'])\n"
         "time.sleep(300)\n"
     )
     watch = Watch([sys.executable, "-c", code, str(ray_dir)], dict(os.environ), None, say=print)
