@@ -65,6 +65,9 @@ EARLY_DATA_LOG = "early-data.log"
 CAPTURE_LOG = "capture.log"
 """tcpdump's output for :data:`CAPTURE_PCAP` (its packet counts, drops by the kernel) and
 h2lab's line on what the file holds (packets, whether the size cap cut it)."""
+DNS_LOOKUPS = "dns-lookups.tsv"
+"""The queries the lab's resolver answered during the trial (``dns_lookups``): one line
+each, its second (Unbound logs whole seconds), name, type and answer; none: no file."""
 CAPTURE_KEYLOG = "keylog.txt"
 """The TLS keys of the trial's connections (SSLKEYLOGFILE format), beside
 :data:`CAPTURE_PCAP`, for the clients that can write them (Chromium, Firefox, h2load)."""

@@ -151,6 +151,11 @@ class Metrics:
     bytes_up: int | None = _metric("bytes", "bytes on the link, up", LAB)
     bytes_down: int | None = _metric("bytes", "bytes on the link, down", LAB)
     tcp_connections: int | None = _metric("connections", "TCP connections opened", LAB)
+    dns_lookups: int | None = _metric("lookups", "DNS lookups over the link", LAB)
+    """queries the lab's resolver answered during the trial (a name the lab lacks, or one the
+    client could not find in its hosts file); None: the lab ran none"""
+    dns_nxdomain: int | None = _metric("lookups", "DNS lookups answered NXDOMAIN", LAB)
+    """of those, the names the lab lacks (a host the capture does not hold)"""
     retransmits: int | None = _metric("segments", "segments retransmitted", LAB)
     early_data_packets: int | None = _metric("packets", "0-RTT packets sent", LAB)
     """QUIC 0-RTT packets the client sent (long header, type 0-RTT), counted on the client's

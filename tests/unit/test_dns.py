@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from h2lab.net.dns import DNS_IP, Answer, answers, resolv_conf, unbound_conf
+from h2lab.net.dns import DNS_IP, Answer, Lookups, answers, resolv_conf, unbound_conf
 from h2lab.net.lab import MAX_ORIGINS, ORIGIN_NET, PROBE_IP
 
 
@@ -48,3 +48,19 @@ def test_answers_are_read_from_the_log_and_nothing_else() -> None:
         Answer(1795911530, "10.1.1.1", "o1.h2lab.test.", "A", "NOERROR"),
         Answer(1795911531, "10.1.1.1", "x.example.", "HTTPS", "NXDOMAIN"),
     ]
+
+
+def test_lookups_are_read_from_the_mark_on_and_from_the_start_of_a_new_log(tmp_path: Path) -> None:
+    line = "[1795911530] unbound[1:0] info: 10.1.1.1 {}. A IN NXDOMAIN 0.000000 1 40\n"
+    lookups = Lookups(tmp_path)
+    assert lookups.mark() is None and lookups.since(None) is None  # no resolver
+    lookups.log.write_text(line.format("before"))
+    mark = lookups.mark()
+    assert lookups.since(mark) == []
+    with lookups.log.open("a") as f:
+        f.write(line.format("during"))
+    assert [a.name for a in lookups.since(mark) or []] == ["during."]
+    lookups.log.write_text("")  # the resolver started again: its log is new and shorter
+    assert lookups.since(mark) == []
+    lookups.log.write_text(line.format("after"))
+    assert [a.name for a in lookups.since(mark) or []] == ["after."]

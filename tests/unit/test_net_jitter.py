@@ -14,6 +14,7 @@ import pytest
 from h2lab.errors import SpecError
 from h2lab.net.check.estimators import (
     clamped_normal_sd_share,
+    clamped_sd_from_quartiles,
     expected_reordered_share,
     reordered_in_arrival_order,
     reordered_share,
@@ -120,6 +121,18 @@ def test_clamped_normal_keeps_the_share_of_its_deviation_rattan_is_given() -> No
     rng = random.Random(1)
     draws = [min(max(rng.gauss(0, 1), -2), 2) for _ in range(200_000)]
     assert statistics.pstdev(draws) == pytest.approx(CLAMPED_SD_SHARE, abs=0.005)
+
+
+def test_the_quartiles_tell_the_clamped_deviation_and_ignore_a_few_held_up_datagrams() -> None:
+    rng = random.Random(2)
+    sd = 2.0 / CLAMPED_SD_SHARE  # Rattan's cell for 2 ms of jitter
+    delays = [50 + min(max(rng.gauss(0, sd), -2 * sd), 2 * sd) for _ in range(1000)]
+    assert statistics.stdev(delays) == pytest.approx(2.0, abs=0.15)
+    assert clamped_sd_from_quartiles(delays) == pytest.approx(2.0, abs=0.15)
+    held_up = delays[:-10] + [50 + 60.0] * 10  # 1 %: a sender preempted before sending
+    assert statistics.stdev(held_up) > 3.0  # the plain deviation failed the check (±0.4 ms)
+    assert clamped_sd_from_quartiles(held_up) == pytest.approx(2.0, abs=0.2)
+    assert clamped_sd_from_quartiles([1.0, 3.0]) == pytest.approx(statistics.stdev([1.0, 3.0]))
 
 
 def test_reordered_share_counts_packets_that_arrive_after_a_later_one() -> None:

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from h2lab.artifacts import DNS_LOOKUPS
 from h2lab.clients import ClientAdapter, LoadContext
 from h2lab.errors import H2LabError
 from h2lab.metrics.counters import CpuTimes
+from h2lab.net.dns import DNS_FOLDER
 from h2lab.pages import Page
 from h2lab.results import LoadResult, ResourceTiming
 from h2lab.runner.matrix import TrialSpec, expand
@@ -193,6 +195,40 @@ def test_an_ok_trial_is_timed_by_its_clock_and_measured_by_its_readers(tmp_path:
     assert (row["attempt"], row["trial_key"], row["machine"]) == (2, t.key, "m1")
     assert json.loads(str(row["versions_json"])) == {"h2lab": "x", "machine": "m1"}
     assert resources == (RESOURCE,)
+    assert (row["dns_lookups"], row["dns_nxdomain"]) == (None, None)  # this lab ran no resolver
+
+
+LOGGED = "[1795911530] unbound[1:0] info: 10.1.1.1 {} A IN {} 0.000000 1 40\n"
+
+
+class LookingClient(FakeClient):
+    """Its load makes the lab's resolver answer three names, two of them NXDOMAIN."""
+
+    def __init__(self, log: Path) -> None:
+        super().__init__()
+        self.log = log
+
+    def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+        with self.log.open("a") as f:
+            f.write(LOGGED.format("o1.h2lab.test.", "NOERROR"))
+            f.write(LOGGED.format("a.missing.example.", "NXDOMAIN"))
+            f.write(LOGGED.format("b.missing.example.", "NXDOMAIN"))
+        return super().load(page, protocol, ctx)
+
+
+def test_a_trial_counts_the_lookups_its_resolver_answered_during_it(tmp_path: Path) -> None:
+    log = tmp_path / "lab" / DNS_FOLDER / "dns.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(LOGGED.format("earlier.example.", "NXDOMAIN") * 5)  # an earlier trial's
+    _, _, row, _ = run(tmp_path, LookingClient(log))
+    assert (row["dns_lookups"], row["dns_nxdomain"]) == (3, 2)
+    kept = (tmp_path / "artifacts" / DNS_LOOKUPS).read_text().splitlines()
+    assert kept == [
+        "at_s\tname\ttype\tanswer",
+        "1795911530\to1.h2lab.test.\tA\tNOERROR",
+        "1795911530\ta.missing.example.\tA\tNXDOMAIN",
+        "1795911530\tb.missing.example.\tA\tNXDOMAIN",
+    ]
 
 
 def test_a_failed_load_closes_its_link_and_is_still_timed(tmp_path: Path) -> None:

@@ -144,6 +144,8 @@ def record() -> TrialRecord:
         bytes_up=1_000,
         bytes_down=25_000,
         tcp_connections=6,
+        dns_lookups=11,
+        dns_nxdomain=7,
         retransmits=2,
         early_data_packets=3,
     )

@@ -7,8 +7,11 @@ The client namespace's ``/etc/resolv.conf`` names it (:func:`resolv_conf`). A na
 lacks then fails in one round trip of the link, where before the lookup went to the machine's
 resolver, unreachable from the namespace, and Firefox waited 10-20 s for each such host
 (``NS_ERROR_UNKNOWN_HOST``). The lab's origins stay in the namespace's ``/etc/hosts`` as
-before (no lookup crosses the link for them), and Chromium's ``--host-resolver-rules`` still
-answers every name itself.
+before (no lookup crosses the link for them). Chromium answers every name itself
+(``--host-resolver-rules``: the lab's origins, and "not found" at once for any other), because
+given a resolver it looks up Google's services while it idles (``update.googleapis.com``,
+``clients2.google.com``, ``accounts.google.com``: A twice and HTTPS once each, measured
+2026-11-29), lookups that would land in whatever trial runs beside it in the namespace.
 
 Unbound rereads its configuration on SIGHUP: :meth:`LabDns.publish` rewrites the records when
 the lab gains origins. It runs in the foreground (``-d``) as whoever started it (no chroot, no
@@ -32,6 +35,8 @@ DNS_IP = "10.2.0.253"
 """The resolver's address on the servers namespace's loopback: in the origins' range
 (``10.2.0.k``, k at most 250) but no origin's, nor the round-trip probe's (``.254``)."""
 DNS_PORT = 53
+DNS_FOLDER = "dns"
+"""The resolver's folder in the lab's state folder: its configuration and ``dns.log``."""
 READY_TIMEOUT_S = 10.0
 TTL_S = 3600
 """The records' TTL: a trial's lookups are answered once and cached for the rest of it."""
@@ -99,6 +104,33 @@ def answers(log: str) -> list[Answer]:
             at, client, name, qtype, rcode = m.groups()
             found.append(Answer(int(at), client, name, qtype, rcode))
     return found
+
+
+class Lookups:
+    """The lab resolver's log (``folder/dns.log``) read from a mark on: one trial's lookups.
+    Unbound writes each line as it answers, so once the client has its answers, so has the
+    log."""
+
+    def __init__(self, folder: Path) -> None:
+        self.log = folder / "dns.log"
+
+    def mark(self) -> int | None:
+        """Where the log ends now; None: no resolver runs (a lab without one)."""
+        return self.log.stat().st_size if self.log.exists() else None
+
+    def since(self, mark: int | None) -> list[Answer] | None:
+        """The answers logged since ``mark`` (at most :data:`MAX_READ_BYTES` of them), or None
+        when there was no log at ``mark``."""
+        if mark is None or not self.log.exists():
+            return None
+        with self.log.open("rb") as f:
+            start = 0 if f.seek(0, 2) < mark else mark  # a new log: the resolver started again
+            f.seek(start)
+            return answers(f.read(MAX_READ_BYTES).decode(errors="replace"))
+
+
+MAX_READ_BYTES = 16 * 1024 * 1024
+"""A trial's part of the log read at most: about 100,000 lookups."""
 
 
 def resolv_conf() -> str:

@@ -31,7 +31,7 @@ from h2lab.errors import H2LabError
 from h2lab.net import calibration, netns, rattan, rmem, userns
 from h2lab.net.addresses import ip_literal, why_not_servable
 from h2lab.net.clean import clean_stale
-from h2lab.net.dns import DNS_IP, LabDns, resolv_conf
+from h2lab.net.dns import DNS_FOLDER, DNS_IP, LabDns, resolv_conf
 from h2lab.net.probe import rtt_samples_ms
 from h2lab.net.rmem import RATTAN_RCVBUF_BYTES
 from h2lab.net.teardown import PREFIX, teardown_lab, teardown_link
@@ -325,7 +325,7 @@ class Lab:
         self._wanted = origins
         self._started = False
         self._delay_overhead_ms: float | None = None
-        self.dns = LabDns(self.servers_ns, self.state_dir / "dns")
+        self.dns = LabDns(self.servers_ns, self.state_dir / DNS_FOLDER)
 
     def __enter__(self) -> Lab:
         try:

@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Protocol
 
 from h2lab import clients, servers
-from h2lab.artifacts import SERVER_LOG, TRACEBACK
+from h2lab.artifacts import DNS_LOOKUPS, SERVER_LOG, TRACEBACK
 from h2lab.clients import LoadContext, LoadResult
 from h2lab.errors import H2LabError, TrialFailed
 from h2lab.machine import machine_info
 from h2lab.metrics.counters import CpuTimes, busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
+from h2lab.net.dns import DNS_FOLDER, Answer, Lookups
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
@@ -412,6 +413,19 @@ def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str
     }
 
 
+def _lookups(answered: list[Answer] | None, artifacts: Path) -> dict[str, int | None]:
+    """A trial's ``dns_lookups`` and ``dns_nxdomain`` from its resolver's answers, which it
+    keeps among its artifacts (:data:`DNS_LOOKUPS`)."""
+    if answered is None:
+        return {"dns_lookups": None, "dns_nxdomain": None}
+    if answered:
+        artifacts.mkdir(parents=True, exist_ok=True)
+        lines = [f"{a.at_s}\t{a.name}\t{a.qtype}\t{a.rcode}\n" for a in answered]
+        (artifacts / DNS_LOOKUPS).write_text("at_s\tname\ttype\tanswer\n" + "".join(lines))
+    nxdomain = sum(a.rcode == "NXDOMAIN" for a in answered)
+    return {"dns_lookups": len(answered), "dns_nxdomain": nxdomain}
+
+
 def run_one(
     lab: TrialLab,
     links: TrialLinks,
@@ -446,7 +460,7 @@ def run_one(
     cpu_before = cpu()
     metrics: dict[str, object] = {}
     resources: tuple[ResourceTiming, ...] = ()
-    error = None
+    error, dns = None, lab.state_dir / DNS_FOLDER
     try:
         if stretch.error:
             raise TrialFailed(stretch.error)
@@ -470,11 +484,12 @@ def run_one(
         early = early_data_capture(link, artifacts, t)
         with packet_capture(link, artifacts, capture), early or nullcontext():
             before = counters(link, lab.servers_ns)
-            request_log = servers.RequestLog(lab.state_dir / "server")
-            logged = request_log.mark()
+            request_log, lookups = servers.RequestLog(lab.state_dir / "server"), Lookups(dns)
+            logged, looked = request_log.mark(), lookups.mark()
             result = client.load(page, t.protocol, ctx)
             after = counters(link, lab.servers_ns)
         metrics = _measured(result, before, after)
+        metrics.update(_lookups(lookups.since(looked), artifacts))
         metrics["early_data_packets"] = None if early is None else early.packets()
         if metrics["request_header_bytes"] is None:
             # the client cannot tell (h2load, Chromium): the server's count, where it keeps one

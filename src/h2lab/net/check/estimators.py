@@ -187,6 +187,22 @@ def clamped_normal_sd_share(cut_sd: float) -> float:
     return math.sqrt(inside - 2 * cut_sd * n.pdf(cut_sd) + tails * cut_sd**2)
 
 
+NORMAL_IQR_SD = 2 * statistics.NormalDist().inv_cdf(0.75)
+"""A normal distribution's interquartile range in standard deviations (1.349)."""
+
+
+def clamped_sd_from_quartiles(values: list[float]) -> float:
+    """The standard deviation of ``values`` drawn from a normal clamped at ±2 of its
+    deviations (Rattan's per-packet delay), read from their quartiles, which the clamp leaves
+    where they are: the few datagrams the host held up (a sender preempted between reading its
+    clock and sending) are not spread the link made. Idle, 1 check in 5 measured 2 ms of
+    jitter as 3.5 ms by the plain deviation, beside other work 7.2 and 11.1 ms."""
+    if len(values) < 4:
+        return statistics.stdev(values) if len(values) > 1 else 0.0
+    q1, _, q3 = statistics.quantiles(values, n=4)
+    return (q3 - q1) / NORMAL_IQR_SD * clamped_normal_sd_share(JITTER_CUT_SD)
+
+
 def expected_reordered_share(
     jitter_ms: float, send_times_ms: list[float], rounds: int = 10
 ) -> float:
