@@ -29,6 +29,11 @@ from tests.integration.conftest import run_experiment
 ORIGIN = "o1.h2lab.test"
 RTT_MS = 100.0
 NXDOMAIN = 3
+LOOKUPS = 5
+
+
+def _assert_one_round_trip(ms: list[float]) -> None:
+    assert all(m >= RTT_MS for m in ms) and min(ms) < RTT_MS + 50, ms
 
 
 def _query(name: str, qtype: int = 1) -> bytes:
@@ -59,11 +64,17 @@ def _ask(client_ns: str, name: str) -> tuple[int, bytes, float]:
 def test_origins_are_answered_and_other_names_refused_in_one_round_trip() -> None:
     profile = parse_network(f"rtt={RTT_MS:g}ms")
     with Lab((ORIGIN,)) as lab, lab.link(profile, 1, TcpSettings()) as link:
-        rcode, address, ms = _ask(link.client_ns, ORIGIN)
-        assert rcode == 0 and socket.inet_ntoa(address) == lab.origin_ips[ORIGIN], (rcode, address)
-        assert RTT_MS <= ms < RTT_MS + 50, ms
-        rcode, _, ms = _ask(link.client_ns, "cdn.not-in-the-capture.example")
-        assert rcode == NXDOMAIN and RTT_MS <= ms < RTT_MS + 50, (rcode, ms)
+        # each lookup at least a round trip, and the quickest of five within 50 ms of one: a
+        # second round trip would be 100 ms more, where a busy machine adds a few tens to one
+        # lookup in several (154.9 ms once beside three lanes)
+        asked = [_ask(link.client_ns, ORIGIN) for _ in range(LOOKUPS)]
+        for rcode, address, _ in asked:
+            assert rcode == 0 and socket.inet_ntoa(address) == lab.origin_ips[ORIGIN], asked
+        _assert_one_round_trip([ms for *_, ms in asked])
+        missing = [f"cdn{k}.not-in-the-capture.example" for k in range(LOOKUPS)]
+        asked = [_ask(link.client_ns, name) for name in missing]
+        assert all(rcode == NXDOMAIN for rcode, *_ in asked), asked
+        _assert_one_round_trip([ms for *_, ms in asked])
         # a program of the client namespace asks it through the namespace's resolv.conf: a name
         # the lab lacks fails in a round trip, not after the machine resolver's timeouts
         t0 = time.perf_counter()
@@ -83,8 +94,8 @@ def test_origins_are_answered_and_other_names_refused_in_one_round_trip() -> Non
     print(log)
     said = [(a.name, a.qtype, a.rcode) for a in answers(log)]
     assert said == [
-        (f"{ORIGIN}.", "A", "NOERROR"),  # the one query sent to it directly
-        ("cdn.not-in-the-capture.example.", "A", "NXDOMAIN"),
+        *[(f"{ORIGIN}.", "A", "NOERROR")] * LOOKUPS,  # the queries sent to it directly
+        *[(f"{name}.", "A", "NXDOMAIN") for name in missing],
         ("beacon.missing.example.", "A", "NXDOMAIN"),  # once: no search domain after it
     ]
 

@@ -147,7 +147,7 @@ def test_a_driver_killed_takes_its_workers_down_at_once(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         t0 = time.monotonic()
         while _workers():
-            assert time.monotonic() - t0 < 10, f"workers still running: {_workers()}"
+            assert time.monotonic() - t0 < 10, _still_running(out)
             time.sleep(0.1)
         print(f"both workers gone {time.monotonic() - t0:.1f} s after kill -9 of the driver")
     finally:  # whatever failed, the driver goes, and its workers tear their labs down
@@ -177,3 +177,26 @@ def _workers(parent: int | None = None) -> list[int]:
 
 def _h2loads() -> list[int]:
     return _pgrep("-x", "h2load")
+
+
+def _still_running(out: Path) -> str:
+    """What a failure needs: each worker left (its parent, state, what it waits in, its
+    children) and the end of each shard's log."""
+    lines = []
+    for pid in _workers():
+        proc = Path("/proc", str(pid))
+        with contextlib.suppress(OSError):
+            status = dict(
+                line.split(":\t", 1) for line in (proc / "status").read_text().splitlines()
+            )
+            children = subprocess.run(
+                ["pgrep", "-a", "-P", str(pid)], capture_output=True, text=True
+            ).stdout.splitlines()
+            wchan = (proc / "wchan").read_text()
+            lines.append(
+                f"worker {pid}: ppid {status['PPid'].strip()}, state {status['State'].strip()}, "
+                f"in {wchan}, children {children}"
+            )
+    for log in sorted(out.glob("shard-*.log")):
+        lines.append(f"--- {log.name} ---\n{log.read_text()[-1500:]}")
+    return "workers still running 10 s after the driver's kill -9:\n" + "\n".join(lines)

@@ -15,6 +15,7 @@ from h2lab.errors import SpecError
 from h2lab.net.check.estimators import (
     clamped_normal_sd_share,
     clamped_sd_from_quartiles,
+    clamped_sd_in_windows,
     expected_reordered_share,
     reordered_in_arrival_order,
     reordered_share,
@@ -133,6 +134,20 @@ def test_the_quartiles_tell_the_clamped_deviation_and_ignore_a_few_held_up_datag
     assert statistics.stdev(held_up) > 3.0  # the plain deviation failed the check (±0.4 ms)
     assert clamped_sd_from_quartiles(held_up) == pytest.approx(2.0, abs=0.2)
     assert clamped_sd_from_quartiles([1.0, 3.0]) == pytest.approx(statistics.stdev([1.0, 3.0]))
+
+
+def test_windows_the_host_held_up_are_left_out_and_a_clean_probe_keeps_them_all() -> None:
+    rng = random.Random(3)
+    sd = 2.0 / CLAMPED_SD_SHARE
+    delays = [50 + min(max(rng.gauss(0, sd), -2 * sd), 2 * sd) for _ in range(1000)]
+    whole, used = clamped_sd_in_windows(delays)
+    assert used == 1000 and whole == clamped_sd_from_quartiles(delays)
+    # a burst: the emulator held up for the datagrams of the second window, up to 30 ms
+    burst = [d + (rng.uniform(0, 30) if 200 <= k < 400 else 0) for k, d in enumerate(delays)]
+    assert clamped_sd_from_quartiles(burst) > 2.5  # outside the check's ±0.4 ms
+    sd_kept, used = clamped_sd_in_windows(burst)
+    assert sd_kept == pytest.approx(2.0, abs=0.15) and used == 800
+    assert clamped_sd_in_windows([1.0, 3.0]) == (statistics.stdev([1.0, 3.0]), 2)
 
 
 def test_reordered_share_counts_packets_that_arrive_after_a_later_one() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import time
 
 import pytest
 
@@ -36,3 +38,30 @@ def test_no_signal_no_interrupt_and_handlers_are_restored() -> None:
         interrupted()
         assert signal.getsignal(signal.SIGTERM) is not before[0]
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+_SIGNAL_IN_FORK: list[signal.Signals] = []
+"""The signal the at-fork hook below sends itself (none: the hook does nothing)."""
+
+
+def _signal_in_an_at_fork_hook() -> None:
+    if _SIGNAL_IN_FORK:
+        os.kill(os.getpid(), _SIGNAL_IN_FORK.pop())
+        sum(range(100))  # bytecodes: the handler runs here, and its exception is dropped
+
+
+os.register_at_fork(after_in_parent=_signal_in_an_at_fork_hook)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_dropped_by_an_at_fork_hook_is_delivered_again(sig: signal.Signals) -> None:
+    # the signal arrives while subprocess forks: CPython drops the handler's exception, and
+    # without a second delivery the work goes on to its end (a trial finished for nobody)
+    with signals_as_interrupt(), pytest.raises(KeyboardInterrupt):
+        _SIGNAL_IN_FORK.append(sig)
+        subprocess.run(["true"], preexec_fn=lambda: None, check=True)  # the hooks run
+        assert not _SIGNAL_IN_FORK
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 5:  # 5 s of work, unless interrupted
+            time.sleep(0.01)
+    assert time.monotonic() - t0 < 1  # delivered again, 0.05 s later

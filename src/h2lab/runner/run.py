@@ -9,8 +9,10 @@ this process (:class:`~h2lab.runner.trial.SerialExecutor`), are :mod:`h2lab.runn
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
@@ -37,38 +39,58 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, turned into the same orderly teardown as Ctrl-C."""
 
 
+REDELIVER_S = 0.05
+"""How soon an interrupt that CPython dropped is delivered again (:func:`signals_as_interrupt`)."""
+
+
 @contextmanager
 def signals_as_interrupt() -> Iterator[Callable[[], None]]:
-    """SIGINT and SIGTERM raise KeyboardInterrupt; yields a check that raises it again if a
-    signal came but its exception was lost.
+    """SIGINT and SIGTERM raise KeyboardInterrupt, delivered again when CPython drops it;
+    yields a check that raises it again if a signal came but its exception was lost.
 
     CPython runs a signal's handler at the next bytecode, and when the signal arrives while
     ``subprocess`` forks, that bytecode is in an at-fork hook (logging's ``_releaseLock``),
-    where exceptions are printed and ignored: the run went on to the end and exited 0. The
-    check, called between trials, stops the run there instead (and the traceback of the lost
-    exception is not printed).
+    where exceptions go to ``sys.unraisablehook`` and are ignored. A run went on to the end and
+    exited 0, and a worker of ``--jobs`` whose driver died finished its trial (up to its
+    timeout) for nobody. So the hook sends the signal again :data:`REDELIVER_S` later, when
+    the fork is done, unless the check raised it meanwhile; the check, called between trials,
+    is the backstop (and the traceback of the lost exception is not printed).
     """
     received: list[int] = []
+    lost = threading.Event()
+    owner = os.getpid()
 
     def handler(signum: int, frame: FrameType | None) -> None:
         received.append(signum)
+        lost.clear()
         raise _Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     def check() -> None:
         if received:
+            lost.clear()
             raise _Terminated() if received[0] == signal.SIGTERM else KeyboardInterrupt()
+
+    def redeliver(signum: int) -> None:
+        if lost.is_set():
+            os.kill(owner, signum)
 
     unraisable_hook = sys.unraisablehook
 
     def hook(unraisable: sys.UnraisableHookArgs) -> None:
         if not (received and isinstance(unraisable.exc_value, KeyboardInterrupt)):
             unraisable_hook(unraisable)
+        elif os.getpid() == owner:  # not in a forked child, which is about to exec
+            lost.set()
+            timer = threading.Timer(REDELIVER_S, redeliver, (received[-1],))
+            timer.daemon = True
+            timer.start()
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     sys.unraisablehook = hook
     try:
         yield check
     finally:
+        lost.clear()
         sys.unraisablehook = unraisable_hook
         for s, h in old.items():
             signal.signal(s, h)

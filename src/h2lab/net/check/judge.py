@@ -14,10 +14,11 @@ from dataclasses import asdict, dataclass
 
 from h2lab.net import traces
 from h2lab.net.check.estimators import (
+    JITTER_WINDOWS,
     PAYLOAD_SHARE,
     RTT_TRIM_SHARE,
     binomial_interval,
-    clamped_sd_from_quartiles,
+    clamped_sd_in_windows,
     delivered_per_step_bps,
     drain_s,
     effective_rate_bps,
@@ -172,8 +173,8 @@ def _jitter_rows(direction: str, jitter_ms: float, probe: UdpProbe) -> list[Chec
     """The spread of the probe's one-way delays against the jitter asked, and the share of
     its packets that arrived after a later one against what that jitter gives at the probe's
     spacing."""
-    delays = [d for _, d in probe.arrivals]
-    sd = clamped_sd_from_quartiles(delays)
+    delays = [d for _, d in sorted(probe.arrivals)]  # in the order sent
+    sd, used = clamped_sd_in_windows(delays)
     plain = statistics.stdev(delays) if len(delays) > 1 else 0.0
     sd_tol = 0.1 * jitter_ms + 0.2
     got = reordered_in_arrival_order([seq for seq, _ in probe.arrivals])
@@ -186,7 +187,8 @@ def _jitter_rows(direction: str, jitter_ms: float, probe: UdpProbe) -> list[Chec
     spacing = statistics.median(b - a for a, b in itertools.pairwise(sent_ms))
     return [
         _row("delay_jitter", direction, jitter_ms, round(sd, 3), "ms (standard deviation)",
-             f"±{sd_tol:.2g} ms over {len(delays)} datagrams (by quartiles; plain {plain:.3g})",
+             f"±{sd_tol:.2g} ms over {used} of {len(delays)} datagrams (by quartiles, "
+             f"{JITTER_WINDOWS} windows; plain {plain:.3g})",
              abs(sd - jitter_ms) <= sd_tol),
         _row("reordered", direction, round(expected * 100, 2), round(got * 100, 2),
              "% of datagrams",
