@@ -146,19 +146,12 @@ def test_mahimahi_trace_sets_the_rate(tmp_path: Path) -> None:
 
 @pytest.mark.alone
 def test_cellular_good_follows_its_traces() -> None:
-    """Every row is a statistical judgement over 14 s of 70 ms steps. The RTT-per-step share
-    (>= 90% of probes within 2 ms) measured 87.9% in one of five suite runs on this 2-core
-    VM (a probe's send time is taken in Python, so a scheduling hiccup moves it off its step):
-    a failure of only that row gets one independent rerun, and the rerun must pass."""
+    """Every row is a statistical judgement over 14 s of 70 ms steps (the RTT-per-step share's
+    bound is the static link's floor on this machine kind: judge.STEP_RTT_CLOSE_SHARE)."""
     rc, rows = _net_check("cell-good")
     for row in rows:
         print(row)
     by = {r["metric"]: r for r in rows}
-    failed = [r["metric"] for r in rows if r["pass"] is False]
-    if failed == ["rtt_per_step_within_2ms"]:
-        rc, rows = _net_check("cell-good")
-        print("rerun:", *rows, sep="\n")
-        by = {r["metric"]: r for r in rows}
     assert by["rate_per_step_correlation"]["pass"] is True
     assert by["rate_per_step_error"]["pass"] is True
     assert by["rtt_per_step_within_2ms"]["pass"] is True
