@@ -242,21 +242,25 @@ class Links:
 
 
 class ServerStretch:
-    """The server of the current (page, server, TLS version, resumption) stretch of trials
-    (resumption: the repeat view's, :attr:`ServeContext.resumption`): started when
+    """The server of the current (page, server, TLS version, resumption, Alt-Svc) stretch of
+    trials (resumption: the repeat view's, :attr:`ServeContext.resumption`; Alt-Svc: the
+    ``alt-svc`` discovery's, :attr:`ServeContext.alt_svc`): started when
     the stretch begins, stopped when it ends, and started again before the next attempt when it
     died during the last one (a crash costs one trial, not the rest of its block)."""
 
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
         self._stack = ExitStack()
-        self._key: tuple[str, str, str, bool] | None = None
+        self._key: tuple[str, str, str, bool, bool] | None = None
         self.serving: servers.Serving | None = None
         self.error: str | None = None
         """the line of a server that did not start: the trials of its stretch fail with it"""
 
-    def get(self, page: Page, spec: str, tls_version: str, resumption: bool = False) -> None:
-        key = (page.digest, spec, tls_version, resumption)
+    def get(
+        self, page: Page, spec: str, tls_version: str, resumption: bool = False,
+        alt_svc: bool = False,
+    ) -> None:  # fmt: skip
+        key = (page.digest, spec, tls_version, resumption, alt_svc)
         dead = self.serving is not None and self.serving.exited() is not None
         if self._key == key and not dead:
             return
@@ -269,6 +273,7 @@ class ServerStretch:
             tls_dir=self.lab.state_dir / "tls",
             tls_version=tls_version,
             resumption=resumption,
+            alt_svc=alt_svc,
         )
         try:
             self.serving = self._stack.enter_context(servers.get(spec).serve(page, ctx))
@@ -356,7 +361,8 @@ class LabSession:
                 )
             stored = job.attempts.get(t.key, 0)
             for retry in range(1 + job.retries):
-                stretch.get(page, t.server, t.factors.tls, t.factors.view == "repeat")
+                f = t.factors
+                stretch.get(page, t.server, f.tls, f.view == "repeat", f.discovery == "alt-svc")
                 attempt = stored + 1 + retry
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,
@@ -474,6 +480,7 @@ def run_one(
             link_generation=links.generation,
             fail_on=fail_on,
             keylog=trial_keylog(artifacts, t.protocol, capture),
+            discovery=t.factors.discovery,
         )
         # Before the counters: a client's own setup in the namespace is not the trial's
         # (Firefox's WebDriver BiDi connection to its browser).

@@ -129,6 +129,7 @@ class Chromium(BrowserClient[_Browser, Options]):
     name = "chromium"
     protocols = PROTOCOLS
     views = frozenset({"first", "repeat"})
+    discoveries = frozenset({"forced", "alt-svc"})
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -155,7 +156,7 @@ class Chromium(BrowserClient[_Browser, Options]):
 
                 self._spki[ctx.tls_dir] = LocalCA(ctx.tls_dir).spki_sha256()
             spki = self._spki[ctx.tls_dir]
-        flags = launch_flags(protocol, ctx.hosts, spki)
+        flags = launch_flags(protocol, ctx.hosts, spki, ctx.discovery)
         keys = self.options.keylog or ctx.keylog is not None
         return self._browsers.get((flags, keys), ctx, lambda: self._launch(flags, keys, ctx))
 

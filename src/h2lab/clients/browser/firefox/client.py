@@ -117,6 +117,7 @@ class _Browser(Running[BidiConnection]):
 class Firefox(BrowserClient[_Browser, Options]):
     name = "firefox"
     protocols = PROTOCOLS
+    discoveries = frozenset({"forced", "alt-svc"})
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -131,7 +132,7 @@ class Firefox(BrowserClient[_Browser, Options]):
     # -- browsers
 
     def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
-        prefs = profile_prefs(protocol, ctx.hosts)
+        prefs = profile_prefs(protocol, ctx.hosts, ctx.discovery)
         keys = ctx.keylog is not None
         key = json.dumps([prefs, str(ctx.tls_dir), keys], sort_keys=True)
         prime = ALT_SVC_MAPPING in prefs
