@@ -112,10 +112,12 @@ BAD_FILES = {
         "discovery alt-svc is how a browser finds h3, and this table has no h3 (protocols: "
         "h1s, h2s)",
     ),
-    "discovery-h2load": (
-        _experiment(protocol='["h2s", "h3"]', server='["caddy"]', discovery='["alt-svc"]'),
+    "discovery-curl": (
+        _experiment(
+            protocol='["h2s", "h3"]', server='["caddy"]', client='["curl"]', discovery='["alt-svc"]'
+        ),
         "factors.discovery[0]",
-        "alt-svc needs a client that runs it; h2load does not (alt-svc: chromium, firefox)",
+        "alt-svc needs a client that runs it; curl does not (alt-svc: chromium, firefox)",
     ),
     "discovery-server": (
         _experiment(

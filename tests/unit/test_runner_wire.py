@@ -83,6 +83,7 @@ def spec() -> TrialSpec:
         initcwnd=32,
         tls="1.2",
         view="repeat",
+        discovery="alt-svc",
     )
     return TrialSpec(
         experiment="wire",
