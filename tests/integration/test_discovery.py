@@ -7,6 +7,7 @@ goes over h3 from its first request."""
 from __future__ import annotations
 
 import sqlite3
+import statistics
 from pathlib import Path
 
 from h2lab.results import TrialRecord
@@ -67,3 +68,36 @@ def test_alt_svc_repeat_views_go_over_h3_from_the_first_request(tmp_path: Path) 
         print(r.cell["server"], f"{r.tcp_connections} TCP connections",
               [(u.rsplit("/", 1)[-1], p) for u, _, p, *_ in rows])  # fmt: skip
         assert rows and {p for _, _, p, *_ in rows} == {"h3"}
+
+
+def test_udp_blocked_falls_back_to_tcp_and_prices_the_fallback(tmp_path: Path) -> None:
+    """The link drops UDP to 443: every trial ok over h2, the browser tried QUIC (datagrams
+    dropped), and what the fallback cost against plain h2s is printed per browser."""
+    common = {"network": ["rtt=100ms,rate=20Mbps"], "page": [PAGE], "server": ["nginx@1.26"],
+              "client": ["chromium", "firefox"]}  # fmt: skip
+    blocked = run_experiment(
+        tmp_path / "blocked", "udp-blocked",
+        {**common, "protocol": ["h3"], "discovery": ["udp-blocked"]}, seed=6, repetitions=2,
+    )  # fmt: skip
+    plain = run_experiment(
+        tmp_path / "h2s", "h2s", {**common, "protocol": ["h2s"]}, seed=6, repetitions=2
+    )
+    assert all(r.status == "ok" for r in blocked + plain), [r.error for r in blocked + plain]
+    db = sqlite3.connect(tmp_path / "blocked" / "results.sqlite")
+    for r in blocked:
+        rows = _resources(db, r)
+        assert rows and {p for _, _, p, *_ in rows} == {"h2"}, rows
+        assert r.udp_dropped_packets, (r.cell["client"], r.udp_dropped_packets)
+    for client in ("chromium", "firefox"):
+        ttfb = [_median(records, client, "ttfb_ms") for records in (blocked, plain)]
+        plt = [_median(records, client, "plt_ms") for records in (blocked, plain)]
+        dropped = [r.udp_dropped_packets for r in blocked if r.cell["client"] == client]
+        print(f"{client}: udp-blocked against h2s at 100 ms RTT: TTFB {ttfb[0]:.0f} against "
+              f"{ttfb[1]:.0f} ms, plt {plt[0]:.0f} against {plt[1]:.0f} ms; QUIC datagrams "
+              f"dropped {dropped}")  # fmt: skip
+    assert all(r.udp_dropped_packets is None for r in plain)
+
+
+def _median(records: list[TrialRecord], client: str, metric: str) -> float:
+    values = [getattr(r, metric) for r in records if r.cell["client"] == client]
+    return float(statistics.median(v for v in values if v is not None))

@@ -149,6 +149,7 @@ def record() -> TrialRecord:
         dns_nxdomain=7,
         retransmits=2,
         early_data_packets=3,
+        udp_dropped_packets=4,
     )
 
 

@@ -22,7 +22,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -35,6 +35,7 @@ from h2lab.machine import machine_info
 from h2lab.metrics.counters import CpuTimes, busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
 from h2lab.net.dns import DNS_FOLDER, Answer, Lookups
+from h2lab.net.firewall import UdpDropped, udp_dropped
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
@@ -43,7 +44,9 @@ from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
 from h2lab.spec.experiment import Capture, FailOn
+from h2lab.spec.factors import BY_ALT_SVC
 from h2lab.spec.network import NetworkProfile
+from h2lab.spec.protocols import H3, PORTS
 from h2lab.spec.tcp import TcpSettings
 from h2lab.store.sqlite import artifacts_dir, config_json
 
@@ -362,7 +365,7 @@ class LabSession:
             stored = job.attempts.get(t.key, 0)
             for retry in range(1 + job.retries):
                 f = t.factors
-                stretch.get(page, t.server, f.tls, f.view == "repeat", f.discovery == "alt-svc")
+                stretch.get(page, t.server, f.tls, f.view == "repeat", f.discovery in BY_ALT_SVC)
                 attempt = stored + 1 + retry
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,
@@ -482,20 +485,23 @@ def run_one(
             keylog=trial_keylog(artifacts, t.protocol, capture),
             discovery=t.factors.discovery,
         )
-        # Before the counters: a client's own setup in the namespace is not the trial's
-        # (Firefox's WebDriver BiDi connection to its browser).
-        client.prepare(t.protocol, ctx)
-        if t.factors.view == "repeat":  # the first visit, its connections closed after it
-            client.prime(page, t.protocol, ctx)
-        lab.reset_client_connections()
-        early = early_data_capture(link, artifacts, t)
-        with packet_capture(link, artifacts, capture), early or nullcontext():
-            before = counters(link, lab.servers_ns)
-            request_log, lookups = servers.RequestLog(lab.state_dir / "server"), Lookups(dns)
-            logged, looked = request_log.mark(), lookups.mark()
-            result = client.load(page, t.protocol, ctx)
-            after = counters(link, lab.servers_ns)
+        with _udp_blocking(lab, t) as blocked:
+            # Before the counters: a client's own setup in the namespace is not the trial's
+            # (Firefox's WebDriver BiDi connection to its browser).
+            client.prepare(t.protocol, ctx)
+            if t.factors.view == "repeat":  # the first visit, its connections closed after it
+                client.prime(page, t.protocol, ctx)
+            lab.reset_client_connections()
+            early = early_data_capture(link, artifacts, t)
+            with packet_capture(link, artifacts, capture), early or nullcontext():
+                before = counters(link, lab.servers_ns)
+                request_log, lookups = servers.RequestLog(lab.state_dir / "server"), Lookups(dns)
+                logged, looked = request_log.mark(), lookups.mark()
+                result = client.load(page, t.protocol, ctx)
+                after = counters(link, lab.servers_ns)
+            dropped = None if blocked is None else blocked.packets()
         metrics = _measured(result, before, after)
+        metrics["udp_dropped_packets"] = dropped
         metrics.update(_lookups(lookups.since(looked), artifacts))
         metrics["early_data_packets"] = None if early is None else early.packets()
         if metrics["request_header_bytes"] is None:
@@ -512,6 +518,14 @@ def run_one(
         cpu_busy_pct=busy_pct(cpu_before, cpu()), metrics=metrics,
     )  # fmt: skip
     return record, resources
+
+
+def _udp_blocking(lab: TrialLab, t: TrialSpec) -> AbstractContextManager[UdpDropped | None]:
+    """With ``discovery = "udp-blocked"``, UDP to the h3 port dropped as it reaches the servers
+    for the whole trial (a repeat view's first visit too: the same network)."""
+    if t.factors.discovery != "udp-blocked":
+        return nullcontext()
+    return udp_dropped(lab.servers_ns, PORTS[H3])
 
 
 def _failed(exc: Exception, links: TrialLinks, artifacts: Path) -> str:

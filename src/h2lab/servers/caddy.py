@@ -44,6 +44,7 @@ from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups
 from h2lab.servers import IDLE_TIMEOUT_S, WRITE_TIMEOUT_S, ServeContext, Serving, register
 from h2lab.servers.process import Launch, serve_process
+from h2lab.spec.factors import DISCOVERIES
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -250,7 +251,7 @@ def _link_bodies(page: Page, bodies: Path) -> None:
 class Caddy:
     name = NAME
     protocols = TCP_PROTOCOLS | {H3}
-    discoveries = frozenset({"forced", "alt-svc"})
+    discoveries: frozenset[str] = frozenset(DISCOVERIES)
 
     def version(self) -> str:
         return debian13.versions().get("caddy", "not installed")

@@ -37,6 +37,7 @@ from h2lab.net import userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
+    FORCED_ONLY,
     IDLE_TIMEOUT_S,
     REQUEST_LOG,
     ROOTLESS_NO_USER,
@@ -47,6 +48,7 @@ from h2lab.servers import (
 )
 from h2lab.servers.fragment import Fragment, check_setup, conf_option, versioned
 from h2lab.servers.process import Launch, serve_process
+from h2lab.spec.factors import DISCOVERIES
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -281,7 +283,7 @@ class Nginx:
         self.build = build
         self.name = build.name
         self.protocols = TCP_PROTOCOLS | {H3} if build.h3 else TCP_PROTOCOLS
-        self.discoveries = frozenset({"forced", "alt-svc"} if build.h3 else {"forced"})
+        self.discoveries: frozenset[str] = frozenset(DISCOVERIES) if build.h3 else FORCED_ONLY
 
     def version(self) -> str:
         try:

@@ -38,9 +38,12 @@ MAX_INITCWND_PACKETS = 1000
 View = Literal["first", "repeat"]
 """WebPageTest's first and repeat views (the ``view`` factor)."""
 VIEWS: tuple[View, ...] = ("first", "repeat")
-Discovery = Literal["forced", "alt-svc"]
+Discovery = Literal["forced", "alt-svc", "udp-blocked"]
 """How a browser finds that an origin speaks HTTP/3 (the ``discovery`` factor)."""
-DISCOVERIES: tuple[Discovery, ...] = ("forced", "alt-svc")
+DISCOVERIES: tuple[Discovery, ...] = ("forced", "alt-svc", "udp-blocked")
+BY_ALT_SVC: frozenset[str] = frozenset({"alt-svc", "udp-blocked"})
+"""The discoveries where the servers send ``Alt-Svc`` and the browser is told nothing: it
+learns h3 as shipped (``udp-blocked``: then fails to reach it, and falls back to TCP)."""
 
 LevelCheck = Callable[[Any, tuple[str, ...], str, str], None]
 """``check(level, protocols, source, key)``: raises :class:`SpecError` naming ``source`` and
@@ -239,12 +242,13 @@ class TrialFactors:
         metadata=_is(Factor(
             "discovery", "discovery", str,
             "how the browser finds h3: forced (every origin known to speak it from the first "
-            "request, no TCP), or alt-svc (learnt from the server's Alt-Svc header, as a "
-            "browser as shipped does: the page starts over TCP)",
+            "request, no TCP), alt-svc (learnt from the server's Alt-Svc header, as a "
+            "browser as shipped does: the page starts over TCP), or udp-blocked (alt-svc on a "
+            "link that drops UDP to port 443: the browser's fallback to TCP)",
             _one_of(DISCOVERIES), default="forced", keyed_at_default=False,
             check=_check_discovery,
-            usage="forced, or alt-svc (h3 learnt from the Alt-Svc header: first views start "
-            "over h2)",
+            usage="forced, alt-svc (h3 learnt from the Alt-Svc header: first views start over "
+            "h2) or udp-blocked (alt-svc where the link drops UDP to 443)",
         ))
     )  # fmt: skip
 

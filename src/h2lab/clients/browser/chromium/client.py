@@ -94,6 +94,7 @@ from h2lab.clients.browser.result import keep_failed_log, write_artifacts
 from h2lab.errors import TrialFailed, telling_line
 from h2lab.net import userns
 from h2lab.pages import Page
+from h2lab.spec.factors import DISCOVERIES
 
 CHROMIUM = Path(programs.CHROMIUM.executable)
 """Debian's binary, without the /usr/bin/chromium shell wrapper (and its /etc/chromium.d)."""
@@ -129,7 +130,7 @@ class Chromium(BrowserClient[_Browser, Options]):
     name = "chromium"
     protocols = PROTOCOLS
     views = frozenset({"first", "repeat"})
-    discoveries = frozenset({"forced", "alt-svc"})
+    discoveries: frozenset[str] = frozenset(DISCOVERIES)
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)

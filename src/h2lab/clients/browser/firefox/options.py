@@ -43,6 +43,7 @@ from h2lab.clients.browser.options import (
     idle_option,
     speed_index_option,
 )
+from h2lab.spec.factors import BY_ALT_SVC
 from h2lab.spec.options import FLAG, option
 from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS
 
@@ -268,7 +269,7 @@ def profile_prefs(
     address); over h3, found as ``discovery`` says (``forced``: every origin mapped to h3 from
     its first request; ``alt-svc``: :data:`H3_BY_ALT_SVC`)."""
     prefs = {**OFFLINE_PREFS, **MEASUREMENT_PREFS, **PROTOCOL_PREFS[protocol]}
-    if protocol == H3 and discovery == "alt-svc":
+    if protocol == H3 and discovery in BY_ALT_SVC:
         prefs = {**OFFLINE_PREFS, **MEASUREMENT_PREFS, **H3_BY_ALT_SVC}
     elif protocol == H3:
         prefs[ALT_SVC_MAPPING] = h3_mapping(hosts)
