@@ -1,8 +1,8 @@
 """How a browser finds HTTP/3 (the ``discovery`` factor, issue #54): ``alt-svc`` leaves
 Chromium and Firefox to learn it from the servers' ``Alt-Svc`` headers, as shipped. A first
 view then starts over TCP: the navigation goes over h2, and a request goes over h3 only after
-a response of its origin carried the header; a repeat view (Chromium) keeps what it learnt and
-goes over h3 from its first request."""
+a response of its origin carried the header. ``udp-blocked`` is ``alt-svc`` on a link that
+drops UDP to port 443: the browser tries QUIC, falls back to TCP, and the trial is ok."""
 
 from __future__ import annotations
 
@@ -50,24 +50,6 @@ def test_alt_svc_first_views_start_over_tcp_and_learn_h3(tmp_path: Path) -> None
             # over h3 only once a response of its origin had come (with its Alt-Svc header)
             learnt = [t for _, o, p, _, t in rows if o == origin and p == "h2" and t is not None]
             assert learnt and min(learnt) <= start_ms, (url, rows)
-
-
-def test_alt_svc_repeat_views_go_over_h3_from_the_first_request(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    records = run_experiment(
-        out, "alt-svc-repeat",
-        {"protocol": ["h3"], "network": ["rtt=40ms,rate=20Mbps"], "page": [PAGE],
-         "server": list(SERVERS), "client": ["chromium"], "discovery": ["alt-svc"],
-         "view": ["repeat"]},
-        seed=5, repetitions=1,
-    )  # fmt: skip
-    assert all(r.status == "ok" for r in records), [r.error for r in records if r.error]
-    db = sqlite3.connect(out / "results.sqlite")
-    for r in records:
-        rows = _resources(db, r)
-        print(r.cell["server"], f"{r.tcp_connections} TCP connections",
-              [(u.rsplit("/", 1)[-1], p) for u, _, p, *_ in rows])  # fmt: skip
-        assert rows and {p for _, _, p, *_ in rows} == {"h3"}
 
 
 def test_udp_blocked_falls_back_to_tcp_and_prices_the_fallback(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ BAD_FILES = {
             discovery='["https-svcb"]',
         ),
         "factors.discovery[0]",
-        "unknown value 'https-svcb' (allowed: forced, alt-svc)",
+        "unknown value 'https-svcb' (allowed: forced, alt-svc, udp-blocked)",
     ),
     "discovery-without-h3": (
         _experiment(server='["caddy"]', client='["chromium"]', discovery='["alt-svc"]'),
@@ -128,6 +128,17 @@ BAD_FILES = {
         ),
         "factors.discovery[1]",
         "alt-svc needs a server that runs it; origin does not (alt-svc: caddy, nginx@1.26)",
+    ),
+    "discovery-repeat-chromium": (
+        _experiment(
+            protocol='["h3"]',
+            server='["caddy"]',
+            client='["chromium"]',
+            view='["repeat"]',
+            discovery='["alt-svc"]',
+        ),
+        "factors.discovery[0]",
+        "alt-svc in a repeat view: chromium runs only forced there",
     ),
     "jitter-beyond-the-delay": (
         _experiment(network='["rtt=20ms,jitter=5ms"]'),

@@ -157,4 +157,4 @@ def test_caddys_own_alt_svc_is_removed_unless_discovery_asks_for_it(
     assert drops(_config(page, tmp_path)) == [True, True]
     ctx = ServeContext("h2lab-x-servers", IPS, tmp_path / "srv", tmp_path / "tls", alt_svc=True)
     assert drops(caddy.render_config(page, ctx, LocalCA(ctx.tls_dir))) == [False, False]
-    assert get_server("caddy").discoveries == {"forced", "alt-svc"}
+    assert get_server("caddy").discoveries == {"forced", "alt-svc", "udp-blocked"}

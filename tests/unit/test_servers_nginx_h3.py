@@ -69,5 +69,5 @@ def test_alt_svc_discovery_advertises_h3_on_every_resource(page: Page, tmp_path:
     # in each resource's location (one per origin here), in its TCP and its QUIC server block:
     # a location's add_header hides the server block's
     assert conf.count(header) == 2 * len(page.resources)
-    assert get_server("nginx@1.26").discoveries == {"forced", "alt-svc"}
+    assert get_server("nginx@1.26").discoveries == {"forced", "alt-svc", "udp-blocked"}
     assert get_server("nginx").discoveries == {"forced"}  # no h3 to advertise

@@ -64,6 +64,8 @@ class ClientAdapter(Protocol):
 
     discoveries: frozenset[str] = frozenset({"forced"})
     """the ``discovery`` factor's levels it runs (:attr:`LoadContext.discovery`)"""
+    repeat_discoveries: frozenset[str] = frozenset({"forced"})
+    """of those, the ones it runs in a repeat view"""
 
     def version(self) -> str: ...
 

@@ -99,9 +99,25 @@ def check_discoveries(factors: Factors, source: str, prefix: str) -> None:
                 )  # fmt: skip
 
 
+def check_repeat_discoveries(factors: Factors, source: str, prefix: str) -> None:
+    """A table with the repeat view and a discovery other than ``forced`` has only clients
+    that run that discovery in a repeat view."""
+    if "repeat" not in factors["view"]:
+        return
+    for i, discovery in enumerate(factors["discovery"]):
+        for client in factors["client"]:
+            if discovery not in clients.get(client).repeat_discoveries:
+                raise SpecError(
+                    source, f"{prefix}.discovery[{i}]",
+                    f"{discovery} in a repeat view: {client} runs only forced there "
+                    "(docs/servers.md, \"How browsers find h3\")",
+                )  # fmt: skip
+
+
 def _check_table(factors: Factors, source: str, prefix: str) -> None:
     check_views(factors, source, prefix)
     check_discoveries(factors, source, prefix)
+    check_repeat_discoveries(factors, source, prefix)
 
 
 def _check_tables(exp: Experiment, source: str) -> Experiment:

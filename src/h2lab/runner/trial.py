@@ -486,12 +486,7 @@ def run_one(
             discovery=t.factors.discovery,
         )
         with _udp_blocking(lab, t) as blocked:
-            # Before the counters: a client's own setup in the namespace is not the trial's
-            # (Firefox's WebDriver BiDi connection to its browser).
-            client.prepare(t.protocol, ctx)
-            if t.factors.view == "repeat":  # the first visit, its connections closed after it
-                client.prime(page, t.protocol, ctx)
-            lab.reset_client_connections()
+            _before_the_load(lab, client, page, t, ctx)
             early = early_data_capture(link, artifacts, t)
             with packet_capture(link, artifacts, capture), early or nullcontext():
                 before = counters(link, lab.servers_ns)
@@ -518,6 +513,18 @@ def run_one(
         cpu_busy_pct=busy_pct(cpu_before, cpu()), metrics=metrics,
     )  # fmt: skip
     return record, resources
+
+
+def _before_the_load(
+    lab: TrialLab, client: clients.ClientAdapter, page: Page, t: TrialSpec, ctx: LoadContext
+) -> None:
+    """Before the counters: a client's own setup in the namespace is not the trial's (Firefox's
+    WebDriver BiDi connection to its browser), nor is a repeat view's first visit (its
+    connections closed after it); then no connection left open from before."""
+    client.prepare(t.protocol, ctx)
+    if t.factors.view == "repeat":
+        client.prime(page, t.protocol, ctx)
+    lab.reset_client_connections()
 
 
 def _udp_blocking(lab: TrialLab, t: TrialSpec) -> AbstractContextManager[UdpDropped | None]:
