@@ -102,6 +102,8 @@ NSENTER = _deb12("nsenter", "util-linux", ["--version"], r"util-linux (\S+)")
 PING = _deb12("ping", "iputils-ping", ["-V"], r"iputils-(\S+)")
 # the lab's resolver (h2lab.net.dns); in /usr/sbin, which a user's PATH may lack
 UNBOUND = _deb12("unbound", "unbound", ["-V"], r"^Version (\S+)", "/usr/sbin/unbound")
+# the udp-blocked discovery's dropped UDP (h2lab.net.firewall); also in /usr/sbin
+NFT = _deb12("nft", "nftables", ["--version"], r"nftables v(\S+)", "/usr/sbin/nft")
 # capture = ["pcap"]: tcpdump records a trial's packets; tshark decodes them (tests)
 TCPDUMP = _deb12("tcpdump", "tcpdump", ["--version"], r"tcpdump version (\S+)")
 TSHARK = _deb12("tshark", "tshark", ["--version"], r"TShark \(Wireshark\) (\S+)")
@@ -148,9 +150,9 @@ OKHTTP = Program("h2lab-okhttp", BUILT, version_args=("-version",), pattern=r"^(
                  doctor="h2lab okhttp (JVM)")  # fmt: skip
 
 PROGRAMS: tuple[Program, ...] = (
-    NGINX, H2O, APACHE, HAPROXY, NGHTTP, H2LOAD, IPERF3, IP, NSENTER, PING, UNBOUND, TCPDUMP,
-    TSHARK, CHROMIUM, FIREFOX, CERTUTIL, JAVA, MAVEN, CURL_SETUP, MMDEBSTRAP, SYSCTL, APACHE_MANUAL,
-    NGINX_13, HAPROXY_13, CURL_13, CADDY_13,
+    NGINX, H2O, APACHE, HAPROXY, NGHTTP, H2LOAD, IPERF3, IP, NSENTER, PING, UNBOUND, NFT,
+    TCPDUMP, TSHARK, CHROMIUM, FIREFOX, CERTUTIL, JAVA, MAVEN, CURL_SETUP, MMDEBSTRAP, SYSCTL,
+    APACHE_MANUAL, NGINX_13, HAPROXY_13, CURL_13, CADDY_13,
     RATTAN, ORIGIN, OKHTTP,
 )  # fmt: skip
 """Every record, each once."""

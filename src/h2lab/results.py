@@ -161,6 +161,9 @@ class Metrics:
     """QUIC 0-RTT packets the client sent (long header, type 0-RTT), counted on the client's
     end of the link in a repeat view over HTTP/3: 0 records that no early data was sent; None
     in other trials (not looked for)"""
+    udp_dropped_packets: int | None = _metric("packets", "UDP datagrams to port 443 dropped", LAB)
+    """with ``discovery = "udp-blocked"``, the datagrams to the h3 port the link dropped (the
+    browser's QUIC attempts; 0: it never tried); None in other trials"""
 
 
 METRICS: tuple[Metric, ...] = tuple(Metric(f.name, **f.metadata["metric"]) for f in fields(Metrics))

@@ -75,6 +75,7 @@ def test_features_use_names_only_where_numbers_are_unknown() -> None:
         "initcwnd_packets": 10.0,
         "tls": "1.3",
         "view": "first",
+        "discovery": "forced",
     }
     unknown = cell_factors(
         Cell.of(

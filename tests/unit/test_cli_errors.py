@@ -96,6 +96,50 @@ BAD_FILES = {
         "factors.view[0]",
         "unknown value 'second' (allowed: first, repeat)",
     ),
+    "discovery-unknown": (
+        _experiment(
+            protocol='["h2s", "h3"]',
+            server='["caddy"]',
+            client='["chromium"]',
+            discovery='["https-svcb"]',
+        ),
+        "factors.discovery[0]",
+        "unknown value 'https-svcb' (allowed: forced, alt-svc, udp-blocked)",
+    ),
+    "discovery-without-h3": (
+        _experiment(server='["caddy"]', client='["chromium"]', discovery='["alt-svc"]'),
+        "factors.discovery[0]",
+        "discovery alt-svc is how a browser finds h3, and this table has no h3 (protocols: "
+        "h1s, h2s)",
+    ),
+    "discovery-curl": (
+        _experiment(
+            protocol='["h2s", "h3"]', server='["caddy"]', client='["curl"]', discovery='["alt-svc"]'
+        ),
+        "factors.discovery[0]",
+        "alt-svc needs a client that runs it; curl does not (alt-svc: chromium, firefox)",
+    ),
+    "discovery-server": (
+        _experiment(
+            protocol='["h2s", "h3"]',
+            server='["origin"]',
+            client='["firefox"]',
+            discovery='["forced", "alt-svc"]',
+        ),
+        "factors.discovery[1]",
+        "alt-svc needs a server that runs it; origin does not (alt-svc: caddy, nginx@1.26)",
+    ),
+    "discovery-repeat-chromium": (
+        _experiment(
+            protocol='["h3"]',
+            server='["caddy"]',
+            client='["chromium"]',
+            view='["repeat"]',
+            discovery='["alt-svc"]',
+        ),
+        "factors.discovery[0]",
+        "alt-svc in a repeat view: chromium runs only forced there",
+    ),
     "jitter-beyond-the-delay": (
         _experiment(network='["rtt=20ms,jitter=5ms"]'),
         "factors.network[0].jitter",

@@ -82,6 +82,15 @@ def test_h3_forces_quic_for_every_lab_origin() -> None:
     assert "--disable-quic" in launch_flags(H2S, HOSTS, None)
 
 
+def test_alt_svc_discovery_leaves_chromium_to_learn_h3() -> None:
+    h3 = launch_flags(H3, HOSTS, "AAAA=", "alt-svc")
+    assert "--enable-quic" in h3 and "--disable-quic" not in h3
+    # no page origin forced; the lab's hosts on a port nothing serves, so that Chromium takes
+    # the lab CA over QUIC for them once it has learnt h3
+    assert "--origin-to-force-quic-on=o1.h2lab.test:9,o2.h2lab.test:9" in h3
+    assert launch_flags(H2S, HOSTS, None, "alt-svc") == launch_flags(H2S, HOSTS, None)
+
+
 def test_launch_flags_per_protocol() -> None:
     h2 = launch_flags(H2S, HOSTS, "AAAA=")
     h1 = launch_flags(H1S, HOSTS, "AAAA=")

@@ -63,6 +63,18 @@ def test_h3_maps_every_lab_origin_to_quic_from_the_first_request() -> None:
     assert h3_mapping({}) == ""
 
 
+def test_alt_svc_discovery_maps_nothing_and_keeps_firefoxs_tcp_race() -> None:
+    prefs = profile_prefs("h3", HOSTS, "alt-svc")
+    assert prefs["network.http.http3.enable"] is True
+    assert prefs["network.http.altsvc.enabled"] is True
+    assert prefs["network.http.http3.disable_when_third_party_roots_found"] is False
+    assert "network.http.http3.alt-svc-mapping-for-testing" not in prefs
+    assert "network.http.http3.backup_timer_delay" not in prefs  # Firefox's own fallback
+    for name, value in OFFLINE_PREFS.items():
+        assert prefs[name] == value, name
+    assert profile_prefs("h2s", HOSTS, "alt-svc") == profile_prefs("h2s", HOSTS)
+
+
 def test_every_profile_is_offline() -> None:
     for protocol in PROTOCOLS:
         prefs = profile_prefs(protocol, HOSTS)

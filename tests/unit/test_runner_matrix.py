@@ -157,6 +157,7 @@ def test_block_and_key_format() -> None:
         "initcwnd_packets": 4,
         "tls": "1.3",
         "view": "first",
+        "discovery": "forced",
         "repetition": 2,
         "protocol": "h2s",
         "seed": 11,

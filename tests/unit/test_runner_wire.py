@@ -83,6 +83,7 @@ def spec() -> TrialSpec:
         initcwnd=32,
         tls="1.2",
         view="repeat",
+        discovery="alt-svc",
     )
     return TrialSpec(
         experiment="wire",
@@ -148,6 +149,7 @@ def record() -> TrialRecord:
         dns_nxdomain=7,
         retransmits=2,
         early_data_packets=3,
+        udp_dropped_packets=4,
     )
 
 

@@ -140,3 +140,21 @@ def test_the_level_serves_h3_and_takes_no_options(
         get_server("caddy:conf=x")
     monkeypatch.setenv("H2LAB_CACHE", str(tmp_path))
     assert server.version() == "not installed"
+
+
+def test_caddys_own_alt_svc_is_removed_unless_discovery_asks_for_it(
+    page: Page, tmp_path: Path
+) -> None:
+    def drops(config: dict[str, Any]) -> list[bool]:
+        servers = config["apps"]["http"]["servers"]
+        return [
+            {"handler": "headers", "response": {"delete": ["Alt-Svc"]}}
+            in json.loads(json.dumps(server["routes"]))[0]["handle"]
+            for name, server in servers.items()
+            if name.endswith("-tls")
+        ]
+
+    assert drops(_config(page, tmp_path)) == [True, True]
+    ctx = ServeContext("h2lab-x-servers", IPS, tmp_path / "srv", tmp_path / "tls", alt_svc=True)
+    assert drops(caddy.render_config(page, ctx, LocalCA(ctx.tls_dir))) == [False, False]
+    assert get_server("caddy").discoveries == {"forced", "alt-svc", "udp-blocked"}

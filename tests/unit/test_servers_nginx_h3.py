@@ -57,3 +57,17 @@ def test_an_uninstalled_build_says_so_as_its_version(
 ) -> None:
     monkeypatch.setenv("H2LAB_CACHE", str(tmp_path))
     assert get_server("nginx@1.26").version() == "not installed"
+
+
+def test_alt_svc_discovery_advertises_h3_on_every_resource(page: Page, tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path, "1.3")
+    header = 'add_header alt-svc "h3=\\":443\\"; ma=86400" always;'
+    plain = nginx.render_config(page, ctx, LocalCA(ctx.tls_dir), h3=True)
+    assert "alt-svc" not in plain  # no server of the lab sends one unless asked
+    ctx = ServeContext(ctx.netns, ctx.origin_ips, ctx.state_dir, ctx.tls_dir, alt_svc=True)
+    conf = nginx.render_config(page, ctx, LocalCA(ctx.tls_dir), h3=True)
+    # in each resource's location (one per origin here), in its TCP and its QUIC server block:
+    # a location's add_header hides the server block's
+    assert conf.count(header) == 2 * len(page.resources)
+    assert get_server("nginx@1.26").discoveries == {"forced", "alt-svc", "udp-blocked"}
+    assert get_server("nginx").discoveries == {"forced"}  # no h3 to advertise

@@ -35,6 +35,10 @@ class LoadContext:
     """where to leave the TLS keys of this trial's connections (SSLKEYLOGFILE format: the
     trial has a packet capture and speaks TLS); None: no keys wanted. A client that cannot
     log its keys leaves no file (nghttp, OkHttp)"""
+    discovery: str = "forced"
+    """how an h3 trial's browser finds HTTP/3 (the ``discovery`` factor): ``forced``, every lab
+    origin known to speak it from the first request; ``alt-svc``, learnt from the servers'
+    ``Alt-Svc`` headers, as shipped. Only clients with it in :attr:`ClientAdapter.discoveries`"""
 
 
 __all__ = [
@@ -57,6 +61,11 @@ class ClientAdapter(Protocol):
     views: frozenset[str] = frozenset({"first"})
     """the ``view`` factor's levels it runs: ``repeat`` needs a browser profile to visit the
     page again (:meth:`prime`)"""
+
+    discoveries: frozenset[str] = frozenset({"forced"})
+    """the ``discovery`` factor's levels it runs (:attr:`LoadContext.discovery`)"""
+    repeat_discoveries: frozenset[str] = frozenset({"forced"})
+    """of those, the ones it runs in a repeat view"""
 
     def version(self) -> str: ...
 

@@ -78,17 +78,59 @@ def check_views(factors: Factors, source: str, prefix: str) -> None:
                 )  # fmt: skip
 
 
+def check_discoveries(factors: Factors, source: str, prefix: str) -> None:
+    """Every client and server of a table with a discovery other than ``forced`` runs it:
+    the refusal names the discovery's key and the adapter."""
+    runs: dict[str, Callable[[str], frozenset[str]]] = {
+        "client": lambda spec: clients.get(spec).discoveries,
+        "server": lambda spec: servers.get(spec).discoveries,
+    }
+    registries = {"client": clients.REGISTRY.names, "server": servers.REGISTRY.names}
+    least = {"client": clients.REGISTRY.least_spec, "server": servers.REGISTRY.least_spec}
+    for i, discovery in enumerate(factors["discovery"]):
+        for kind, of in runs.items():
+            spec = next((s for s in factors[kind] if discovery not in of(s)), None)
+            if spec is not None:
+                names = [n for n in registries[kind]() if discovery in of(least[kind](n))]
+                raise SpecError(
+                    source, f"{prefix}.discovery[{i}]",
+                    f"{discovery} needs a {kind} that runs it; {spec} does not "
+                    f"({discovery}: {', '.join(names)})",
+                )  # fmt: skip
+
+
+def check_repeat_discoveries(factors: Factors, source: str, prefix: str) -> None:
+    """A table with the repeat view and a discovery other than ``forced`` has only clients
+    that run that discovery in a repeat view."""
+    if "repeat" not in factors["view"]:
+        return
+    for i, discovery in enumerate(factors["discovery"]):
+        for client in factors["client"]:
+            if discovery not in clients.get(client).repeat_discoveries:
+                raise SpecError(
+                    source, f"{prefix}.discovery[{i}]",
+                    f"{discovery} in a repeat view: {client} runs only forced there "
+                    "(docs/servers.md, \"How browsers find h3\")",
+                )  # fmt: skip
+
+
+def _check_table(factors: Factors, source: str, prefix: str) -> None:
+    check_views(factors, source, prefix)
+    check_discoveries(factors, source, prefix)
+    check_repeat_discoveries(factors, source, prefix)
+
+
 def _check_tables(exp: Experiment, source: str) -> Experiment:
     tables = exp.matrices
     for i, factors in enumerate(tables):
-        check_views(factors, source, "factors" if len(tables) == 1 else f"factors[{i}]")
+        _check_table(factors, source, "factors" if len(tables) == 1 else f"factors[{i}]")
     return exp
 
 
 def validate_factors(source: str, raw: dict[str, Any], prefix: str = "factors") -> Factors:
     """:func:`h2lab.spec.experiment.validate_factors` with the registries' checks."""
     factors = experiment.validate_factors(source, raw, prefix, checks=REGISTRY_CHECKS)
-    check_views(factors, source, prefix)
+    _check_table(factors, source, prefix)
     return factors
 
 

@@ -22,7 +22,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -35,6 +35,7 @@ from h2lab.machine import machine_info
 from h2lab.metrics.counters import CpuTimes, busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
 from h2lab.net.dns import DNS_FOLDER, Answer, Lookups
+from h2lab.net.firewall import UdpDropped, udp_dropped
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
@@ -43,7 +44,9 @@ from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
 from h2lab.spec.experiment import Capture, FailOn
+from h2lab.spec.factors import BY_ALT_SVC
 from h2lab.spec.network import NetworkProfile
+from h2lab.spec.protocols import H3, PORTS
 from h2lab.spec.tcp import TcpSettings
 from h2lab.store.sqlite import artifacts_dir, config_json
 
@@ -242,21 +245,25 @@ class Links:
 
 
 class ServerStretch:
-    """The server of the current (page, server, TLS version, resumption) stretch of trials
-    (resumption: the repeat view's, :attr:`ServeContext.resumption`): started when
+    """The server of the current (page, server, TLS version, resumption, Alt-Svc) stretch of
+    trials (resumption: the repeat view's, :attr:`ServeContext.resumption`; Alt-Svc: the
+    ``alt-svc`` discovery's, :attr:`ServeContext.alt_svc`): started when
     the stretch begins, stopped when it ends, and started again before the next attempt when it
     died during the last one (a crash costs one trial, not the rest of its block)."""
 
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
         self._stack = ExitStack()
-        self._key: tuple[str, str, str, bool] | None = None
+        self._key: tuple[str, str, str, bool, bool] | None = None
         self.serving: servers.Serving | None = None
         self.error: str | None = None
         """the line of a server that did not start: the trials of its stretch fail with it"""
 
-    def get(self, page: Page, spec: str, tls_version: str, resumption: bool = False) -> None:
-        key = (page.digest, spec, tls_version, resumption)
+    def get(
+        self, page: Page, spec: str, tls_version: str, resumption: bool = False,
+        alt_svc: bool = False,
+    ) -> None:  # fmt: skip
+        key = (page.digest, spec, tls_version, resumption, alt_svc)
         dead = self.serving is not None and self.serving.exited() is not None
         if self._key == key and not dead:
             return
@@ -269,6 +276,7 @@ class ServerStretch:
             tls_dir=self.lab.state_dir / "tls",
             tls_version=tls_version,
             resumption=resumption,
+            alt_svc=alt_svc,
         )
         try:
             self.serving = self._stack.enter_context(servers.get(spec).serve(page, ctx))
@@ -356,7 +364,8 @@ class LabSession:
                 )
             stored = job.attempts.get(t.key, 0)
             for retry in range(1 + job.retries):
-                stretch.get(page, t.server, t.factors.tls, t.factors.view == "repeat")
+                f = t.factors
+                stretch.get(page, t.server, f.tls, f.view == "repeat", f.discovery in BY_ALT_SVC)
                 attempt = stored + 1 + retry
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,
@@ -474,21 +483,20 @@ def run_one(
             link_generation=links.generation,
             fail_on=fail_on,
             keylog=trial_keylog(artifacts, t.protocol, capture),
+            discovery=t.factors.discovery,
         )
-        # Before the counters: a client's own setup in the namespace is not the trial's
-        # (Firefox's WebDriver BiDi connection to its browser).
-        client.prepare(t.protocol, ctx)
-        if t.factors.view == "repeat":  # the first visit, its connections closed after it
-            client.prime(page, t.protocol, ctx)
-        lab.reset_client_connections()
-        early = early_data_capture(link, artifacts, t)
-        with packet_capture(link, artifacts, capture), early or nullcontext():
-            before = counters(link, lab.servers_ns)
-            request_log, lookups = servers.RequestLog(lab.state_dir / "server"), Lookups(dns)
-            logged, looked = request_log.mark(), lookups.mark()
-            result = client.load(page, t.protocol, ctx)
-            after = counters(link, lab.servers_ns)
+        with _udp_blocking(lab, t) as blocked:
+            _before_the_load(lab, client, page, t, ctx)
+            early = early_data_capture(link, artifacts, t)
+            with packet_capture(link, artifacts, capture), early or nullcontext():
+                before = counters(link, lab.servers_ns)
+                request_log, lookups = servers.RequestLog(lab.state_dir / "server"), Lookups(dns)
+                logged, looked = request_log.mark(), lookups.mark()
+                result = client.load(page, t.protocol, ctx)
+                after = counters(link, lab.servers_ns)
+            dropped = None if blocked is None else blocked.packets()
         metrics = _measured(result, before, after)
+        metrics["udp_dropped_packets"] = dropped
         metrics.update(_lookups(lookups.since(looked), artifacts))
         metrics["early_data_packets"] = None if early is None else early.packets()
         if metrics["request_header_bytes"] is None:
@@ -505,6 +513,26 @@ def run_one(
         cpu_busy_pct=busy_pct(cpu_before, cpu()), metrics=metrics,
     )  # fmt: skip
     return record, resources
+
+
+def _before_the_load(
+    lab: TrialLab, client: clients.ClientAdapter, page: Page, t: TrialSpec, ctx: LoadContext
+) -> None:
+    """Before the counters: a client's own setup in the namespace is not the trial's (Firefox's
+    WebDriver BiDi connection to its browser), nor is a repeat view's first visit (its
+    connections closed after it); then no connection left open from before."""
+    client.prepare(t.protocol, ctx)
+    if t.factors.view == "repeat":
+        client.prime(page, t.protocol, ctx)
+    lab.reset_client_connections()
+
+
+def _udp_blocking(lab: TrialLab, t: TrialSpec) -> AbstractContextManager[UdpDropped | None]:
+    """With ``discovery = "udp-blocked"``, UDP to the h3 port dropped as it reaches the servers
+    for the whole trial (a repeat view's first visit too: the same network)."""
+    if t.factors.discovery != "udp-blocked":
+        return nullcontext()
+    return udp_dropped(lab.servers_ns, PORTS[H3])
 
 
 def _failed(exc: Exception, links: TrialLinks, artifacts: Path) -> str:

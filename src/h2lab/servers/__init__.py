@@ -96,6 +96,10 @@ ROOTLESS_NO_USER = "# rootless mode: the server runs as the user, who switches t
 """What a server's configuration says in rootless mode where root mode names its user."""
 
 
+FORCED_ONLY: frozenset[str] = frozenset({"forced"})
+"""The discovery of a server that sends no ``Alt-Svc`` header: h3 only where a client forces it."""
+
+
 @dataclass(frozen=True)
 class ServeContext:
     """Everything a server needs to serve a page inside the lab."""
@@ -116,6 +120,10 @@ class ServeContext:
     """the repeat view's servers: TLS session tickets on (off otherwise, so that a first
     view's bytes carry none), so a client may resume, and send early data where the server
     accepts it (docs/servers.md, "Repeat view")"""
+    alt_svc: bool = False
+    """advertise HTTP/3 in an ``Alt-Svc`` header on every response (``discovery = "alt-svc"``;
+    off otherwise, as no h2lab server sent one before the factor). Only servers with
+    ``alt-svc`` in :attr:`ServerAdapter.discoveries`"""
 
     def __post_init__(self) -> None:
         if self.tls_version not in TLS_VERSIONS:
@@ -187,6 +195,9 @@ class ServerAdapter(Protocol):
     name: str
     protocols: frozenset[str]
     """protocols it serves (a trial asking another fails validation)"""
+    discoveries: frozenset[str]
+    """the ``discovery`` factor's levels it serves (:data:`FORCED_ONLY` for most): ``alt-svc``
+    when it can advertise h3 in an ``Alt-Svc`` header (:attr:`ServeContext.alt_svc`)"""
 
     def version(self) -> str: ...
 

@@ -59,6 +59,7 @@ from h2lab.net import userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
+    FORCED_ONLY,
     IDLE_TIMEOUT_S,
     ROOTLESS_NO_USER,
     WRITE_TIMEOUT_S,
@@ -332,6 +333,7 @@ def copy_bodies(page: Page, bodies: Path) -> None:
 class Apache:
     name = "apache"
     protocols = TCP_PROTOCOLS
+    discoveries = FORCED_ONLY
 
     def __init__(
         self, push: str = "none", early_hints: str = "none", fragment: Fragment | None = None

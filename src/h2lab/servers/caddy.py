@@ -44,6 +44,7 @@ from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups
 from h2lab.servers import IDLE_TIMEOUT_S, WRITE_TIMEOUT_S, ServeContext, Serving, register
 from h2lab.servers.process import Launch, serve_process
+from h2lab.spec.factors import DISCOVERIES
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -143,11 +144,12 @@ def _resource_route(i: int, res: Resource, bodies: Path) -> dict[str, Any]:
     return {"match": [{"vars": {_RID: [str(i)]}}], "handle": handle, "terminal": True}
 
 
-def routes(page: Page, host: str, bodies: Path) -> list[dict[str, Any]]:
-    """One origin's routes: Caddy's ``Alt-Svc`` removed and the resource picked, the route of
-    each of its resources, and 404 for anything else (logged: the one route without
-    ``skip_log``)."""
-    pick = [{"handler": "headers", "response": {"delete": ["Alt-Svc"]}}, *_maps(page, host)]
+def routes(page: Page, host: str, bodies: Path, alt_svc: bool = False) -> list[dict[str, Any]]:
+    """One origin's routes: Caddy's ``Alt-Svc`` removed (kept with ``alt_svc``: Caddy's own,
+    ``h3=":443"; ma=2592000``) and the resource picked, the route of each of its resources, and
+    404 for anything else (logged: the one route without ``skip_log``)."""
+    drop = [] if alt_svc else [{"handler": "headers", "response": {"delete": ["Alt-Svc"]}}]
+    pick = [*drop, *_maps(page, host)]
     mine = [_resource_route(i, r, bodies) for i, r in enumerate(page.resources) if r.origin == host]
     internal = {  # the other servers' internal paths: 404 and not logged, as theirs
         "match": [{"path": ["/.h2lab/*"]}],
@@ -186,7 +188,7 @@ def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> dict[str, Any]:
         ip = ctx.origin_ips[host]
         pair = ca.leaf(host)
         certificates.append({"certificate": str(pair.cert), "key": str(pair.key), "tags": [host]})
-        mine = routes(page, host, d / BODIES_DIR)
+        mine = routes(page, host, d / BODIES_DIR, ctx.alt_svc)
         tls = _server([f"{ip}:{PORTS[H2S]}"], ["h1", "h2"], mine)
         if ctx.tls_version == "1.3":  # QUIC is TLS 1.3 (RFC 9001); Caddy's QUIC takes this TLS
             tls["protocols"].append("h3")
@@ -249,6 +251,7 @@ def _link_bodies(page: Page, bodies: Path) -> None:
 class Caddy:
     name = NAME
     protocols = TCP_PROTOCOLS | {H3}
+    discoveries: frozenset[str] = frozenset(DISCOVERIES)
 
     def version(self) -> str:
         return debian13.versions().get("caddy", "not installed")

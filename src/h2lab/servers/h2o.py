@@ -47,6 +47,7 @@ from h2lab.net import userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import query_groups
 from h2lab.servers import (
+    FORCED_ONLY,
     IDLE_TIMEOUT_S,
     WRITE_TIMEOUT_S,
     ServeContext,
@@ -347,6 +348,7 @@ hosts:{"".join(hosts)}
 class H2o:
     name = "h2o"
     protocols = TCP_PROTOCOLS
+    discoveries = FORCED_ONLY
 
     def __init__(self, push: str = "none", fragment: Fragment | None = None) -> None:
         self.push = push

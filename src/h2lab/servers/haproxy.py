@@ -39,6 +39,7 @@ from h2lab.net import netns
 from h2lab.pages import Page
 from h2lab.servers import (
     BACKEND_DIR,
+    FORCED_ONLY,
     WRITE_TIMEOUT_S,
     ServeContext,
     ServerAdapter,
@@ -142,6 +143,7 @@ class Haproxy:
         self.backend = backend
         self.tuning = tuning
         self.protocols = backend.protocols - QUIC
+        self.discoveries = FORCED_ONLY
 
     def version(self) -> str:
         mine = programs.HAPROXY.version() or "unknown"

@@ -25,6 +25,7 @@ from pathlib import Path
 from h2lab import debian13, procs
 from h2lab.pages import Page
 from h2lab.servers import (
+    FORCED_ONLY,
     IDLE_TIMEOUT_S,
     WRITE_TIMEOUT_S,
     ServeContext,
@@ -96,6 +97,7 @@ defaults
 class Haproxy3:
     name = NAME
     protocols = TCP_PROTOCOLS | {H3}
+    discoveries = FORCED_ONLY
 
     def __init__(self, backend_spec: str, backend: ServerAdapter) -> None:
         self.backend_spec = backend_spec

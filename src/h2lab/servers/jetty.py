@@ -33,7 +33,7 @@ from urllib.parse import unquote
 
 from h2lab import maven, procs
 from h2lab.pages import Page
-from h2lab.servers import IDLE_TIMEOUT_S, ServeContext, Serving, register
+from h2lab.servers import FORCED_ONLY, IDLE_TIMEOUT_S, ServeContext, Serving, register
 from h2lab.servers.process import Launch, serve_process
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
@@ -134,6 +134,7 @@ def serve_argv(jar: Path, conf: Path, state_dir: Path) -> list[str]:
 class Jetty:
     name = NAME
     protocols = TCP_PROTOCOLS | QUIC
+    discoveries = FORCED_ONLY
 
     def version(self) -> str:
         """``h2lab-jetty <source hash> jetty 12.0.36 quiche 0.24.5 java 17.0.15``."""

@@ -37,6 +37,7 @@ from h2lab.net import userns
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups, regex_literal
 from h2lab.servers import (
+    FORCED_ONLY,
     IDLE_TIMEOUT_S,
     REQUEST_LOG,
     ROOTLESS_NO_USER,
@@ -47,6 +48,7 @@ from h2lab.servers import (
 )
 from h2lab.servers.fragment import Fragment, check_setup, conf_option, versioned
 from h2lab.servers.process import Launch, serve_process
+from h2lab.spec.factors import DISCOVERIES
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -72,12 +74,19 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(n - 1, 1).bit_length()
 
 
-def _location(i: int, res: Resource, page: Page) -> str:
+ALT_SVC = 'h3=":443"; ma=86400'
+"""The ``Alt-Svc`` header of ``discovery = "alt-svc"``: h3 on the same host's UDP 443 for a
+day, as deployed nginx configurations add it (``add_header Alt-Svc``)."""
+
+
+def _location(i: int, res: Resource, page: Page, alt_svc: bool = False) -> str:
     lines = [f"location = {_INTERNAL}{i} {{", "    internal;"]
     lines.append(f"    default_type {quote(res.content_type or 'application/octet-stream')};")
     for name, value in res.headers:
         if name != "location":
             lines.append(f"    add_header {name} {quote(value)} always;")
+    if alt_svc:  # here: a location's add_header hides the server block's
+        lines.append(f"    add_header alt-svc {quote(ALT_SVC)} always;")
     location = res.header("location")
     if 300 <= res.status < 400 and location is not None:
         lines.append(f"    return {res.status} {quote(location)};")
@@ -176,7 +185,7 @@ def _server_body(
     d = ctx.state_dir
     pair = ca.leaf(host)
     locations = "\n        ".join(
-        _location(i, r, page) for i, r in enumerate(page.resources) if r.origin == host
+        _location(i, r, page, ctx.alt_svc) for i, r in enumerate(page.resources) if r.origin == host
     )
     return f"""        ssl_certificate {pair.cert};
         ssl_certificate_key {pair.key};
@@ -274,6 +283,7 @@ class Nginx:
         self.build = build
         self.name = build.name
         self.protocols = TCP_PROTOCOLS | {H3} if build.h3 else TCP_PROTOCOLS
+        self.discoveries: frozenset[str] = frozenset(DISCOVERIES) if build.h3 else FORCED_ONLY
 
     def version(self) -> str:
         try:

@@ -33,6 +33,7 @@ from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.pages import Page
 from h2lab.paths import cache_root, find_build
 from h2lab.servers import (
+    FORCED_ONLY,
     IDLE_TIMEOUT_S,
     WRITE_TIMEOUT_S,
     ServeContext,
@@ -267,6 +268,7 @@ def serve_argv(binary: Path, conf: Path, tls_version: str) -> list[str]:
 class Origin:
     name = "origin"
     protocols = TCP_PROTOCOLS | QUIC
+    discoveries = FORCED_ONLY
 
     def __init__(self, options: OriginOptions) -> None:
         self.options = options

@@ -38,6 +38,12 @@ MAX_INITCWND_PACKETS = 1000
 View = Literal["first", "repeat"]
 """WebPageTest's first and repeat views (the ``view`` factor)."""
 VIEWS: tuple[View, ...] = ("first", "repeat")
+Discovery = Literal["forced", "alt-svc", "udp-blocked"]
+"""How a browser finds that an origin speaks HTTP/3 (the ``discovery`` factor)."""
+DISCOVERIES: tuple[Discovery, ...] = ("forced", "alt-svc", "udp-blocked")
+BY_ALT_SVC: frozenset[str] = frozenset({"alt-svc", "udp-blocked"})
+"""The discoveries where the servers send ``Alt-Svc`` and the browser is told nothing: it
+learns h3 as shipped (``udp-blocked``: then fails to reach it, and falls back to TCP)."""
 
 LevelCheck = Callable[[Any, tuple[str, ...], str, str], None]
 """``check(level, protocols, source, key)``: raises :class:`SpecError` naming ``source`` and
@@ -152,6 +158,14 @@ def _check_tls(level: str, protocols: tuple[str, ...], source: str, key: str) ->
         )
 
 
+def _check_discovery(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+    if level != "forced" and not any(p in QUIC for p in protocols):
+        raise SpecError(
+            source, key, f"discovery {level} is how a browser finds h3, and this table has no "
+            f"h3 (protocols: {', '.join(protocols)})",
+        )  # fmt: skip
+
+
 def _is(spec: Factor) -> dict[str, Factor]:
     """A :class:`TrialFactors` field's metadata: its definition."""
     return {"factor": spec}
@@ -221,6 +235,20 @@ class TrialFactors:
             "kept, so 0-RTT where the server accepts early data)",
             _one_of(VIEWS), default="first", keyed_at_default=False,
             usage="first, or repeat (the second visit: TLS session tickets kept, 0-RTT)",
+        ))
+    )  # fmt: skip
+
+    discovery: Discovery = field(
+        metadata=_is(Factor(
+            "discovery", "discovery", str,
+            "how the browser finds h3: forced (every origin known to speak it from the first "
+            "request, no TCP), alt-svc (learnt from the server's Alt-Svc header, as a "
+            "browser as shipped does: the page starts over TCP), or udp-blocked (alt-svc on a "
+            "link that drops UDP to port 443: the browser's fallback to TCP)",
+            _one_of(DISCOVERIES), default="forced", keyed_at_default=False,
+            check=_check_discovery,
+            usage="forced, alt-svc (h3 learnt from the Alt-Svc header: first views start over "
+            "h2) or udp-blocked (alt-svc where the link drops UDP to 443)",
         ))
     )  # fmt: skip
 

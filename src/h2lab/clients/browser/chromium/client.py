@@ -94,6 +94,7 @@ from h2lab.clients.browser.result import keep_failed_log, write_artifacts
 from h2lab.errors import TrialFailed, telling_line
 from h2lab.net import userns
 from h2lab.pages import Page
+from h2lab.spec.factors import DISCOVERIES
 
 CHROMIUM = Path(programs.CHROMIUM.executable)
 """Debian's binary, without the /usr/bin/chromium shell wrapper (and its /etc/chromium.d)."""
@@ -129,6 +130,10 @@ class Chromium(BrowserClient[_Browser, Options]):
     name = "chromium"
     protocols = PROTOCOLS
     views = frozenset({"first", "repeat"})
+    discoveries: frozenset[str] = frozenset(DISCOVERIES)
+    # Learnt h3 in a repeat view: from the second trial of a browser on, a QUIC connection
+    # outlives net-internals' flush between the visits (docs/servers.md, "How browsers find h3")
+    repeat_discoveries = frozenset({"forced"})
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -155,7 +160,7 @@ class Chromium(BrowserClient[_Browser, Options]):
 
                 self._spki[ctx.tls_dir] = LocalCA(ctx.tls_dir).spki_sha256()
             spki = self._spki[ctx.tls_dir]
-        flags = launch_flags(protocol, ctx.hosts, spki)
+        flags = launch_flags(protocol, ctx.hosts, spki, ctx.discovery)
         keys = self.options.keylog or ctx.keylog is not None
         return self._browsers.get((flags, keys), ctx, lambda: self._launch(flags, keys, ctx))
 

@@ -170,16 +170,29 @@ def sandbox_flags() -> tuple[str, ...]:
     return ("--no-sandbox",) if as_root else ()
 
 
-def launch_flags(protocol: str, hosts: Mapping[str, str], spki: str | None) -> tuple[str, ...]:
+UNKNOWN_ROOTS_PORT = 9
+"""A port no lab server listens on (discard): with it, ``--origin-to-force-quic-on`` forces no
+origin a page asks, but lets Chromium accept the lab CA over QUIC for the hosts it names."""
+
+
+def launch_flags(
+    protocol: str, hosts: Mapping[str, str], spki: str | None, discovery: str = "forced"
+) -> tuple[str, ...]:
     """The command-line switches of the browser that runs ``protocol``: ``hosts`` (lab origin
-    -> address) are all the names it can resolve, ``spki`` pins the lab CA."""
+    -> address) are all the names it can resolve, ``spki`` pins the lab CA; over h3,
+    ``discovery`` ``forced`` makes every lab origin speak QUIC from its first request, and
+    ``alt-svc`` leaves Chromium to learn it from the servers' ``Alt-Svc`` headers."""
     rules = [f"MAP {host} {ip}" for host, ip in sorted(hosts.items())] + ["MAP * ~NOTFOUND"]
     base = [f for f in BASE_FLAGS if not (protocol == H3 and f == "--disable-quic")]
     base = [*sandbox_flags(), *base]
     flags = [*base, *PROTOCOL_FLAGS[protocol], f"--host-resolver-rules={', '.join(rules)}"]
     if protocol == H3:
-        # QUIC from the first request, no TCP race: every lab origin is known to speak h3
-        quic_on = ",".join(f"{host}:{PORTS[H3]}" for host in sorted(hosts))
+        # forced: QUIC from the first request, no TCP race, every lab origin is known to speak
+        # h3. Otherwise a port nothing listens on: Chromium takes QUIC's certificate from a
+        # root it does not ship (the lab CA) only for the hosts of this list
+        # (ERR_QUIC_CERT_ROOT_NOT_KNOWN), and a host on another port is not forced.
+        port = PORTS[H3] if discovery == "forced" else UNKNOWN_ROOTS_PORT
+        quic_on = ",".join(f"{host}:{port}" for host in sorted(hosts))
         flags.append(f"--origin-to-force-quic-on={quic_on}")
     if spki:
         flags.append(f"--ignore-certificate-errors-spki-list={spki}")

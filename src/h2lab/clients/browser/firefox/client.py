@@ -83,6 +83,7 @@ from h2lab.clients.browser.result import keep_failed_log, write_artifacts
 from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, telling_line
 from h2lab.net import netns, userns
 from h2lab.pages import Page
+from h2lab.spec.factors import DISCOVERIES
 
 FIREFOX = Path(programs.FIREFOX.executable)
 """Debian's binary, without the /usr/bin/firefox-esr link."""
@@ -117,6 +118,7 @@ class _Browser(Running[BidiConnection]):
 class Firefox(BrowserClient[_Browser, Options]):
     name = "firefox"
     protocols = PROTOCOLS
+    discoveries: frozenset[str] = frozenset(DISCOVERIES)
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -131,7 +133,7 @@ class Firefox(BrowserClient[_Browser, Options]):
     # -- browsers
 
     def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
-        prefs = profile_prefs(protocol, ctx.hosts)
+        prefs = profile_prefs(protocol, ctx.hosts, ctx.discovery)
         keys = ctx.keylog is not None
         key = json.dumps([prefs, str(ctx.tls_dir), keys], sort_keys=True)
         prime = ALT_SVC_MAPPING in prefs

@@ -43,6 +43,7 @@ from h2lab.clients.browser.options import (
     idle_option,
     speed_index_option,
 )
+from h2lab.spec.factors import BY_ALT_SVC
 from h2lab.spec.options import FLAG, option
 from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS
 
@@ -250,11 +251,27 @@ def h3_mapping(hosts: Mapping[str, str]) -> str:
     return ",".join(f"{host};h3=:{PORTS[H3]}" for host in sorted(hosts))
 
 
-def profile_prefs(protocol: str, hosts: Mapping[str, str]) -> dict[str, PrefValue]:
+H3_BY_ALT_SVC: Mapping[str, PrefValue] = {
+    "network.http.http3.enable": True,
+    "network.http.altsvc.enabled": True,
+    # the lab CA, accepted for QUIC as in the forced h3 profile (PROTOCOL_PREFS)
+    "network.http.http3.disable_when_third_party_roots_found": False,
+}
+"""h3 as Firefox finds it when shipped (``discovery = "alt-svc"``): from the servers'
+``Alt-Svc`` headers, no origin mapped in advance, and its own TCP fallback raced against QUIC
+(``backup_timer_delay`` left at Firefox's default)."""
+
+
+def profile_prefs(
+    protocol: str, hosts: Mapping[str, str], discovery: str = "forced"
+) -> dict[str, PrefValue]:
     """The preferences of the profile that runs ``protocol`` against ``hosts`` (lab origin ->
-    address)."""
+    address); over h3, found as ``discovery`` says (``forced``: every origin mapped to h3 from
+    its first request; ``alt-svc``: :data:`H3_BY_ALT_SVC`)."""
     prefs = {**OFFLINE_PREFS, **MEASUREMENT_PREFS, **PROTOCOL_PREFS[protocol]}
-    if protocol == H3:
+    if protocol == H3 and discovery in BY_ALT_SVC:
+        prefs = {**OFFLINE_PREFS, **MEASUREMENT_PREFS, **H3_BY_ALT_SVC}
+    elif protocol == H3:
         prefs[ALT_SVC_MAPPING] = h3_mapping(hosts)
     return prefs
 

@@ -1,0 +1,85 @@
+"""How a browser finds HTTP/3 (the ``discovery`` factor, issue #54): ``alt-svc`` leaves
+Chromium and Firefox to learn it from the servers' ``Alt-Svc`` headers, as shipped. A first
+view then starts over TCP: the navigation goes over h2, and a request goes over h3 only after
+a response of its origin carried the header. ``udp-blocked`` is ``alt-svc`` on a link that
+drops UDP to port 443: the browser tries QUIC, falls back to TCP, and the trial is ok."""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+from pathlib import Path
+
+from h2lab.results import TrialRecord
+from tests.integration.conftest import run_experiment
+
+SERVERS = ("nginx@1.26", "caddy")
+PAGE = "synthetic:n=6,size=10KB,origins=2"
+
+SQL = """
+SELECT url, origin, protocol, start_ms, ttfb_ms FROM resources
+WHERE trial_id = ? AND error IS NULL AND from_cache = 0 ORDER BY start_ms
+"""
+
+
+def _resources(db: sqlite3.Connection, r: TrialRecord) -> list[tuple[str, str, str, float, float]]:
+    return db.execute(SQL, (r.id,)).fetchall()
+
+
+def test_alt_svc_first_views_start_over_tcp_and_learn_h3(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    records = run_experiment(
+        out, "alt-svc",
+        {"protocol": ["h3"], "network": ["rtt=40ms,rate=20Mbps"], "page": [PAGE],
+         "server": list(SERVERS), "client": ["chromium", "firefox"], "discovery": ["alt-svc"]},
+        seed=5, repetitions=1,
+    )  # fmt: skip
+    assert all(r.status == "ok" for r in records), [r.error for r in records if r.error]
+    assert len(records) == 4
+    db = sqlite3.connect(out / "results.sqlite")
+    for r in records:
+        rows = _resources(db, r)
+        print(r.cell["server"], r.cell["client"], f"{r.tcp_connections} TCP connections",
+              [(u.rsplit("/", 1)[-1], o.split(".")[0], p) for u, o, p, *_ in rows])  # fmt: skip
+        (document, *_) = rows
+        assert document[2] == "h2" and r.tcp_connections and r.tcp_connections >= 1, document
+        assert {p for _, _, p, *_ in rows} <= {"h2", "h3"}
+        for url, origin, protocol, start_ms, _ in rows:
+            if protocol != "h3":
+                continue
+            # over h3 only once a response of its origin had come (with its Alt-Svc header)
+            learnt = [t for _, o, p, _, t in rows if o == origin and p == "h2" and t is not None]
+            assert learnt and min(learnt) <= start_ms, (url, rows)
+
+
+def test_udp_blocked_falls_back_to_tcp_and_prices_the_fallback(tmp_path: Path) -> None:
+    """The link drops UDP to 443: every trial ok over h2, the browser tried QUIC (datagrams
+    dropped), and what the fallback cost against plain h2s is printed per browser."""
+    common = {"network": ["rtt=100ms,rate=20Mbps"], "page": [PAGE], "server": ["nginx@1.26"],
+              "client": ["chromium", "firefox"]}  # fmt: skip
+    blocked = run_experiment(
+        tmp_path / "blocked", "udp-blocked",
+        {**common, "protocol": ["h3"], "discovery": ["udp-blocked"]}, seed=6, repetitions=2,
+    )  # fmt: skip
+    plain = run_experiment(
+        tmp_path / "h2s", "h2s", {**common, "protocol": ["h2s"]}, seed=6, repetitions=2
+    )
+    assert all(r.status == "ok" for r in blocked + plain), [r.error for r in blocked + plain]
+    db = sqlite3.connect(tmp_path / "blocked" / "results.sqlite")
+    for r in blocked:
+        rows = _resources(db, r)
+        assert rows and {p for _, _, p, *_ in rows} == {"h2"}, rows
+        assert r.udp_dropped_packets, (r.cell["client"], r.udp_dropped_packets)
+    for client in ("chromium", "firefox"):
+        ttfb = [_median(records, client, "ttfb_ms") for records in (blocked, plain)]
+        plt = [_median(records, client, "plt_ms") for records in (blocked, plain)]
+        dropped = [r.udp_dropped_packets for r in blocked if r.cell["client"] == client]
+        print(f"{client}: udp-blocked against h2s at 100 ms RTT: TTFB {ttfb[0]:.0f} against "
+              f"{ttfb[1]:.0f} ms, plt {plt[0]:.0f} against {plt[1]:.0f} ms; QUIC datagrams "
+              f"dropped {dropped}")  # fmt: skip
+    assert all(r.udp_dropped_packets is None for r in plain)
+
+
+def _median(records: list[TrialRecord], client: str, metric: str) -> float:
+    values = [getattr(r, metric) for r in records if r.cell["client"] == client]
+    return float(statistics.median(v for v in values if v is not None))
