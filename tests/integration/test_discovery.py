@@ -10,6 +10,8 @@ import sqlite3
 import statistics
 from pathlib import Path
 
+from h2lab.report import write_report
+from h2lab.report.origins import TITLE
 from h2lab.results import TrialRecord
 from tests.integration.conftest import run_experiment
 
@@ -50,6 +52,12 @@ def test_alt_svc_first_views_start_over_tcp_and_learn_h3(tmp_path: Path) -> None
             # over h3 only once a response of its origin had come (with its Alt-Svc header)
             learnt = [t for _, o, p, _, t in rows if o == origin and p == "h2" and t is not None]
             assert learnt and min(learnt) <= start_ms, (url, rows)
+    # the report says, per cell and origin, which protocol carried the requests
+    db.close()
+    part = write_report(out).read_text()
+    start = part.index(f"<h3>{TITLE}</h3>")
+    table = part[start : part.index("</table>", start)]
+    assert table.count("<tr>") == 1 + 2 * len(records), table  # a header, 2 origins a cell
 
 
 def test_udp_blocked_falls_back_to_tcp_and_prices_the_fallback(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from h2lab.report.browser_metrics import browser_metrics_part
 from h2lab.report.coverage import coverage_part
 from h2lab.report.export import export_tables
 from h2lab.report.failed import failed_part
+from h2lab.report.origins import origins_part
 from h2lab.report.priorities import priorities_part
 from h2lab.report.repro import experiments, repro
 from h2lab.results import TrialRecord
@@ -112,6 +113,7 @@ def write_report(
         failed = timed("failed requests", lambda: failed_part(store, trials))
         failed += timed("coverage", lambda: coverage_part(store, trials))
         failed += timed("priority signals", lambda: priorities_part(store))
+        failed += timed("origins' protocols", lambda: origins_part(store, trials))
         sections.append(h.section("repro", repro(out_dir, trials, rng_seed, failed)))
         path = _write_page(out_dir, trials, sections)
     finally:
