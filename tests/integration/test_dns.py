@@ -17,7 +17,7 @@ import pytest
 
 from h2lab.artifacts import DNS_LOOKUPS
 from h2lab.net import netns
-from h2lab.net.dns import DNS_IP, answers
+from h2lab.net.dns import DNS_IP, DNS_LOG, answers
 from h2lab.net.lab import Lab
 from h2lab.pages.manifest import PageWriter
 from h2lab.results import TrialRecord
@@ -90,7 +90,7 @@ def test_origins_are_answered_and_other_names_refused_in_one_round_trip() -> Non
             capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert found.stdout.split()[0] == lab.origin_ips[ORIGIN], found
-        log = (lab.dns.folder / "dns.log").read_text()
+        log = (lab.dns.folder / DNS_LOG).read_text()
     print(log)
     said = [(a.name, a.qtype, a.rcode) for a in answers(log)]
     assert said == [

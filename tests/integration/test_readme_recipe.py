@@ -16,6 +16,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from h2lab.net.lab import Lab
 from h2lab.pages import Page
 from h2lab.pages.manifest import PageWriter
@@ -52,6 +54,7 @@ def site(root: Path) -> Page:
         return w.commit(f"https://{HOST}/")
 
 
+@pytest.mark.timeout(600)  # the recipe's 36 trials took 230-253 s beside three lanes, once past 300
 def test_recipe_b_gives_ratios_and_verdicts_per_network_and_browser(tmp_path: Path) -> None:
     record, verdict = recipe_lines()
     assert record.startswith(".venv/bin/h2lab record ") and verdict.startswith(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from h2lab.net.dns import DNS_IP, Answer, Lookups, answers, resolv_conf, unbound_conf
+from h2lab.net.dns import DNS_IP, DNS_LOG, Answer, Lookups, answers, resolv_conf, unbound_conf
 from h2lab.net.lab import MAX_ORIGINS, ORIGIN_NET, PROBE_IP
 
 
@@ -21,7 +21,7 @@ def test_every_origin_has_its_record_and_every_other_name_none(tmp_path: Path) -
     assert 'local-zone: "." static' in lines  # NXDOMAIN for the rest, no recursion
     assert f"interface: {DNS_IP}" in lines and "port: 53" in lines
     assert 'username: ""' in lines and 'chroot: ""' in lines  # runs as whoever started it
-    assert f'logfile: "{tmp_path / "dns.log"}"' in lines
+    assert f'logfile: "{tmp_path / DNS_LOG}"' in lines
     assert "log-queries: yes" in lines and "log-replies: yes" in lines
     assert "control-enable: no" in lines
     assert "include" not in conf and "trust-anchor" not in conf  # nothing of the host's

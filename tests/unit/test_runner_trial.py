@@ -14,7 +14,7 @@ from h2lab.artifacts import DNS_LOOKUPS
 from h2lab.clients import ClientAdapter, LoadContext
 from h2lab.errors import H2LabError
 from h2lab.metrics.counters import CpuTimes
-from h2lab.net.dns import DNS_FOLDER
+from h2lab.net.dns import DNS_FOLDER, DNS_LOG
 from h2lab.pages import Page
 from h2lab.results import LoadResult, ResourceTiming
 from h2lab.runner.matrix import TrialSpec, expand
@@ -217,7 +217,7 @@ class LookingClient(FakeClient):
 
 
 def test_a_trial_counts_the_lookups_its_resolver_answered_during_it(tmp_path: Path) -> None:
-    log = tmp_path / "lab" / DNS_FOLDER / "dns.log"
+    log = tmp_path / "lab" / DNS_FOLDER / DNS_LOG
     log.parent.mkdir(parents=True)
     log.write_text(LOGGED.format("earlier.example.", "NXDOMAIN") * 5)  # an earlier trial's
     _, _, row, _ = run(tmp_path, LookingClient(log))

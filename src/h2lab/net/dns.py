@@ -29,6 +29,7 @@ from pathlib import Path
 
 from h2lab import procs, programs
 from h2lab.errors import ProcessFailed
+from h2lab.logtail import read_since, size_of
 from h2lab.net import netns
 
 DNS_IP = "10.2.0.253"
@@ -36,6 +37,8 @@ DNS_IP = "10.2.0.253"
 (``10.2.0.k``, k at most 250) but no origin's, nor the round-trip probe's (``.254``)."""
 DNS_PORT = 53
 DNS_FOLDER = "dns"
+DNS_LOG = "dns.log"
+"""The resolver's log of answers, in its folder (:class:`Lookups` reads it)."""
 """The resolver's folder in the lab's state folder: its configuration and ``dns.log``."""
 READY_TIMEOUT_S = 10.0
 TTL_S = 3600
@@ -55,7 +58,7 @@ def unbound_conf(folder: Path, records: Mapping[str, str]) -> str:
         '    chroot: ""',
         f'    directory: "{folder}"',
         f'    pidfile: "{folder / "unbound.pid"}"',
-        f'    logfile: "{folder / "dns.log"}"',
+        f'    logfile: "{folder / DNS_LOG}"',
         "    use-syslog: no",
         "    log-time-ascii: no",
         "    log-queries: yes",
@@ -112,25 +115,18 @@ class Lookups:
     log."""
 
     def __init__(self, folder: Path) -> None:
-        self.log = folder / "dns.log"
+        self.log = folder / DNS_LOG
 
     def mark(self) -> int | None:
         """Where the log ends now; None: no resolver runs (a lab without one)."""
-        return self.log.stat().st_size if self.log.exists() else None
+        return size_of(self.log)
 
     def since(self, mark: int | None) -> list[Answer] | None:
-        """The answers logged since ``mark`` (at most :data:`MAX_READ_BYTES` of them), or None
-        when there was no log at ``mark``."""
+        """The answers logged since ``mark`` (:func:`h2lab.logtail.read_since`), or None when
+        there was no log at ``mark``."""
         if mark is None or not self.log.exists():
             return None
-        with self.log.open("rb") as f:
-            start = 0 if f.seek(0, 2) < mark else mark  # a new log: the resolver started again
-            f.seek(start)
-            return answers(f.read(MAX_READ_BYTES).decode(errors="replace"))
-
-
-MAX_READ_BYTES = 16 * 1024 * 1024
-"""A trial's part of the log read at most: about 100,000 lookups."""
+        return answers(read_since(self.log, mark))
 
 
 def resolv_conf() -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from h2lab.errors import telling_line
+from h2lab.logtail import read_since
 from h2lab.net import netns, userns
 from h2lab.pages import Page
 from h2lab.spec.limits import MAX_TIMEOUT_S
@@ -76,20 +77,12 @@ class RequestLog:
         return {p: p.stat().st_size for p in self._paths if p.exists()}
 
     def since(self, mark: dict[Path, int]) -> int | None:
-        """Bytes of the requests logged since ``mark``; None when the server keeps no log."""
-        found = False
-        total = 0
-        for p in self._paths:
-            if not p.exists():
-                continue
-            found = True
-            start = mark.get(p, 0)
-            with p.open("rb") as f:
-                if f.seek(0, 2) < start:  # a new log (the server started again)
-                    start = 0
-                f.seek(start)
-                total += request_header_bytes(f.read().decode(errors="replace"))
-        return total if found else None
+        """Bytes of the requests logged since ``mark`` (:func:`h2lab.logtail.read_since`);
+        None when the server keeps no log."""
+        logs = [p for p in self._paths if p.exists()]
+        if not logs:
+            return None
+        return sum(request_header_bytes(read_since(p, mark.get(p, 0))) for p in logs)
 
 
 ROOTLESS_NO_USER = "# rootless mode: the server runs as the user, who switches to no other"

@@ -191,6 +191,11 @@ NORMAL_IQR_SD = 2 * statistics.NormalDist().inv_cdf(0.75)
 """A normal distribution's interquartile range in standard deviations (1.349)."""
 
 
+def plain_sd(values: list[float]) -> float:
+    """The sample standard deviation of ``values`` (0 for fewer than two)."""
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
 def clamped_sd_from_quartiles(values: list[float]) -> float:
     """The standard deviation of ``values`` drawn from a normal clamped at ±2 of its
     deviations (Rattan's per-packet delay), read from their quartiles, which the clamp leaves
@@ -198,7 +203,7 @@ def clamped_sd_from_quartiles(values: list[float]) -> float:
     clock and sending) are not spread the link made. Idle, 1 check in 5 measured 2 ms of
     jitter as 3.5 ms by the plain deviation, beside other work 7.2 and 11.1 ms."""
     if len(values) < 4:
-        return statistics.stdev(values) if len(values) > 1 else 0.0
+        return plain_sd(values)
     q1, _, q3 = statistics.quantiles(values, n=4)
     return (q3 - q1) / NORMAL_IQR_SD * clamped_normal_sd_share(JITTER_CUT_SD)
 

@@ -24,6 +24,7 @@ from h2lab.net.check.estimators import (
     effective_rate_bps,
     expected_reordered_share,
     pearson,
+    plain_sd,
     probe_rtt_ms,
     reordered_in_arrival_order,
     rtt_tolerance_ms,
@@ -175,7 +176,7 @@ def _jitter_rows(direction: str, jitter_ms: float, probe: UdpProbe) -> list[Chec
     spacing."""
     delays = [d for _, d in sorted(probe.arrivals)]  # in the order sent
     sd, used = clamped_sd_in_windows(delays)
-    plain = statistics.stdev(delays) if len(delays) > 1 else 0.0
+    plain = plain_sd(delays)
     sd_tol = 0.1 * jitter_ms + 0.2
     got = reordered_in_arrival_order([seq for seq, _ in probe.arrivals])
     sent_ms = [probe.send_times_s[seq] * 1000 for seq in range(probe.sent)]
