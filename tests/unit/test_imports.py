@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
                 "h2lab.errors",
                 "h2lab.units",
                 "h2lab.paths",
+                "h2lab.logtail",
                 "h2lab.procs",
                 "h2lab.tls",
                 "h2lab.machine",
