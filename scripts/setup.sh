@@ -16,7 +16,7 @@ UV_VERSION=0.13.8
 # image installs them in a layer made before the sources are copied; tests/unit/test_programs.py
 # holds this list equal to `python -m h2lab.programs --debian-packages`.
 DEB_PACKAGES=(nginx h2o apache2 haproxy nghttp2-client curl iperf3 iproute2 iputils-ping unbound
-              nftables util-linux procps chromium firefox-esr libnss3-tools apache2-doc
+              nftables publicsuffix util-linux procps chromium firefox-esr libnss3-tools apache2-doc
               default-jdk-headless maven   # the OkHttp client (okhttp/): Java 17+, Maven
               tcpdump tshark               # capture=pcap, and the tests that decode its pcaps
               mmdebstrap)                  # Debian 13's servers (below; src/h2lab/debian13.py)

@@ -132,6 +132,8 @@ MMDEBSTRAP = Program("mmdebstrap", DEBIAN12, "mmdebstrap", "mmdebstrap", ("--ver
 SYSCTL = Program("sysctl", DEBIAN12, "procps", "sysctl", ("--version",), r"procps-ng (\S+)")
 # not a program: the Apache manual, a page of the tests (dir: import) and of the corpus
 APACHE_MANUAL = Program("apache2 manual", DEBIAN12, "apache2-doc")
+# not a program: the Public Suffix List, which tells a page's first party (h2lab.pages.sites)
+PUBLIC_SUFFIX_LIST = Program("public suffix list", DEBIAN12, "publicsuffix")
 
 # Debian 13's, in the order of the root filesystem's package list (which names its folder)
 NGINX_13 = _deb13("nginx", "usr/sbin/nginx", ["-v"], r"nginx/(\S+)", "1.26.")
@@ -152,7 +154,7 @@ OKHTTP = Program("h2lab-okhttp", BUILT, version_args=("-version",), pattern=r"^(
 PROGRAMS: tuple[Program, ...] = (
     NGINX, H2O, APACHE, HAPROXY, NGHTTP, H2LOAD, IPERF3, IP, NSENTER, PING, UNBOUND, NFT,
     TCPDUMP, TSHARK, CHROMIUM, FIREFOX, CERTUTIL, JAVA, MAVEN, CURL_SETUP, MMDEBSTRAP, SYSCTL,
-    APACHE_MANUAL, NGINX_13, HAPROXY_13, CURL_13, CADDY_13,
+    APACHE_MANUAL, PUBLIC_SUFFIX_LIST, NGINX_13, HAPROXY_13, CURL_13, CADDY_13,
     RATTAN, ORIGIN, OKHTTP,
 )  # fmt: skip
 """Every record, each once."""

@@ -2,7 +2,8 @@
 Chromium and Firefox to learn it from the servers' ``Alt-Svc`` headers, as shipped. A first
 view then starts over TCP: the navigation goes over h2, and a request goes over h3 only after
 a response of its origin carried the header. ``udp-blocked`` is ``alt-svc`` on a link that
-drops UDP to port 443: the browser tries QUIC, falls back to TCP, and the trial is ok."""
+drops UDP to port 443: the browser tries QUIC, falls back to TCP, and the trial is ok.
+``h3_origins = "first-party"`` serves h3 on the page's own site only, its third party on h2."""
 
 from __future__ import annotations
 
@@ -86,6 +87,39 @@ def test_udp_blocked_falls_back_to_tcp_and_prices_the_fallback(tmp_path: Path) -
               f"{ttfb[1]:.0f} ms, plt {plt[0]:.0f} against {plt[1]:.0f} ms; QUIC datagrams "
               f"dropped {dropped}")  # fmt: skip
     assert all(r.udp_dropped_packets is None for r in plain)
+
+
+MIXED = "synthetic:n=6,size=10KB,origins=3,sites=2"
+"""o1 and o2 under h2lab.test (the entry document's site), o3 under third1.test."""
+FIRST_PARTY = {"o1.h2lab.test", "o2.h2lab.test"}
+
+
+def test_h3_on_the_first_party_only_leaves_the_third_party_on_h2(tmp_path: Path) -> None:
+    """Forced: every first-party request over h3, every third-party one over h2. Learnt from
+    Alt-Svc: only first-party origins send it, so the third party stays on h2 throughout."""
+    out = tmp_path / "out"
+    records = run_experiment(
+        out, "mixed",
+        {"protocol": ["h3"], "network": ["rtt=40ms,rate=20Mbps"], "page": [MIXED],
+         "server": ["nginx@1.26"], "client": ["chromium", "firefox"],
+         "discovery": ["forced", "alt-svc"], "h3_origins": ["first-party"]},
+        seed=7, repetitions=1,
+    )  # fmt: skip
+    assert all(r.status == "ok" for r in records), [r.error for r in records if r.error]
+    assert len(records) == 4
+    db = sqlite3.connect(out / "results.sqlite")
+    for r in records:
+        rows = _resources(db, r)
+        by_origin = {
+            o: sorted({p for _, oo, p, *_ in rows if oo == o}) for o in {o for _, o, *_ in rows}
+        }
+        print(r.cell["client"], r.cell["discovery"], by_origin)
+        assert set(by_origin) == {*FIRST_PARTY, "o3.third1.test"}, by_origin
+        assert by_origin["o3.third1.test"] == ["h2"]
+        if r.cell["discovery"] == "forced":
+            assert all(by_origin[o] == ["h3"] for o in FIRST_PARTY), by_origin
+        assert r.tcp_connections and r.tcp_connections >= 1
+    assert all("|h3o=first-party|" in r.trial_key for r in records)
 
 
 def _median(records: list[TrialRecord], client: str, metric: str) -> float:

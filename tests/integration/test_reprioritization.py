@@ -26,7 +26,9 @@ pytestmark = pytest.mark.alone
 FIRST_WITHIN_MS = {
     "h2o": 1500.0,
     "nginx": 1500.0,
-    "origin:scheduler=client": 1500.0,
+    # the Go origin leaves what the kernel's autotuned send buffer takes ahead of it: alone, in
+    # 3 of 18 fresh-clone suites, 1.71, 1.87 and 2.13 s (the images end after 4 s)
+    "origin:scheduler=client": 2500.0,
     "origin:scheduler=client,notsent_lowat=16KB": 800.0,
     "origin:scheduler=rr": 3500.0,
     "haproxy:backend=h2o,buffer=1MB": 3500.0,

@@ -76,6 +76,7 @@ def test_features_use_names_only_where_numbers_are_unknown() -> None:
         "tls": "1.3",
         "view": "first",
         "discovery": "forced",
+        "h3_origins": "all",
     }
     unknown = cell_factors(
         Cell.of(

@@ -140,6 +140,28 @@ BAD_FILES = {
         "factors.discovery[0]",
         "alt-svc in a repeat view: chromium runs only forced there",
     ),
+    "h3-origins-without-h3": (
+        _experiment(client='["chromium"]', h3_origins='["first-party"]'),
+        "factors.h3_origins[0]",
+        "h3_origins first-party names the origins that speak h3, and this table has no h3 "
+        "(protocols: h1s, h2s)",
+    ),
+    "h3-origins-curl": (
+        _experiment(
+            protocol='["h2s", "h3"]',
+            server='["caddy"]',
+            client='["curl"]',
+            h3_origins='["first-party"]',
+        ),
+        "factors.h3_origins[0]",
+        "first-party needs a client that speaks h3 to some origins only; curl does not "
+        "(h3_origins: chromium, firefox)",
+    ),
+    "h3-origins-no-host": (
+        _experiment(protocol='["h3"]', client='["firefox"]', h3_origins='["o1.h2lab.test+a b"]'),
+        "factors.h3_origins[0]",
+        "'a b' is no host name",
+    ),
     "jitter-beyond-the-delay": (
         _experiment(network='["rtt=20ms,jitter=5ms"]'),
         "factors.network[0].jitter",

@@ -91,6 +91,19 @@ def test_alt_svc_discovery_leaves_chromium_to_learn_h3() -> None:
     assert launch_flags(H2S, HOSTS, None, "alt-svc") == launch_flags(H2S, HOSTS, None)
 
 
+def test_h3_origins_forces_quic_for_those_only() -> None:
+    """h3_origins: the origins that speak h3 forced, the others on the port nothing serves
+    (reached over TCP, the lab CA still taken should Chromium try QUIC)."""
+    first = frozenset({"o1.h2lab.test"})
+    h3 = launch_flags(H3, HOSTS, "AAAA=", "forced", first)
+    assert "--origin-to-force-quic-on=o1.h2lab.test:443,o2.h2lab.test:9" in h3
+    learnt = launch_flags(H3, HOSTS, "AAAA=", "alt-svc", first)
+    assert learnt == launch_flags(H3, HOSTS, "AAAA=", "alt-svc")  # the servers' headers decide
+    assert launch_flags(H3, HOSTS, "AAAA=", "forced", frozenset(HOSTS)) == launch_flags(
+        H3, HOSTS, "AAAA="
+    )
+
+
 def test_launch_flags_per_protocol() -> None:
     h2 = launch_flags(H2S, HOSTS, "AAAA=")
     h1 = launch_flags(H1S, HOSTS, "AAAA=")

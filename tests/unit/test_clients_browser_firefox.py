@@ -75,6 +75,15 @@ def test_alt_svc_discovery_maps_nothing_and_keeps_firefoxs_tcp_race() -> None:
     assert profile_prefs("h2s", HOSTS, "alt-svc") == profile_prefs("h2s", HOSTS)
 
 
+def test_h3_origins_maps_those_only() -> None:
+    first = frozenset({"a.h2lab.test"})
+    prefs = profile_prefs("h3", HOSTS, "forced", first)
+    assert prefs["network.http.http3.alt-svc-mapping-for-testing"] == "a.h2lab.test;h3=:443"
+    # alt-svc: nothing mapped, the servers' headers decide
+    assert profile_prefs("h3", HOSTS, "alt-svc", first) == profile_prefs("h3", HOSTS, "alt-svc")
+    assert profile_prefs("h3", HOSTS, "forced", frozenset(HOSTS)) == profile_prefs("h3", HOSTS)
+
+
 def test_every_profile_is_offline() -> None:
     for protocol in PROTOCOLS:
         prefs = profile_prefs(protocol, HOSTS)

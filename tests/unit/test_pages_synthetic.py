@@ -51,7 +51,7 @@ def test_parse_defaults_and_canonical_name() -> None:
         ("synthetic:n=10001", "f.n", "must be 1..10000, got 10001"),
         ("synthetic:origins=65", "f.origins", "must be 1..64, got 65"),
         ("synthetic:size=0B", "f.size", "must be 1 B..100 MB, got 0"),
-        ("synthetic:count=3", "f.count", "unknown key (known: n, size, origins, seed)"),
+        ("synthetic:count=3", "f.count", "unknown key (known: n, size, origins, sites, seed)"),
         ("synthetic:n", "f", "expected key=value in 'synthetic:n', got 'n'"),
     ],
 )

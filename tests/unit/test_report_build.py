@@ -203,8 +203,9 @@ def test_reproducibility_counts_the_machines_and_flags_cells_whose_machines_diff
     assert repro.count('class="warn"') == 1
     assert (
         "⚠ synthetic:n=8,size=10KB,origins=1 | rtt=20ms | nginx | h2load | cubic | iw10 | 1.3 | "
-        "first | forced: its trials ran on machines that differ in kernel: a/0123456789ab "
-        "(AMD EPYC 7B13, kernel 6.1.0), b/fedcba987654 (AMD EPYC 7B13, kernel 6.8.0)"
+        "first | forced | all: its trials ran on machines that differ in kernel: "
+        "a/0123456789ab (AMD EPYC 7B13, kernel 6.1.0), b/fedcba987654 (AMD EPYC 7B13, kernel "
+        "6.8.0)"
     ) in repro
     # the machine keys are in the machine table, not among the tool versions
     assert "tool versions</td><td>h2lab 0.1.0</td>" in repro

@@ -89,7 +89,9 @@ def test_verdict_rows_carry_medians_ci_ratio_n_and_failures() -> None:
     assert row.outcome == "h2 faster"
     assert row.n == "3 blocks (h1s 4, h2s 3), 1 incomplete"
     assert row.failures == "1"
-    assert row.factors[2:] == ("nginx", "h2load", "cubic iw10", "1.3", "first", "forced")
+    assert row.factors[2:] == (
+        "nginx", "h2load", "cubic iw10", "1.3", "first", "forced", "all",
+    )  # fmt: skip
 
 
 def test_verdict_rows_empty_without_pairs() -> None:

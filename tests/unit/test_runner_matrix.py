@@ -158,6 +158,7 @@ def test_block_and_key_format() -> None:
         "tls": "1.3",
         "view": "first",
         "discovery": "forced",
+        "h3_origins": "all",
         "repetition": 2,
         "protocol": "h2s",
         "seed": 11,

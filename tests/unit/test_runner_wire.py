@@ -84,6 +84,7 @@ def spec() -> TrialSpec:
         tls="1.2",
         view="repeat",
         discovery="alt-svc",
+        h3_origins="first-party",
     )
     return TrialSpec(
         experiment="wire",

@@ -64,10 +64,17 @@ def test_alt_svc_discovery_advertises_h3_on_every_resource(page: Page, tmp_path:
     header = 'add_header alt-svc "h3=\\":443\\"; ma=86400" always;'
     plain = nginx.render_config(page, ctx, LocalCA(ctx.tls_dir), h3=True)
     assert "alt-svc" not in plain  # no server of the lab sends one unless asked
-    ctx = ServeContext(ctx.netns, ctx.origin_ips, ctx.state_dir, ctx.tls_dir, alt_svc=True)
+    every = frozenset(page.origins)
+    ctx = ServeContext(ctx.netns, ctx.origin_ips, ctx.state_dir, ctx.tls_dir, alt_svc=every)
     conf = nginx.render_config(page, ctx, LocalCA(ctx.tls_dir), h3=True)
     # in each resource's location (one per origin here), in its TCP and its QUIC server block:
     # a location's add_header hides the server block's
     assert conf.count(header) == 2 * len(page.resources)
+    # h3_origins: only the origins that speak h3 advertise it
+    first = frozenset({page.entry.origin})
+    ctx = ServeContext(ctx.netns, ctx.origin_ips, ctx.state_dir, ctx.tls_dir, alt_svc=first)
+    conf = nginx.render_config(page, ctx, LocalCA(ctx.tls_dir), h3=True)
+    mine = sum(r.origin == page.entry.origin for r in page.resources)
+    assert 0 < mine < len(page.resources) and conf.count(header) == 2 * mine
     assert get_server("nginx@1.26").discoveries == {"forced", "alt-svc", "udp-blocked"}
     assert get_server("nginx").discoveries == {"forced"}  # no h3 to advertise

@@ -64,6 +64,7 @@ def test_defaults_fill_what_a_table_does_not_list() -> None:
         "tls": "1.3",
         "view": "first",
         "discovery": "forced",
+        "h3_origins": "all",
     }
 
 
@@ -145,9 +146,9 @@ def test_cell_levels_by_factor_or_column_and_replaced() -> None:
 
 
 def test_a_csv_written_before_a_factor_existed_restores_with_its_default(tmp_path: Path) -> None:
-    # trials.csv of an older h2lab has no tls, view or discovery column: its trials ran with
-    # TLS 1.3, first views, h3 forced
-    columns = [c for c in TRIAL_COLUMNS if c not in ("tls", "view", "discovery")]
+    # trials.csv of an older h2lab has no tls, view, discovery or h3_origins column: its
+    # trials ran with TLS 1.3, first views, h3 forced on every origin
+    columns = [c for c in TRIAL_COLUMNS if c not in ("tls", "view", "discovery", "h3_origins")]
     row = {c: "" for c in columns}
     row |= {"id": "1", "trial_key": "k", "experiment": "e", "block": "b", "page": PAGE}
     row |= {"network": "lan", "server": "nginx", "client": "h2load"}
@@ -162,7 +163,7 @@ def test_a_csv_written_before_a_factor_existed_restores_with_its_default(tmp_pat
     finally:
         store.close()
     assert t.cell["tls"] == "1.3" and t.cell == Cell.of(page=PAGE, network="lan")
-    assert (t.cell["view"], t.cell["discovery"]) == ("first", "forced")
+    assert (t.cell["view"], t.cell["discovery"], t.cell["h3_origins"]) == ("first", "forced", "all")
     assert BY_NAME["tls"].key_part("1.3") is None
 
 

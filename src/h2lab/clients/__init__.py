@@ -39,6 +39,14 @@ class LoadContext:
     """how an h3 trial's browser finds HTTP/3 (the ``discovery`` factor): ``forced``, every lab
     origin known to speak it from the first request; ``alt-svc``, learnt from the servers'
     ``Alt-Svc`` headers, as shipped. Only clients with it in :attr:`ClientAdapter.discoveries`"""
+    h3_hosts: frozenset[str] | None = None
+    """the origins of :attr:`hosts` that speak h3 in an h3 trial (the ``h3_origins`` factor):
+    a browser forces or maps QUIC for those only, and reaches the others over TCP; None: every
+    one. Only clients with :attr:`ClientAdapter.mixed_origins`"""
+
+    def speaks_h3(self, host: str) -> bool:
+        """Whether ``host`` is one of :attr:`h3_hosts` (every host when that is None)."""
+        return self.h3_hosts is None or host in self.h3_hosts
 
 
 __all__ = [
@@ -66,6 +74,9 @@ class ClientAdapter(Protocol):
     """the ``discovery`` factor's levels it runs (:attr:`LoadContext.discovery`)"""
     repeat_discoveries: frozenset[str] = frozenset({"forced"})
     """of those, the ones it runs in a repeat view"""
+    mixed_origins: bool = False
+    """it speaks h3 to some origins of a page and TCP to the others (:attr:`LoadContext.h3_hosts`,
+    the ``h3_origins`` factor); False: every origin over the trial's protocol"""
 
     def version(self) -> str: ...
 

@@ -58,8 +58,20 @@ class Body:
         return f"//{self.origin}{self.path}"
 
 
-def origin_names(k: int) -> tuple[str, ...]:
-    return tuple(f"o{i + 1}.{ORIGIN_DOMAIN}" for i in range(k))
+THIRD_PARTY_DOMAIN = "third{}.test"
+"""The domain of a synthetic page's site ``s`` (1, 2...) after its own: a third party."""
+
+
+def origin_names(k: int, sites: int = 1) -> tuple[str, ...]:
+    """``k`` origins, ``o1`` to ``ok``, over ``sites`` registrable domains in equal runs: the
+    first run (with the entry document's ``o1``) under :data:`ORIGIN_DOMAIN`, the page's own
+    site, and each other run under a third party's, ``third1.test``..."""
+    names = []
+    for i in range(k):
+        site = i * sites // k
+        domain = ORIGIN_DOMAIN if site == 0 else THIRD_PARTY_DOMAIN.format(site)
+        names.append(f"o{i + 1}.{domain}")
+    return tuple(names)
 
 
 def tile_colour(i: int) -> tuple[int, int, int]:

@@ -83,7 +83,7 @@ def png_object(i: int, size_bytes: int, rng: random.Random) -> bytes:
 
 
 def _objects_layout(spec: SyntheticSpec) -> tuple[tuple[str, ...], tuple[Resource, ...], str]:
-    origins = origin_names(spec.origins)
+    origins = origin_names(spec.origins, spec.sites)
     png = spec.size_bytes >= MIN_PNG_BYTES
     objects = tuple(
         Resource(

@@ -23,19 +23,23 @@ MAX_OBJECT_BYTES = 100 * 1000**2
 
 @dataclass(frozen=True)
 class SyntheticSpec:
-    """The objects page: ``count`` objects of ``size_bytes`` over ``origins`` hosts. Its
-    object counts and sizes cover the factor grid of seed 001 Table I."""
+    """The objects page: ``count`` objects of ``size_bytes`` over ``origins`` hosts, on
+    ``sites`` registrable domains (the page's own and third parties':
+    :func:`~h2lab.pages.gen_common.origin_names`). Its object counts and sizes cover the factor
+    grid of seed 001 Table I."""
 
     count: int
     size_bytes: int
     origins: int
     seed: int
+    sites: int = 1
 
     @property
     def name(self) -> str:
+        sites = f",sites={self.sites}" if self.sites != 1 else ""
         seed = f",seed={self.seed}" if self.seed else ""
         size = format_size(self.size_bytes)
-        return f"synthetic:n={self.count},size={size},origins={self.origins}{seed}"
+        return f"synthetic:n={self.count},size={size},origins={self.origins}{sites}{seed}"
 
 
 PageSpec = (
@@ -73,19 +77,24 @@ def parse(spec: str, source: str = "page", field: str = "page") -> PageSpec:
     return parse_objects(body, spec, source, field)
 
 
+OBJECTS_KEYS = ("n", "size", "origins", "sites", "seed")
+
+
 def parse_objects(body: str, spec: str, source: str, field: str) -> SyntheticSpec:
     fields: dict[str, str] = {}
     for part in filter(None, body.split(",")):
         key, sep, value = part.partition("=")
         if not sep:
             raise SpecError(source, field, f"expected key=value in {spec!r}, got {part!r}")
-        if key not in {"n", "size", "origins", "seed"}:
-            raise SpecError(source, f"{field}.{key}", "unknown key (known: n, size, origins, seed)")
+        if key not in OBJECTS_KEYS:
+            known = ", ".join(OBJECTS_KEYS)
+            raise SpecError(source, f"{field}.{key}", f"unknown key (known: {known})")
         fields[key] = value
     try:
         count = int(fields.get("n", "16"))
         size = parse_size_bytes(fields.get("size", "10KB"))
         origins = int(fields.get("origins", "1"))
+        sites = int(fields.get("sites", "1"))
         seed = int(fields.get("seed", "0"))
     except (ValueError, UnitError) as exc:
         raise SpecError(source, field, f"{spec!r}: {exc}") from exc
@@ -95,4 +104,6 @@ def parse_objects(body: str, spec: str, source: str, field: str) -> SyntheticSpe
         raise SpecError(source, f"{field}.size", f"must be 1 B..100 MB, got {size}")
     if not 1 <= origins <= MAX_ORIGINS:
         raise SpecError(source, f"{field}.origins", f"must be 1..{MAX_ORIGINS}, got {origins}")
-    return SyntheticSpec(count=count, size_bytes=size, origins=origins, seed=seed)
+    if not 1 <= sites <= origins:
+        raise SpecError(source, f"{field}.sites", f"must be 1..origins ({origins}), got {sites}")
+    return SyntheticSpec(count=count, size_bytes=size, origins=origins, seed=seed, sites=sites)

@@ -3,8 +3,8 @@ the ok h3 browser trials, per cell and origin, how many requests went over each 
 from the stored resources (``resources.origin``, ``resources.protocol``). It shows what a
 ``discovery`` other than ``forced`` measured: a first view's document over h2, an origin's
 requests over h3 only once the browser had learnt it, every request over h2 where UDP to 443
-was blocked. At most :data:`MAX_TRIALS` trials of a cell are read (the lowest ids), so a big
-store costs the report a bounded read."""
+was blocked; and what ``h3_origins`` left on h2. At most :data:`MAX_TRIALS` trials of a cell
+are read (the lowest ids), so a big store costs the report a bounded read."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ NOTE = (
     "Requests of the ok h3 browser trials (warm-ups not counted) by origin and by the protocol "
     "that carried them, as the browser reported it. With discovery forced every request goes "
     "over h3; with alt-svc a first view starts over h2 and an origin moves to h3 once the "
-    "browser has learnt it; with udp-blocked every request falls back to TCP "
+    "browser has learnt it; with udp-blocked every request falls back to TCP; with h3_origins "
+    "other than all, the origins it leaves out stay on h2 "
     '(docs/servers.md, "How browsers find h3").'
 )
 

@@ -106,18 +106,35 @@ def check_repeat_discoveries(factors: Factors, source: str, prefix: str) -> None
         return
     for i, discovery in enumerate(factors["discovery"]):
         for client in factors["client"]:
-            if discovery not in clients.get(client).repeat_discoveries:
+            runs = clients.get(client).repeat_discoveries
+            if discovery not in runs:
                 raise SpecError(
                     source, f"{prefix}.discovery[{i}]",
-                    f"{discovery} in a repeat view: {client} runs only forced there "
-                    "(docs/servers.md, \"How browsers find h3\")",
+                    f"{discovery} in a repeat view: {client} runs only {', '.join(sorted(runs))} "
+                    "there (docs/servers.md, \"How browsers find h3\")",
                 )  # fmt: skip
+
+
+def check_h3_origins(factors: Factors, source: str, prefix: str) -> None:
+    """A table whose ``h3_origins`` is not ``all`` has only clients that speak h3 to some
+    origins of a page and TCP to the others."""
+    for i, level in enumerate(factors["h3_origins"]):
+        client = next((c for c in factors["client"] if not clients.get(c).mixed_origins), None)
+        if level != "all" and client is not None:
+            least = clients.REGISTRY.least_spec
+            names = [n for n in clients.REGISTRY.names() if clients.get(least(n)).mixed_origins]
+            raise SpecError(
+                source, f"{prefix}.h3_origins[{i}]",
+                f"{level[:80]} needs a client that speaks h3 to some origins only; {client} "
+                f"does not (h3_origins: {', '.join(names)})",
+            )  # fmt: skip
 
 
 def _check_table(factors: Factors, source: str, prefix: str) -> None:
     check_views(factors, source, prefix)
     check_discoveries(factors, source, prefix)
     check_repeat_discoveries(factors, source, prefix)
+    check_h3_origins(factors, source, prefix)
 
 
 def _check_tables(exp: Experiment, source: str) -> Experiment:

@@ -41,10 +41,10 @@ from h2lab.pages import Page, resolve_page
 from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
 from h2lab.runner.captures import client_iface, early_data_capture, packet_capture, trial_keylog
 from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
+from h2lab.runner.h3_origins import advertised, told
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
 from h2lab.spec.experiment import Capture, FailOn
-from h2lab.spec.factors import BY_ALT_SVC
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.protocols import H3, PORTS
 from h2lab.spec.tcp import TcpSettings
@@ -247,23 +247,23 @@ class Links:
 class ServerStretch:
     """The server of the current (page, server, TLS version, resumption, Alt-Svc) stretch of
     trials (resumption: the repeat view's, :attr:`ServeContext.resumption`; Alt-Svc: the
-    ``alt-svc`` discovery's, :attr:`ServeContext.alt_svc`): started when
+    origins that send it, :attr:`ServeContext.alt_svc`): started when
     the stretch begins, stopped when it ends, and started again before the next attempt when it
     died during the last one (a crash costs one trial, not the rest of its block)."""
 
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
         self._stack = ExitStack()
-        self._key: tuple[str, str, str, bool, bool] | None = None
+        self._key: tuple[str, str, str, bool, tuple[str, ...]] | None = None
         self.serving: servers.Serving | None = None
         self.error: str | None = None
         """the line of a server that did not start: the trials of its stretch fail with it"""
 
     def get(
         self, page: Page, spec: str, tls_version: str, resumption: bool = False,
-        alt_svc: bool = False,
+        alt_svc: frozenset[str] = frozenset(),
     ) -> None:  # fmt: skip
-        key = (page.digest, spec, tls_version, resumption, alt_svc)
+        key = (page.digest, spec, tls_version, resumption, tuple(sorted(alt_svc)))
         dead = self.serving is not None and self.serving.exited() is not None
         if self._key == key and not dead:
             return
@@ -365,7 +365,7 @@ class LabSession:
             stored = job.attempts.get(t.key, 0)
             for retry in range(1 + job.retries):
                 f = t.factors
-                stretch.get(page, t.server, f.tls, f.view == "repeat", f.discovery in BY_ALT_SVC)
+                stretch.get(page, t.server, f.tls, f.view == "repeat", advertised(page, f))
                 attempt = stored + 1 + retry
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,
@@ -484,6 +484,7 @@ def run_one(
             fail_on=fail_on,
             keylog=trial_keylog(artifacts, t.protocol, capture),
             discovery=t.factors.discovery,
+            h3_hosts=told(page, t.factors, t.protocol),
         )
         with _udp_blocking(lab, t) as blocked:
             _before_the_load(lab, client, page, t, ctx)

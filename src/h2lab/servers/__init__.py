@@ -113,10 +113,11 @@ class ServeContext:
     """the repeat view's servers: TLS session tickets on (off otherwise, so that a first
     view's bytes carry none), so a client may resume, and send early data where the server
     accepts it (docs/servers.md, "Repeat view")"""
-    alt_svc: bool = False
-    """advertise HTTP/3 in an ``Alt-Svc`` header on every response (``discovery = "alt-svc"``;
-    off otherwise, as no h2lab server sent one before the factor). Only servers with
-    ``alt-svc`` in :attr:`ServerAdapter.discoveries`"""
+    alt_svc: frozenset[str] = frozenset()
+    """the origins that advertise HTTP/3 in an ``Alt-Svc`` header on every response
+    (``discovery = "alt-svc"``: those of ``h3_origins``; none otherwise, as no h2lab server
+    sent one before the factor). Only servers with ``alt-svc`` in
+    :attr:`ServerAdapter.discoveries`"""
 
     def __post_init__(self) -> None:
         if self.tls_version not in TLS_VERSIONS:
@@ -190,7 +191,7 @@ class ServerAdapter(Protocol):
     """protocols it serves (a trial asking another fails validation)"""
     discoveries: frozenset[str]
     """the ``discovery`` factor's levels it serves (:data:`FORCED_ONLY` for most): ``alt-svc``
-    when it can advertise h3 in an ``Alt-Svc`` header (:attr:`ServeContext.alt_svc`)"""
+    when it can advertise h3 in an ``Alt-Svc`` header, per origin (:attr:`ServeContext.alt_svc`)"""
 
     def version(self) -> str: ...
 

@@ -188,7 +188,7 @@ def render_config(page: Page, ctx: ServeContext, ca: LocalCA) -> dict[str, Any]:
         ip = ctx.origin_ips[host]
         pair = ca.leaf(host)
         certificates.append({"certificate": str(pair.cert), "key": str(pair.key), "tags": [host]})
-        mine = routes(page, host, d / BODIES_DIR, ctx.alt_svc)
+        mine = routes(page, host, d / BODIES_DIR, host in ctx.alt_svc)
         tls = _server([f"{ip}:{PORTS[H2S]}"], ["h1", "h2"], mine)
         if ctx.tls_version == "1.3":  # QUIC is TLS 1.3 (RFC 9001); Caddy's QUIC takes this TLS
             tls["protocols"].append("h3")

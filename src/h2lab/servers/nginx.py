@@ -185,7 +185,9 @@ def _server_body(
     d = ctx.state_dir
     pair = ca.leaf(host)
     locations = "\n        ".join(
-        _location(i, r, page, ctx.alt_svc) for i, r in enumerate(page.resources) if r.origin == host
+        _location(i, r, page, host in ctx.alt_svc)
+        for i, r in enumerate(page.resources)
+        if r.origin == host
     )
     return f"""        ssl_certificate {pair.cert};
         ssl_certificate_key {pair.key};

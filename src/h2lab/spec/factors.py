@@ -21,6 +21,7 @@ called, never at import time.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -44,6 +45,12 @@ DISCOVERIES: tuple[Discovery, ...] = ("forced", "alt-svc", "udp-blocked")
 BY_ALT_SVC: frozenset[str] = frozenset({"alt-svc", "udp-blocked"})
 """The discoveries where the servers send ``Alt-Svc`` and the browser is told nothing: it
 learns h3 as shipped (``udp-blocked``: then fails to reach it, and falls back to TCP)."""
+
+H3_ORIGINS_NAMED: tuple[str, ...] = ("all", "first-party")
+"""The ``h3_origins`` levels with a name; any other is a list of hosts joined by ``+``."""
+MAX_H3_HOSTS = 64
+_LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
+_HOST = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
 
 LevelCheck = Callable[[Any, tuple[str, ...], str, str], None]
 """``check(level, protocols, source, key)``: raises :class:`SpecError` naming ``source`` and
@@ -166,6 +173,30 @@ def _check_discovery(level: str, protocols: tuple[str, ...], source: str, key: s
         )  # fmt: skip
 
 
+def _h3_origins(value: str, source: str, key: str) -> str:
+    """``all``, ``first-party``, or hosts joined by ``+`` (lower case, sorted: one spelling
+    per set, so one trial key)."""
+    if value in H3_ORIGINS_NAMED:
+        return value
+    hosts = sorted({h.lower() for h in value.split("+")})
+    bad = next((h for h in hosts if not _HOST.match(h)), None)
+    if bad is not None or not 1 <= len(hosts) <= MAX_H3_HOSTS:
+        raise SpecError(
+            source, key, f"{value[:80]!r} is neither {' nor '.join(H3_ORIGINS_NAMED)} nor a list "
+            f"of at most {MAX_H3_HOSTS} host names joined by + (o1.h2lab.test+o2.h2lab.test)"
+            + (f": {bad[:80]!r} is no host name" if bad is not None else ""),
+        )  # fmt: skip
+    return "+".join(hosts)
+
+
+def _check_h3_origins(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+    if level != "all" and not any(p in QUIC for p in protocols):
+        raise SpecError(
+            source, key, f"h3_origins {level} names the origins that speak h3, and this table "
+            f"has no h3 (protocols: {', '.join(protocols)})",
+        )  # fmt: skip
+
+
 def _is(spec: Factor) -> dict[str, Factor]:
     """A :class:`TrialFactors` field's metadata: its definition."""
     return {"factor": spec}
@@ -249,6 +280,18 @@ class TrialFactors:
             check=_check_discovery,
             usage="forced, alt-svc (h3 learnt from the Alt-Svc header: first views start over "
             "h2) or udp-blocked (alt-svc where the link drops UDP to 443)",
+        ))
+    )  # fmt: skip
+
+    h3_origins: str = field(
+        metadata=_is(Factor(
+            "h3_origins", "h3_origins", str,
+            "which origins of the page speak h3 in an h3 trial: all, first-party (the hosts "
+            "under the registrable domain of the entry document, as deployed sites serve h3 "
+            "while their third parties may not), or hosts joined by +; the others speak h2",
+            _h3_origins, default="all", keyed_at_default=False, token=lambda v: f"h3o={v}",
+            check=_check_h3_origins,
+            usage="all, first-party (h3 on the page's own site, h2 elsewhere) or HOST+HOST",
         ))
     )  # fmt: skip
 

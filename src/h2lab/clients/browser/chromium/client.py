@@ -134,6 +134,7 @@ class Chromium(BrowserClient[_Browser, Options]):
     # Learnt h3 in a repeat view: from the second trial of a browser on, a QUIC connection
     # outlives net-internals' flush between the visits (docs/servers.md, "How browsers find h3")
     repeat_discoveries = frozenset({"forced"})
+    mixed_origins = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -160,7 +161,7 @@ class Chromium(BrowserClient[_Browser, Options]):
 
                 self._spki[ctx.tls_dir] = LocalCA(ctx.tls_dir).spki_sha256()
             spki = self._spki[ctx.tls_dir]
-        flags = launch_flags(protocol, ctx.hosts, spki, ctx.discovery)
+        flags = launch_flags(protocol, ctx.hosts, spki, ctx.discovery, ctx.h3_hosts)
         keys = self.options.keylog or ctx.keylog is not None
         return self._browsers.get((flags, keys), ctx, lambda: self._launch(flags, keys, ctx))
 

@@ -24,7 +24,7 @@ main thread's tasks, so no ``tbt_ms``; tracing them costs a load about 1%).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,12 +176,14 @@ origin a page asks, but lets Chromium accept the lab CA over QUIC for the hosts 
 
 
 def launch_flags(
-    protocol: str, hosts: Mapping[str, str], spki: str | None, discovery: str = "forced"
-) -> tuple[str, ...]:
+    protocol: str, hosts: Mapping[str, str], spki: str | None, discovery: str = "forced",
+    h3_hosts: Collection[str] | None = None,
+) -> tuple[str, ...]:  # fmt: skip
     """The command-line switches of the browser that runs ``protocol``: ``hosts`` (lab origin
     -> address) are all the names it can resolve, ``spki`` pins the lab CA; over h3,
-    ``discovery`` ``forced`` makes every lab origin speak QUIC from its first request, and
-    ``alt-svc`` leaves Chromium to learn it from the servers' ``Alt-Svc`` headers."""
+    ``discovery`` ``forced`` makes the lab origins of ``h3_hosts`` (None: every one) speak QUIC
+    from their first request, and ``alt-svc`` leaves Chromium to learn it from the servers'
+    ``Alt-Svc`` headers."""
     rules = [f"MAP {host} {ip}" for host, ip in sorted(hosts.items())] + ["MAP * ~NOTFOUND"]
     base = [f for f in BASE_FLAGS if not (protocol == H3 and f == "--disable-quic")]
     base = [*sandbox_flags(), *base]
@@ -191,8 +193,13 @@ def launch_flags(
         # h3. Otherwise a port nothing listens on: Chromium takes QUIC's certificate from a
         # root it does not ship (the lab CA) only for the hosts of this list
         # (ERR_QUIC_CERT_ROOT_NOT_KNOWN), and a host on another port is not forced.
-        port = PORTS[H3] if discovery == "forced" else UNKNOWN_ROOTS_PORT
-        quic_on = ",".join(f"{host}:{port}" for host in sorted(hosts))
+        # (h3_origins: a host that speaks no h3 is on that port too, reached over TCP)
+        forced = [h for h in sorted(hosts) if h3_hosts is None or h in h3_hosts]
+        forced = forced if discovery == "forced" else []
+        quic_on = ",".join(
+            f"{host}:{PORTS[H3] if host in forced else UNKNOWN_ROOTS_PORT}"
+            for host in sorted(hosts)
+        )
         flags.append(f"--origin-to-force-quic-on={quic_on}")
     if spki:
         flags.append(f"--ignore-certificate-errors-spki-list={spki}")

@@ -119,6 +119,7 @@ class Firefox(BrowserClient[_Browser, Options]):
     name = "firefox"
     protocols = PROTOCOLS
     discoveries: frozenset[str] = frozenset(DISCOVERIES)
+    mixed_origins = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -133,7 +134,7 @@ class Firefox(BrowserClient[_Browser, Options]):
     # -- browsers
 
     def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
-        prefs = profile_prefs(protocol, ctx.hosts, ctx.discovery)
+        prefs = profile_prefs(protocol, ctx.hosts, ctx.discovery, ctx.h3_hosts)
         keys = ctx.keylog is not None
         key = json.dumps([prefs, str(ctx.tls_dir), keys], sort_keys=True)
         prime = ALT_SVC_MAPPING in prefs

@@ -33,7 +33,7 @@ choice (``network.trr.mode`` 5) and there is no proxy.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -246,8 +246,8 @@ class Options:
             raise ValueError("idle waits for network silence, which network=0 cannot see")
 
 
-def h3_mapping(hosts: Mapping[str, str]) -> str:
-    """``a.test;h3=:443,b.test;h3=:443``: every lab origin speaks h3 from its first request."""
+def h3_mapping(hosts: Iterable[str]) -> str:
+    """``a.test;h3=:443,b.test;h3=:443``: these lab origins speak h3 from their first request."""
     return ",".join(f"{host};h3=:{PORTS[H3]}" for host in sorted(hosts))
 
 
@@ -263,16 +263,18 @@ H3_BY_ALT_SVC: Mapping[str, PrefValue] = {
 
 
 def profile_prefs(
-    protocol: str, hosts: Mapping[str, str], discovery: str = "forced"
-) -> dict[str, PrefValue]:
+    protocol: str, hosts: Mapping[str, str], discovery: str = "forced",
+    h3_hosts: Collection[str] | None = None,
+) -> dict[str, PrefValue]:  # fmt: skip
     """The preferences of the profile that runs ``protocol`` against ``hosts`` (lab origin ->
-    address); over h3, found as ``discovery`` says (``forced``: every origin mapped to h3 from
-    its first request; ``alt-svc``: :data:`H3_BY_ALT_SVC`)."""
+    address); over h3, found as ``discovery`` says (``forced``: the origins of ``h3_hosts``,
+    None: every one, mapped to h3 from their first request, the others reached over TCP;
+    ``alt-svc``: :data:`H3_BY_ALT_SVC`)."""
     prefs = {**OFFLINE_PREFS, **MEASUREMENT_PREFS, **PROTOCOL_PREFS[protocol]}
     if protocol == H3 and discovery in BY_ALT_SVC:
         prefs = {**OFFLINE_PREFS, **MEASUREMENT_PREFS, **H3_BY_ALT_SVC}
     elif protocol == H3:
-        prefs[ALT_SVC_MAPPING] = h3_mapping(hosts)
+        prefs[ALT_SVC_MAPPING] = h3_mapping(h for h in hosts if h3_hosts is None or h in h3_hosts)
     return prefs
 
 
