@@ -27,6 +27,8 @@ type Handler struct {
 	Unserved *UnservedLog
 	// H3Priority, when set, replaces the client's priority of every HTTP/3 response (h3prio.go).
 	H3Priority *Urgency
+	// AltSvc is the Alt-Svc header of every response, by host (none for a host not in it).
+	AltSvc map[string]string
 }
 
 // UnservedLog is unserved.log: one "METHOD scheme://host/target" line per request that no
@@ -71,6 +73,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		setH3Priority(w, *h.H3Priority)
 	}
 	host, target := requestHost(r), requestTarget(r)
+	if v, ok := h.AltSvc[host]; ok {
+		w.Header().Set("Alt-Svc", v)
+	}
 	res := h.Page.Lookup(r.Method, host, target)
 	if res == nil {
 		scheme := "http"

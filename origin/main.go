@@ -51,6 +51,9 @@ type Config struct {
 	Qlog       bool               `json:"qlog"`     // write <state_dir>/qlog/<odcid>_server.sqlog
 	// EarlyData accepts 0-RTT requests over HTTP/3 (quic-go's Allow0RTT, off by default).
 	EarlyData bool `json:"early_data"`
+	// AltSvc are the hosts whose every response advertises HTTP/3 on the h3 port in an
+	// Alt-Svc header (h2lab's discovery = "alt-svc": the browser learns h3 as shipped).
+	AltSvc []string `json:"alt_svc"`
 	// NotsentLowatBytes sets TCP_NOTSENT_LOWAT on accepted TCP connections (0: kernel default),
 	// so that the HTTP/2 scheduler decides late what to send rather than filling the socket buffer.
 	NotsentLowatBytes int `json:"notsent_lowat_bytes"`
@@ -170,6 +173,12 @@ func run(configPath string, tlsVersion uint16) error {
 	}
 	h := &Handler{Page: page, Delay: map[string]time.Duration{},
 		Think: time.Duration(cfg.ThinkMS * float64(time.Millisecond))}
+	if len(cfg.AltSvc) > 0 {
+		h.AltSvc = map[string]string{}
+		for _, host := range cfg.AltSvc {
+			h.AltSvc[host] = fmt.Sprintf(`h3=":%d"; ma=86400`, cfg.Ports.H3)
+		}
+	}
 	for class, ms := range cfg.DelayMS {
 		h.Delay[class] = time.Duration(ms * float64(time.Millisecond))
 	}

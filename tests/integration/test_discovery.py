@@ -16,7 +16,7 @@ from h2lab.report.origins import TITLE
 from h2lab.results import TrialRecord
 from tests.integration.conftest import run_experiment
 
-SERVERS = ("nginx@1.26", "caddy")
+SERVERS = ("nginx@1.26", "caddy", "origin")
 PAGE = "synthetic:n=6,size=10KB,origins=2"
 
 SQL = """
@@ -38,10 +38,12 @@ def test_alt_svc_first_views_start_over_tcp_and_learn_h3(tmp_path: Path) -> None
         seed=5, repetitions=1,
     )  # fmt: skip
     assert all(r.status == "ok" for r in records), [r.error for r in records if r.error]
-    assert len(records) == 4
+    assert len(records) == 2 * len(SERVERS)
     db = sqlite3.connect(out / "results.sqlite")
     for r in records:
         rows = _resources(db, r)
+        if r.cell["client"] == "firefox":  # it learns from the document's response (servers.md)
+            assert "h3" in {p for _, _, p, *_ in rows}, (r.cell["server"], rows)
         print(r.cell["server"], r.cell["client"], f"{r.tcp_connections} TCP connections",
               [(u.rsplit("/", 1)[-1], o.split(".")[0], p) for u, o, p, *_ in rows])  # fmt: skip
         (document, *_) = rows

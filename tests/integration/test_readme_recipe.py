@@ -4,8 +4,10 @@
 ``h2lab record`` cannot reach www.example.org from the lab, so the page is served inside it:
 nginx serves a page at www.example.org in a lab, and the record line gets the three flags that
 point it there (the client namespace, the host map, the lab CA): the only change to the lines.
-The verdict line runs exactly as written and must print, per network and browser, h2s/h1s and
-h3/h2s with their confidence intervals and verdicts, and write the report."""
+The page also asks two hosts the capture lacks (a script in <head>, a pixel). The verdict line
+runs exactly as written and must print, per network and browser, h2s/h1s and h3/h2s (a first
+visit, h3 learnt from Alt-Svc) with their confidence intervals and verdicts, and write the
+report; it prints its wall time and each browser's median plt per network."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import os
 import re
 import shlex
 import sqlite3
+import statistics
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +33,9 @@ from h2lab.tls import LocalCA
 from tests.integration.conftest import ROOT
 
 HOST = "www.example.org"
+MISSING = ("tag.not-captured.example", "pixel.not-captured.example")
+"""Hosts the page asks and the capture lacks: each must fail at once in the replay (the lab's
+resolver answers NXDOMAIN), not after a DNS timeout."""
 MARKED = re.compile(r"<!-- recipe-b:.*?-->\s*```sh\n(.*?)```\s*<!-- /recipe-b -->", re.S)
 RATIO = re.compile(r"\d+\.\d{3} \[\d+\.\d{3}, \d+\.\d{3}\]")
 
@@ -43,9 +50,11 @@ def site(root: Path) -> Page:
     with PageWriter("example", root=root) as w:
         index = (
             "<!doctype html><html><head><link rel=icon href='data:,'>"
-            "<link rel=stylesheet href=/site.css></head><body><h1>my site</h1>"
+            "<link rel=stylesheet href=/site.css>"
+            # a tag in <head> and a pixel from hosts the capture lacks, as real pages have
+            f"<script src='https://{MISSING[0]}/tag.js'></script></head><body><h1>my site</h1>"
             + "".join(f"<img src=/img{i}.png alt=''>" for i in range(4))
-            + "</body></html>"
+            + f"<img src='https://{MISSING[1]}/p.gif' alt=''></body></html>"
         )
         w.add(f"https://{HOST}/", index.encode(), content_type="text/html")
         w.add(f"https://{HOST}/site.css", b"h1{color:#333}\n" * 200, content_type="text/css")
@@ -80,9 +89,11 @@ def test_recipe_b_gives_ratios_and_verdicts_per_network_and_browser(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "mysite.warc.gz").is_file()
 
+    t0 = time.monotonic()
     done = subprocess.run(
         shlex.split(verdict), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
     )
+    wall_s = time.monotonic() - t0
     print(done.stdout[-6000:])
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [ln for ln in done.stdout.splitlines() if "/h1s" in ln or "/h2s" in ln]
@@ -91,11 +102,26 @@ def test_recipe_b_gives_ratios_and_verdicts_per_network_and_browser(tmp_path: Pa
             for pair in ("h2s/h1s", "h3/h2s"):
                 row = [r for r in rows if network in r and client in r and pair in r]
                 assert len(row) == 1, (network, client, pair, rows)
+                assert "first visit" in row[0], row[0]
                 assert RATIO.search(row[0]), row[0]
                 assert re.search(r"(h2 faster|h1 faster|h3 faster|h2s faster|tie)", row[0])
     assert (tmp_path / "mysite" / "report.html").is_file()
     assert f"report: {Path('mysite') / 'report.html'}" in done.stdout
     db = sqlite3.connect(tmp_path / "mysite" / "results.sqlite")
     statuses = db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status").fetchall()
+    plt = db.execute(
+        "SELECT network, client, plt_ms FROM trials WHERE status = 'ok' AND plt_ms IS NOT NULL"
+    ).fetchall()
+    failed = db.execute(
+        "SELECT COUNT(*), MAX(end_ms - start_ms) FROM resources WHERE url LIKE '%not-captured%'"
+    ).fetchone()
     db.close()
+    print(f"recipe (b): verdict took {wall_s:.0f} s for trials whose plt sums to "
+          f"{sum(p for *_, p in plt) / 1000:.0f} s")  # fmt: skip
+    for network in ("cable", "3g"):
+        for client in ("chromium", "firefox"):
+            median = statistics.median(p for n, c, p in plt if n == network and c == client)
+            print(f"  {network} {client}: median plt {median:.0f} ms")
+    # every request to a host the capture lacks failed, within a second (no DNS timeout)
+    assert failed[0] and failed[1] < 1000, failed
     assert dict(statuses).get("ok", 0) >= 34, statuses  # 36 trials; a failed one is retried

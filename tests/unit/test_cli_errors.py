@@ -122,12 +122,12 @@ BAD_FILES = {
     "discovery-server": (
         _experiment(
             protocol='["h2s", "h3"]',
-            server='["origin"]',
+            server='["jetty"]',
             client='["firefox"]',
             discovery='["forced", "alt-svc"]',
         ),
         "factors.discovery[1]",
-        "alt-svc needs a server that runs it; origin does not (alt-svc: caddy, nginx@1.26)",
+        "alt-svc needs a server that runs it; jetty does not (alt-svc: caddy, nginx@1.26, origin)",
     ),
     "discovery-repeat-chromium": (
         _experiment(

@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 from h2lab import cli
-from h2lab.cli.verdict import CLIENTS, NETWORKS, experiment_text
+from h2lab.cli.verdict import (
+    CLIENTS,
+    FIRST_VISIT,
+    NETWORKS,
+    REPEAT_VISIT,
+    UPPER_BOUND,
+    experiment_text,
+    visit,
+)
+from h2lab.spec.factors import Cell
 
 
 def test_the_experiment_names_the_page_absolutely_and_every_default(
@@ -22,16 +31,40 @@ def test_the_experiment_names_the_page_absolutely_and_every_default(
     )
     exp = tomllib.loads(text)
     assert exp["repetitions"] == 5 and exp["name"] == "verdict"
-    assert exp["factors"] == {
-        "protocol": ["h1s", "h2s", "h3"],
+    common = {
         "network": ["cable", "lte", "3g"],
         "page": [f"warc:{tmp_path / 'site.warc.gz'}"],
         "server": ["origin"],
-        "client": ["chromium", "firefox"],
     }
+    # what a visitor gets: h3 learnt from Alt-Svc, the page starting over h2
+    first = {"protocol": ["h1s", "h2s", "h3"], **common, "client": ["chromium", "firefox"]}
+    assert exp["factors"] == [{**first, "discovery": ["alt-svc"]}]
     odd = experiment_text('dir:a "b"#x.html', ["rtt=20ms"], ["chromium"], ["h2s"], "o", 2, 1)
     quoted = tmp_path / 'a "b"#x.html'
-    assert tomllib.loads(odd)["factors"]["page"] == [f"dir:{quoted}"]
+    (only,) = tomllib.loads(odd)["factors"]
+    assert only["page"] == [f"dir:{quoted}"] and "discovery" not in only  # no h3: nothing to find
+
+
+def test_forced_and_repeat_add_a_table_each(tmp_path: Path) -> None:
+    text = experiment_text(
+        "synthetic:n=2", ["cable"], ["chromium", "firefox"], ["h1s", "h2s", "h3"], "origin", 3,
+        0, forced=True, repeat=["chromium"],
+    )  # fmt: skip
+    first, forced, repeat = tomllib.loads(text)["factors"]
+    assert first["discovery"] == ["alt-svc"] and first["protocol"] == ["h1s", "h2s", "h3"]
+    assert forced["protocol"] == ["h2s", "h3"] and "discovery" not in forced
+    assert forced["client"] == ["chromium", "firefox"]
+    assert repeat["view"] == ["repeat"] and repeat["client"] == ["chromium"]
+    assert repeat["protocol"] == ["h2s", "h3"] and "discovery" not in repeat
+
+
+def test_each_row_says_which_visit_it_is() -> None:
+    alt = Cell.of(page="p", network="cable", discovery="alt-svc")
+    assert visit(alt, ("h3", "h2s")) == visit(alt, ("h2s", "h1s")) == FIRST_VISIT
+    forced = alt.replace("discovery", "forced")
+    assert visit(forced, ("h3", "h2s")) == UPPER_BOUND
+    assert visit(forced, ("h2s", "h1s")) == FIRST_VISIT  # no h3: nothing forced
+    assert visit(forced.replace("view", "repeat"), ("h3", "h2s")) == REPEAT_VISIT
 
 
 @pytest.mark.parametrize(
@@ -41,6 +74,14 @@ def test_the_experiment_names_the_page_absolutely_and_every_default(
         (["--client", "h2load"], "h2lab: command line: --client: h2load cannot run protocol h3"),
         (["--server", "nginx"], "h2lab: command line: --server: nginx cannot serve protocol h3"),
         (["--protocol", "h4"], "h2lab: command line: --protocol: "),
+        (
+            ["--server", "jetty"],
+            "h2lab: command line: --server: alt-svc needs a server that runs it; jetty does not",
+        ),
+        (
+            ["--client", "firefox", "--repeat"],
+            "h2lab: command line: --repeat: no --client has a repeat view (firefox; chromium has)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_written(

@@ -4,10 +4,17 @@ One command from a page to a verdict: it writes the experiment file (``DIR/verdi
 page over h1s, h2s and h3 from the Go origin, on a few networks, in Chromium and Firefox, each
 default a flag away), runs it like ``h2lab run`` (resumable: the same command again skips what
 is stored), prints the paired ratios with their confidence intervals and verdicts per network
-and browser, and writes the report."""
+and browser, and writes the report.
+
+h3's figure is what a visitor gets by default: a first visit as deployed, where the browser
+learns h3 from the server's ``Alt-Svc`` header (``discovery = "alt-svc"``), so the page starts
+over TCP. ``--forced`` adds the lab's upper bound (every origin over h3 from the first request)
+and ``--repeat`` a repeat visit (h3 known, TLS tickets kept: Chromium's repeat view), each in a
+factor table of its own, and every row of the table says which visit it is (:func:`visit`)."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -20,6 +27,7 @@ from h2lab.errors import SpecError
 
 if TYPE_CHECKING:
     from h2lab.analysis.verdict import Verdict
+    from h2lab.spec.factors import Cell
 
 VERDICT_FILE = "verdict.toml"
 NETWORKS = ("cable", "lte", "3g")
@@ -29,6 +37,11 @@ CLIENTS = ("chromium", "firefox")
 PROTOCOLS = "h1s,h2s,h3"
 REPETITIONS = 5
 METRIC = "plt_ms"
+FIRST_VISIT = "first visit (h3 from Alt-Svc)"
+UPPER_BOUND = "upper bound (h3 forced)"
+REPEAT_VISIT = "repeat visit"
+VISITS = (FIRST_VISIT, UPPER_BOUND, REPEAT_VISIT)
+"""The rows' visits, in the table's order: what a visitor gets first."""
 
 
 def experiment_text(
@@ -39,9 +52,13 @@ def experiment_text(
     server: str,
     repetitions: int,
     seed: int,
+    forced: bool = False,
+    repeat: list[str] | None = None,
 ) -> str:
     """The experiment file ``verdict`` runs (TOML), pages as given but a relative file made
-    absolute against the working directory."""
+    absolute against the working directory. Its first table is the first visit as deployed
+    (h3, when compared, learnt from Alt-Svc); ``forced`` adds h2s and h3 with h3 forced, and
+    ``repeat`` (clients) h2s and h3 in a repeat view (h3 known from the first visit)."""
     from h2lab.spec.factors import IMPORT_KINDS
 
     kind, sep, rest = page.partition(":")
@@ -51,6 +68,24 @@ def experiment_text(
     def toml_list(values: list[str]) -> str:
         return "[" + ", ".join(_quoted(v) for v in values) + "]"
 
+    def table(protocols: list[str], clients: list[str], **more: str) -> list[str]:
+        return [
+            "[[factors]]",
+            f"protocol = {toml_list(protocols)}",
+            f"network = {toml_list(networks)}",
+            f"page = {toml_list([page])}",
+            f"server = {toml_list([server])}",
+            f"client = {toml_list(clients)}",
+            *(f"{k} = {toml_list([v])}" for k, v in more.items()),
+            "",
+        ]
+
+    h3 = "h3" in protocols
+    tables = table(protocols, clients, **({"discovery": "alt-svc"} if h3 else {}))
+    if forced and h3:
+        tables += table(["h2s", "h3"], clients)
+    if repeat:
+        tables += table([p for p in ("h2s", "h3") if p in protocols], repeat, view="repeat")
     return "\n".join(
         [
             "# written by `h2lab verdict`; `h2lab run` this file into the same folder to resume",
@@ -60,13 +95,7 @@ def experiment_text(
             "timeout_s = 120",
             "retries = 1",
             "",
-            "[factors]",
-            f"protocol = {toml_list(protocols)}",
-            f"network = {toml_list(networks)}",
-            f"page = {toml_list([page])}",
-            f"server = {toml_list([server])}",
-            f"client = {toml_list(clients)}",
-            "",
+            *tables,
         ]
     )
 
@@ -104,20 +133,41 @@ def verdict(
         int, typer.Option("--repetitions", min=2, max=100, help="blocks per network and browser")
     ] = REPETITIONS,
     seed: Annotated[int, typer.Option("--seed", min=0, help="the experiment's seed")] = 0,
+    forced: Annotated[
+        bool,
+        typer.Option(
+            "--forced",
+            help="also the lab's upper bound: h3 forced on every origin from the "
+            "first request (h2s and h3 again)",
+        ),
+    ] = False,
+    repeat: Annotated[
+        bool,
+        typer.Option(
+            "--repeat",
+            help="also a repeat visit: the page again with h3 known and TLS "
+            "tickets kept (h2s and h3 in the browsers that have a repeat view: chromium)",
+        ),
+    ] = False,
 ) -> None:
     """Is h2 or h3 faster for my page? Run it over h1s, h2s and h3 and print the verdicts.
 
     Writes OUT/verdict.toml (an experiment file: `h2lab run` it to go on, or edit it), runs
     it, prints per network and browser the paired ratio of plt_ms (h2s/h1s, h3/h2s) with its
-    95% CI and the verdict, and writes OUT/report.html. The same command again resumes."""
+    95% CI and the verdict, and writes OUT/report.html. The same command again resumes.
+
+    h3 is measured as a first visit gets it as deployed: learnt from the server's Alt-Svc
+    header, so the page starts over h2. --forced and --repeat add the lab's upper bound and a
+    repeat visit; each row says which visit it is."""
     from h2lab.cli.run import run_experiment
     from h2lab.report import write_report
     from h2lab.runner.levels import load_experiment
 
     protocols = [p.strip() for p in protocol.split(",") if p.strip()]
+    clients = client or list(CLIENTS)
     text = experiment_text(
-        page, network or list(NETWORKS), client or list(CLIENTS), protocols, server,
-        repetitions, seed,
+        page, network or list(NETWORKS), clients, protocols, server, repetitions, seed,
+        forced, _repeating(clients) if repeat else None,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:  # checked before anything is written to OUT
         trial_file = Path(tmp) / VERDICT_FILE
@@ -134,10 +184,35 @@ def verdict(
     print(f"report: {write_report(out)}")
 
 
+def _repeating(clients: list[str]) -> list[str]:
+    """The clients that have a repeat view; :class:`SpecError` on ``--repeat`` when none has."""
+    from h2lab import clients as registry
+
+    have = [c for c in clients if "repeat" in registry.get(c, "command line", "--client").views]
+    if not have:
+        raise SpecError(
+            "command line", "--repeat", f"no --client has a repeat view ({', '.join(clients)}; "
+            "chromium has)",
+        )  # fmt: skip
+    return have
+
+
 def _flag_of(field: str) -> str:
-    """``factors.network[1]`` -> ``--network``: the flag that gave the bad level."""
-    name = field.removeprefix("factors.").split("[", 1)[0]
-    return "PAGE" if name == "page" else "--" + name.replace("_", "-")
+    """``factors[1].network[1]`` -> ``--network``: the flag that gave the bad level (a
+    discovery the server cannot send: ``--server``)."""
+    name = re.sub(r"^factors(\[\d+\])?\.", "", field).split("[", 1)[0]
+    flags = {"page": "PAGE", "discovery": "--server", "view": "--repeat"}
+    return flags.get(name, "--" + name.replace("_", "-"))
+
+
+def visit(cell: Cell, pair: tuple[str, str]) -> str:
+    """Which visit a verdict row measures: a repeat view, h3 forced (the upper bound), or a
+    first visit (h3, if any, learnt from Alt-Svc as deployed)."""
+    if cell["view"] == "repeat":
+        return REPEAT_VISIT
+    if "h3" in pair and cell["discovery"] == "forced":
+        return UPPER_BOUND
+    return FIRST_VISIT
 
 
 def verdict_rows(out: Path) -> list[Verdict]:
@@ -152,14 +227,22 @@ def verdict_rows(out: Path) -> list[Verdict]:
         trials = store.trials()
     finally:
         store.close()
-    return list(analyze(trials, np.random.default_rng(0), metric=METRIC).verdicts)
+    verdicts = analyze(trials, np.random.default_rng(0), metric=METRIC).verdicts
+
+    def order(v: Verdict) -> tuple[str, str, int]:
+        pair = (v.ratio.h2_protocol, v.ratio.h1_protocol)
+        return (v.cell.text("network"), v.cell.text("client"), VISITS.index(visit(v.cell, pair)))
+
+    return sorted(verdicts, key=order)
 
 
 def verdict_table(out: Path) -> Table:
     from h2lab.analysis.verdict import outcome_text
 
     table = Table(title=f"{METRIC}: newer / older protocol per block, median [95% CI] ({out})")
-    for head in ("network", "client", "pair", "older ms", "newer ms", "s [95% CI]", "n", "verdict"):
+    heads = ("network", "client", "visit", "pair", "older ms", "newer ms", "s [95% CI]", "n",
+             "verdict")  # fmt: skip
+    for head in heads:
         table.add_column(head, justify="right" if head.endswith(("ms", "n")) else "left")
     for v in verdict_rows(out):
         r = v.ratio
@@ -167,7 +250,8 @@ def verdict_table(out: Path) -> Table:
             f"{r.median_ratio:.3f} [{r.ci_low_ratio:.3f}, {r.ci_high_ratio:.3f}]"
         )  # fmt: skip
         table.add_row(
-            v.cell.text("network"), v.cell.text("client"), f"{r.h2_protocol}/{r.h1_protocol}",
+            v.cell.text("network"), v.cell.text("client"),
+            visit(v.cell, (r.h2_protocol, r.h1_protocol)), f"{r.h2_protocol}/{r.h1_protocol}",
             _ms(v.h1.median_ms), _ms(v.h2.median_ms), ci, str(r.n_blocks),
             outcome_text(v.outcome, r.h2_protocol, r.h1_protocol),
         )  # fmt: skip

@@ -33,7 +33,6 @@ from h2lab.errors import MissingTool, ProcessFailed
 from h2lab.pages import Page
 from h2lab.paths import cache_root, find_build
 from h2lab.servers import (
-    FORCED_ONLY,
     IDLE_TIMEOUT_S,
     WRITE_TIMEOUT_S,
     ServeContext,
@@ -41,6 +40,7 @@ from h2lab.servers import (
     register,
 )
 from h2lab.servers.process import Launch, serve_process
+from h2lab.spec.factors import DISCOVERIES
 from h2lab.spec.options import DURATION, SIZE, Parser, choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
@@ -197,6 +197,7 @@ def render_config(
         "qlog": opts.qlog,
         "notsent_lowat_bytes": opts.notsent_lowat_bytes,
         "early_data": opts.early_data,
+        "alt_svc": sorted(ctx.alt_svc),
         "client_timeout_s": WRITE_TIMEOUT_S,
         "idle_timeout_s": IDLE_TIMEOUT_S,
     }
@@ -268,7 +269,7 @@ def serve_argv(binary: Path, conf: Path, tls_version: str) -> list[str]:
 class Origin:
     name = "origin"
     protocols = TCP_PROTOCOLS | QUIC
-    discoveries = FORCED_ONLY
+    discoveries: frozenset[str] = frozenset(DISCOVERIES)
 
     def __init__(self, options: OriginOptions) -> None:
         self.options = options
