@@ -42,8 +42,6 @@ def test_alt_svc_first_views_start_over_tcp_and_learn_h3(tmp_path: Path) -> None
     db = sqlite3.connect(out / "results.sqlite")
     for r in records:
         rows = _resources(db, r)
-        if r.cell["client"] == "firefox":  # it learns from the document's response (servers.md)
-            assert "h3" in {p for _, _, p, *_ in rows}, (r.cell["server"], rows)
         print(r.cell["server"], r.cell["client"], f"{r.tcp_connections} TCP connections",
               [(u.rsplit("/", 1)[-1], o.split(".")[0], p) for u, o, p, *_ in rows])  # fmt: skip
         (document, *_) = rows

@@ -122,6 +122,7 @@ def test_recipe_b_gives_ratios_and_verdicts_per_network_and_browser(tmp_path: Pa
         for client in ("chromium", "firefox"):
             median = statistics.median(p for n, c, p in plt if n == network and c == client)
             print(f"  {network} {client}: median plt {median:.0f} ms")
-    # every request to a host the capture lacks failed, within a second (no DNS timeout)
-    assert failed[0] and failed[1] < 1000, failed
+    # every request to a host the capture lacks failed, well before a lost query is asked
+    # again (5 s) or Firefox's DNS timeout (10-20 s): 1,040 ms on 3g beside three lanes
+    assert failed[0] and failed[1] < 4000, failed
     assert dict(statuses).get("ok", 0) >= 34, statuses  # 36 trials; a failed one is retried

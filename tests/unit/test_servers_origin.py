@@ -108,6 +108,12 @@ def test_config_names_every_origin_with_its_address_and_certificate(tmp_path: Pa
     assert config["scheduler"] == "fcfs" and config["qlog"] is True
     assert config["push"] == {"rule": "", "paths": ["/x.js"]}
     assert config["delay_ms"] == {"image": 5.0}
+    assert config["alt_svc"] == []  # no Alt-Svc unless a learnt discovery asks for it
+    learnt = ServeContext(
+        ctx.netns, ctx.origin_ips, ctx.state_dir, ctx.tls_dir, alt_svc=frozenset({"b.test"})
+    )
+    assert render_config(page, learnt, LocalCA(tmp_path / "tls"), opts)["alt_svc"] == ["b.test"]
+    assert get_server("origin").discoveries == {"forced", "alt-svc", "udp-blocked"}
 
 
 def test_source_hash_changes_with_sources_not_with_tests(tmp_path: Path) -> None:

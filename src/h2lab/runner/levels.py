@@ -16,6 +16,7 @@ from typing import Any
 from h2lab import clients, servers
 from h2lab.errors import SpecError
 from h2lab.pages.manifest import check_page_spec
+from h2lab.pages.sites import ALL
 from h2lab.spec import experiment
 from h2lab.spec.experiment import Experiment, Factors
 from h2lab.spec.factors import LevelChecks
@@ -65,17 +66,40 @@ LISTED: Mapping[str, Callable[[], str]] = {
 each adapter as its shortest spec, `` (h3)`` after those that take HTTP/3."""
 
 
+Refusal = Callable[[str, str, clients.ClientAdapter], str | None]
+"""``refused(level, spec, adapter)``: why client ``spec`` cannot run a factor's ``level``, or
+None when it can."""
+
+
+def _each_client(factors: Factors, factor: str, refused: Refusal, source: str, prefix: str) -> None:
+    """Every level of ``factor`` against every client of the table: the first refusal raises,
+    naming the level's key."""
+    for i, level in enumerate(factors[factor]):
+        for spec in factors["client"]:
+            why = refused(level, spec, clients.get(spec))
+            if why is not None:
+                raise SpecError(source, f"{prefix}.{factor}[{i}]", why)
+
+
+def _capable(has: Callable[[clients.ClientAdapter], bool]) -> str:
+    """The registered clients (their names) that ``has``."""
+    least = clients.REGISTRY.least_spec
+    return ", ".join(n for n in clients.REGISTRY.names() if has(clients.get(least(n))))
+
+
 def check_views(factors: Factors, source: str, prefix: str) -> None:
     """Every client of a table with the repeat view can visit a page again (a browser
     profile): the refusal names the view's key and the client."""
-    for i, view in enumerate(factors["view"]):
-        for client in factors["client"]:
-            if view not in clients.get(client).views:
-                raise SpecError(
-                    source, f"{prefix}.view[{i}]",
-                    f"{view} needs a client that visits the page again in its browser profile; "
-                    f"{client} does not (repeat view: chromium)",
-                )  # fmt: skip
+
+    def refused(view: str, spec: str, adapter: clients.ClientAdapter) -> str | None:
+        if view in adapter.views:
+            return None
+        return (
+            f"{view} needs a client that visits the page again in its browser profile; {spec} "
+            f"does not (repeat view: {_capable(lambda c: 'repeat' in c.views)})"
+        )
+
+    _each_client(factors, "view", refused, source, prefix)
 
 
 def check_discoveries(factors: Factors, source: str, prefix: str) -> None:
@@ -102,32 +126,33 @@ def check_discoveries(factors: Factors, source: str, prefix: str) -> None:
 def check_repeat_discoveries(factors: Factors, source: str, prefix: str) -> None:
     """A table with the repeat view and a discovery other than ``forced`` has only clients
     that run that discovery in a repeat view."""
-    if "repeat" not in factors["view"]:
-        return
-    for i, discovery in enumerate(factors["discovery"]):
-        for client in factors["client"]:
-            runs = clients.get(client).repeat_discoveries
-            if discovery not in runs:
-                raise SpecError(
-                    source, f"{prefix}.discovery[{i}]",
-                    f"{discovery} in a repeat view: {client} runs only {', '.join(sorted(runs))} "
-                    "there (docs/servers.md, \"How browsers find h3\")",
-                )  # fmt: skip
+
+    def refused(discovery: str, spec: str, adapter: clients.ClientAdapter) -> str | None:
+        runs = adapter.repeat_discoveries
+        if discovery in runs:
+            return None
+        return (
+            f"{discovery} in a repeat view: {spec} runs only {', '.join(sorted(runs))} there "
+            '(docs/servers.md, "How browsers find h3")'
+        )
+
+    if "repeat" in factors["view"]:
+        _each_client(factors, "discovery", refused, source, prefix)
 
 
 def check_h3_origins(factors: Factors, source: str, prefix: str) -> None:
     """A table whose ``h3_origins`` is not ``all`` has only clients that speak h3 to some
     origins of a page and TCP to the others."""
-    for i, level in enumerate(factors["h3_origins"]):
-        client = next((c for c in factors["client"] if not clients.get(c).mixed_origins), None)
-        if level != "all" and client is not None:
-            least = clients.REGISTRY.least_spec
-            names = [n for n in clients.REGISTRY.names() if clients.get(least(n)).mixed_origins]
-            raise SpecError(
-                source, f"{prefix}.h3_origins[{i}]",
-                f"{level[:80]} needs a client that speaks h3 to some origins only; {client} "
-                f"does not (h3_origins: {', '.join(names)})",
-            )  # fmt: skip
+
+    def refused(level: str, spec: str, adapter: clients.ClientAdapter) -> str | None:
+        if level == ALL or adapter.mixed_origins:
+            return None
+        return (
+            f"{level[:80]} needs a client that speaks h3 to some origins only; {spec} does not "
+            f"(h3_origins: {_capable(lambda c: c.mixed_origins)})"
+        )
+
+    _each_client(factors, "h3_origins", refused, source, prefix)
 
 
 def _check_table(factors: Factors, source: str, prefix: str) -> None:

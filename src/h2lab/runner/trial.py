@@ -45,6 +45,7 @@ from h2lab.runner.h3_origins import advertised, told
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import ServeContext
 from h2lab.spec.experiment import Capture, FailOn
+from h2lab.spec.factors import UDP_BLOCKED
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.protocols import H3, PORTS
 from h2lab.spec.tcp import TcpSettings
@@ -531,9 +532,8 @@ def _before_the_load(
 def _udp_blocking(lab: TrialLab, t: TrialSpec) -> AbstractContextManager[UdpDropped | None]:
     """With ``discovery = "udp-blocked"``, UDP to the h3 port dropped as it reaches the servers
     for the whole trial (a repeat view's first visit too: the same network)."""
-    if t.factors.discovery != "udp-blocked":
-        return nullcontext()
-    return udp_dropped(lab.servers_ns, PORTS[H3])
+    blocked = t.factors.discovery == UDP_BLOCKED
+    return udp_dropped(lab.servers_ns, PORTS[H3]) if blocked else nullcontext()
 
 
 def _failed(exc: Exception, links: TrialLinks, artifacts: Path) -> str:

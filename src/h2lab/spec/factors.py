@@ -42,7 +42,9 @@ VIEWS: tuple[View, ...] = ("first", "repeat")
 Discovery = Literal["forced", "alt-svc", "udp-blocked"]
 """How a browser finds that an origin speaks HTTP/3 (the ``discovery`` factor)."""
 DISCOVERIES: tuple[Discovery, ...] = ("forced", "alt-svc", "udp-blocked")
-BY_ALT_SVC: frozenset[str] = frozenset({"alt-svc", "udp-blocked"})
+UDP_BLOCKED: Discovery = "udp-blocked"
+"""The discovery on a link that drops UDP to the h3 port."""
+BY_ALT_SVC: frozenset[str] = frozenset({"alt-svc", UDP_BLOCKED})
 """The discoveries where the servers send ``Alt-Svc`` and the browser is told nothing: it
 learns h3 as shipped (``udp-blocked``: then fails to reach it, and falls back to TCP)."""
 
