@@ -37,6 +37,10 @@ TWO_BANDS = f"""<!doctype html><html><head><meta charset=utf-8><link rel="icon" 
 <img src="/b.png?hold=1600&rgb=0000cc&w=1366&h={BOTTOM_H}" alt=""></body></html>"""
 H3_PAGE = "synthetic:n=8,size=10KB,origins=2"
 RT_PAGE = "synthetic:n=300,size=1KB,origins=1"
+COMPOSITE_LAG_MS = 150
+"""At most this from Firefox's paint mark to the recorded frame that shows it: 9 display frames
+at 60 Hz (measured up to 85), far below the 1,000 ms between the two bands' paints, so a
+recorder whose frames are a paint late or early still fails."""
 
 
 @pytest.fixture
@@ -125,7 +129,8 @@ def test_speed_index_matches_firefoxs_own_paint_marks(
     slow_lab: tuple[Lab, Link, Path], tmp_path: Path
 ) -> None:
     """SpeedIndex from the compositor's frames against the value computed from when Firefox
-    says it painted each image (its LCP candidates): within 5%."""
+    says it painted each image (its LCP candidates): that value plus the compositor's lag, a
+    few display frames."""
     lab, link, docroot = slow_lab
     client = clients.get("firefox:filmstrip=1")
     try:
@@ -150,10 +155,6 @@ def test_speed_index_matches_firefoxs_own_paint_marks(
           f"b painted={b:.1f} (arrived {ends['b.png']:.1f}) "
           f"visual_complete_ms={result.visual_complete_ms:.1f} lcp_ms={result.lcp_ms}")  # fmt: skip
     assert ends["a.png"] <= a < b
-    assert abs(result.speed_index_ms - analytic) <= 0.05 * analytic
-    # the paint mark is the content process's paint; the recorded frame is the window's
-    # composite of it, one or two display frames later (measured: 31-54 ms, SpeedIndex +2.4-3%)
-    assert 0 <= result.visual_complete_ms - b <= 80
     progress = json.loads((tmp_path / "bands" / VISUAL_PROGRESS).read_text())["progress"]
     # every level is one of the page's states (nothing, the top band, both), and both bands are
     # seen; a sliver of 2 % of the viewport or less is an image painted as it arrived (levels
@@ -162,6 +163,21 @@ def test_speed_index_matches_firefoxs_own_paint_marks(
     states = (0.0, share, 1.0)
     assert all(min(abs(lv - s) for s in states) <= 0.02 for lv in levels), levels
     assert levels[-1] == 1.0 and any(abs(lv - share) <= 0.02 for lv in levels), levels
+    # when each band shows in the recorded frames: the window's composite of Firefox's paint,
+    # one to a few display frames after its paint mark (measured 31-54 ms idle, 85 ms beside
+    # the unit tests and idle lanes), so SpeedIndex is the paint marks' value plus that lag:
+    # share * lag_a + (1 - share) * lag_b, a few display frames and never a share of the load
+    # (a 5 % bound on 1,460 ms failed at 77 ms of lag in CI)
+    shown_a = min(t for t, p in progress if p >= share - 0.02)
+    shown_b = min(t for t, p in progress if p >= 1 - 0.02)
+    lag_a, lag_b = shown_a - a, shown_b - b
+    print(f"bands: lag_a_ms={lag_a:.1f} lag_b_ms={lag_b:.1f}")
+    assert 0 <= lag_a <= COMPOSITE_LAG_MS and 0 <= lag_b <= COMPOSITE_LAG_MS, (lag_a, lag_b)
+    assert abs(result.visual_complete_ms - shown_b) <= 1, (result.visual_complete_ms, shown_b)
+    # SpeedIndex is the frames' own steps, integrated (a sliver shifts it by a frame or so)
+    steps = shown_a + (1 - share) * (shown_b - shown_a)
+    assert abs(result.speed_index_ms - steps) <= 0.01 * steps, (result.speed_index_ms, steps)
+    assert analytic <= result.speed_index_ms <= analytic + max(lag_a, lag_b) + 0.01 * steps
     # the frames are upright and cut to the page: the last one is red at the top, blue below
     last = sorted((tmp_path / "bands" / FILMSTRIP_DIR).iterdir())[-1]
     with Image.open(last) as frame:

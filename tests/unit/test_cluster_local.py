@@ -1,5 +1,5 @@
-"""h2lab.cluster.local's start, with fake nodes: a lab node whose Ray died while starting is
-started again (as a supervisor would), anything else that exits is reported with its last
+"""h2lab.cluster.local's start, with fake nodes: a node (the head or a lab node) whose Ray died
+while starting is started again (as a supervisor would), anything else that exits is reported with its last
 words, and start-ups of the machine's local clusters take turns."""
 
 from __future__ import annotations
@@ -48,6 +48,39 @@ def test_a_lab_node_whose_ray_died_starting_is_started_again(
         assert started == [1] and c.restarts["node-1"] == 1
         assert c.node_ids == {"node-1": "0123456789ab"}
         assert capsys.readouterr().err == f"local cluster: node-1 started again: {DIED}\n"
+    finally:
+        c.stop()
+
+
+def test_a_head_whose_ray_died_starting_is_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CI lost a cluster test to a head whose raylet died starting beside four lanes."""
+    c = LocalCluster(tmp_path / "c", workers=0)
+    started: list[str] = []
+
+    def start_head() -> None:
+        started.append("head")
+        c.procs["head"] = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+        )
+
+    monkeypatch.setattr(c, "start_head", start_head)
+    monkeypatch.setattr(c, "_head_listens", lambda: bool(started))
+    monkeypatch.setattr(c, "_head_joined", lambda: bool(started))
+    c.node_dir("head").mkdir(parents=True)
+    (c.node_dir("head") / "node.log").write_text(f"head: doctor ok\n{DIED}\n")
+    c.procs["head"] = subprocess.Popen(["true"], start_new_session=True)
+    c.procs["head"].wait()
+    try:
+        c.wait_for(nodes=1)
+        assert started == ["head"] and c.restarts["head"] == 1 and c.head_up
+        assert capsys.readouterr().err == f"local cluster: head started again: {DIED}\n"
+        c.procs["head"].kill()
+        c.procs["head"].wait()
+        with pytest.raises(H2LabError, match="cluster node head exited"):
+            c.wait_for(nodes=1)  # once up, a head that dies is the caller's
+        assert started == ["head"]
     finally:
         c.stop()
 

@@ -102,7 +102,9 @@ class LocalCluster:
         self.node_env: dict[str, dict[str, str]] = {}
         """more environment for a lab node, by name (``node-K``), set before it starts"""
         self.restarts: Counter[str] = Counter()
-        """lab nodes started again by :meth:`wait_for` (a raylet that died starting), by name"""
+        """nodes started again by :meth:`wait_for` (a raylet that died starting), by name"""
+        self.head_up = False
+        """the head listened and its raylet joined (:meth:`wait_for`)"""
         self.node_ray_dirs = True
         """False: lab nodes started from now on keep their default Ray folder, in their lab
         state folder (as ``h2lab cluster worker`` does unless told; set a short
@@ -197,6 +199,7 @@ class LocalCluster:
             if dead:
                 raise H2LabError(f"cluster node {dead[0]} exited: {self._last_words(dead[0])}")
             if nodes == 1 and self._head_listens() and self._head_joined():
+                self.head_up = True
                 return
             labs = [] if nodes == 1 else self.lab_nodes()
             if nodes > 1 and len(labs) >= nodes - 1:
@@ -209,20 +212,25 @@ class LocalCluster:
 
     def _restarted(self, name: str) -> bool:
         """As a supervisor does (systemd's ``Restart=on-failure``, a pod's restart policy): a
-        lab node whose Ray died under it while starting (``h2lab cluster worker`` exits 1
-        saying so) before it joined is started again, at most :data:`RESTARTS_AT_MOST` times,
-        with a line on stderr. Any other exit (a refusal, a bad argument) is the caller's."""
+        node, the head or a lab node, whose Ray died under it while starting (``h2lab cluster``
+        exits 1 saying so) before it joined is started again, at most
+        :data:`RESTARTS_AT_MOST` times, with a line on stderr. Any other exit (a refusal, a bad
+        argument) is the caller's. (A head's raylet died starting beside four test lanes in
+        CI: its process group, GCS included, is gone with it, so its port is free again.)"""
         log = self.node_dir(name) / "node.log"
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
         died = bool(tail) and tail[0].startswith("h2lab: Ray's raylet")
-        joined = name in self.node_ids  # its id is known: another start would change it
-        if not name.startswith("node-") or joined or not died:
-            return False
-        if self.restarts[name] >= RESTARTS_AT_MOST:
+        # a joined node's id is known (another start would change it); a head that is up has
+        # drivers and lab nodes that know its session
+        joined = self.head_up if name == "head" else name in self.node_ids
+        if joined or not died or self.restarts[name] >= RESTARTS_AT_MOST:
             return False
         self.restarts[name] += 1
         print(f"local cluster: {name} started again: {tail[0]}", file=sys.stderr, flush=True)
-        self.start_worker(int(name.removeprefix("node-")))
+        if name == "head":
+            self.start_head()
+        else:
+            self.start_worker(int(name.removeprefix("node-")))
         return True
 
     def _last_words(self, name: str) -> str:
