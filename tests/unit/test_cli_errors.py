@@ -104,7 +104,7 @@ BAD_FILES = {
             discovery='["https-svcb"]',
         ),
         "factors.discovery[0]",
-        "unknown value 'https-svcb' (allowed: forced, alt-svc, udp-blocked)",
+        "unknown value 'https-svcb' (allowed: forced, alt-svc, https-rr, udp-blocked)",
     ),
     "discovery-without-h3": (
         _experiment(server='["caddy"]', client='["chromium"]', discovery='["alt-svc"]'),

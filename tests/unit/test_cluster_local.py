@@ -1,6 +1,6 @@
 """h2lab.cluster.local's start, with fake nodes: a node (the head or a lab node) whose Ray died
-while starting is started again (as a supervisor would), anything else that exits is reported with its last
-words, and start-ups of the machine's local clusters take turns."""
+while starting is started again (as a supervisor would), anything else that exits is reported
+with its last words, and start-ups of the machine's local clusters take turns."""
 
 from __future__ import annotations
 

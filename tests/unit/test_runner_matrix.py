@@ -188,7 +188,7 @@ def test_single_repetition_single_protocol() -> None:
 
 
 def test_only_links_without_state_are_reused() -> None:
-    from h2lab.runner.trial import link_is_stateless
+    from h2lab.runner.session import link_is_stateless
     from h2lab.spec.network import parse_network
 
     assert link_is_stateless(parse_network("cable"))

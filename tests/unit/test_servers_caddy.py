@@ -161,4 +161,4 @@ def test_caddys_own_alt_svc_is_removed_unless_discovery_asks_for_it(
             "h2lab-x-servers", IPS, tmp_path / "srv", tmp_path / "tls", alt_svc=alt_svc
         )
         assert drops(caddy.render_config(page, ctx, LocalCA(ctx.tls_dir))) == dropped
-    assert get_server("caddy").discoveries == {"forced", "alt-svc", "udp-blocked"}
+    assert get_server("caddy").discoveries == {"forced", "alt-svc", "https-rr", "udp-blocked"}

@@ -76,5 +76,5 @@ def test_alt_svc_discovery_advertises_h3_on_every_resource(page: Page, tmp_path:
     conf = nginx.render_config(page, ctx, LocalCA(ctx.tls_dir), h3=True)
     mine = sum(r.origin == page.entry.origin for r in page.resources)
     assert 0 < mine < len(page.resources) and conf.count(header) == 2 * mine
-    assert get_server("nginx@1.26").discoveries == {"forced", "alt-svc", "udp-blocked"}
+    assert get_server("nginx@1.26").discoveries == {"forced", "alt-svc", "https-rr", "udp-blocked"}
     assert get_server("nginx").discoveries == {"forced"}  # no h3 to advertise

@@ -113,7 +113,7 @@ def test_config_names_every_origin_with_its_address_and_certificate(tmp_path: Pa
         ctx.netns, ctx.origin_ips, ctx.state_dir, ctx.tls_dir, alt_svc=frozenset({"b.test"})
     )
     assert render_config(page, learnt, LocalCA(tmp_path / "tls"), opts)["alt_svc"] == ["b.test"]
-    assert get_server("origin").discoveries == {"forced", "alt-svc", "udp-blocked"}
+    assert get_server("origin").discoveries == {"forced", "alt-svc", "https-rr", "udp-blocked"}
 
 
 def test_source_hash_changes_with_sources_not_with_tests(tmp_path: Path) -> None:

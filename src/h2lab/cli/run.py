@@ -107,8 +107,8 @@ def run_experiment(
     written. Several labs (``jobs`` > 1, a cluster) are handed the blocks longest estimated
     first (:func:`_block_costs`). One run at a time into ``out``: while this one runs, another
     is refused before it writes anything (:func:`h2lab.store.lock.run_lock`)."""
+    from h2lab.runner.session import SerialExecutor
     from h2lab.runner.shards import LocalShardsExecutor
-    from h2lab.runner.trial import SerialExecutor
     from h2lab.store.lock import run_lock
 
     if cluster is None:  # the labs are this machine's: root or rootless mode, before any thread

@@ -1,7 +1,7 @@
 """The lab of one Ray node: :class:`LabActor`, created by the driver on every lab node (one
 per node: it holds the node's :data:`~h2lab.cluster.nodes.LAB_RESOURCE`).
 
-It keeps one :class:`h2lab.runner.trial.LabSession` for its life, like a worker of ``--jobs``.
+It keeps one :class:`h2lab.runner.session.LabSession` for its life, like a worker of ``--jobs``.
 :meth:`LabActor.run` checks a block (:mod:`h2lab.cluster.checks`), installs the pages it
 lacks from the driver's archives (by id, checked), runs the block and yields, per attempt, the
 encoded :class:`~h2lab.runner.executor.TrialDone` with its artifacts as one archive (they are
@@ -82,7 +82,7 @@ class LabActor:
     def _run(self, message: Any, archives: Mapping[str, Any]) -> Iterator[Item]:
         import ray
 
-        from h2lab.runner.trial import LabSession
+        from h2lab.runner.session import LabSession
 
         job = wire.decode_message(message)
         if not isinstance(job, BlockJob):

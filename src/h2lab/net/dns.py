@@ -21,9 +21,12 @@ user switch), with nothing of the host's configuration: only the file written he
 from __future__ import annotations
 
 import re
+import secrets
 import signal
+import socket
+import struct
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,9 +48,22 @@ TTL_S = 3600
 """The records' TTL: a trial's lookups are answered once and cached for the rest of it."""
 
 
-def unbound_conf(folder: Path, records: Mapping[str, str]) -> str:
-    """Pure: Unbound's configuration answering ``records`` (host -> IPv4 address) and
-    NXDOMAIN for every other name, logging to ``folder``."""
+HTTPS_RDATA = "HTTPS 1 . alpn=h3,h2"
+"""The HTTPS record (RFC 9460) of an h3 origin: service mode, the origin itself (``.``),
+h3 and h2, as deployed sites publish it (Cloudflare's ``alpn="h3,h2"``); the address stays in
+the A record."""
+SERIAL_NAME = "serial.h2lab-dns."
+"""A TXT record carrying the configuration's number: :meth:`LabDns.publish` asks it until the
+reloaded server answers the new one (lookups of it are no trial's: :func:`answers` skips it)."""
+
+
+def unbound_conf(
+    folder: Path, records: Mapping[str, str], https: Iterable[str] = (), serial: int = 0
+) -> str:
+    """Pure: Unbound's configuration answering ``records`` (host -> IPv4 address), an HTTPS
+    record (:data:`HTTPS_RDATA`) for each host of ``https`` that has an address, the
+    ``serial`` (:data:`SERIAL_NAME`), and NXDOMAIN for every other name, logging to
+    ``folder``."""
     lines = [
         "server:",
         f"    interface: {DNS_IP}",
@@ -75,6 +91,9 @@ def unbound_conf(folder: Path, records: Mapping[str, str]) -> str:
     ]
     for host, ip in sorted(records.items()):
         lines.append(f'    local-data: "{host}. {TTL_S} IN A {ip}"')
+    for host in sorted(set(https) & set(records)):
+        lines.append(f'    local-data: "{host}. {TTL_S} IN {HTTPS_RDATA}"')
+    lines.append(f'    local-data: "{SERIAL_NAME} 0 IN TXT {serial}"')
     lines += ["remote-control:", "    control-enable: no"]
     return "\n".join(lines) + "\n"
 
@@ -103,7 +122,7 @@ def answers(log: str) -> list[Answer]:
     lines are not)."""
     found = []
     for line in log.splitlines():
-        if m := _ANSWER.match(line):
+        if (m := _ANSWER.match(line)) and m.group(3) != SERIAL_NAME:
             at, client, name, qtype, rcode = m.groups()
             found.append(Answer(int(at), client, name, qtype, rcode))
     return found
@@ -143,11 +162,16 @@ class LabDns:
         self.folder = folder
         self.conf = folder / "unbound.conf"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.serial = 0
+        self.records: dict[str, str] = {}
+        self.https: frozenset[str] = frozenset()
+        """the hosts with an HTTPS record now"""
 
     def start(self, records: Mapping[str, str]) -> None:
         """Start answering ``records``; returns once UDP port 53 is bound."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.conf.write_text(unbound_conf(self.folder, records))
+        self.records = dict(records)
+        self.conf.write_text(unbound_conf(self.folder, records, self.https, self.serial))
         argv = [programs.UNBOUND.executable, "-d", "-c", str(self.conf)]
         proc = procs.spawn(netns.exec_argv(self.servers_ns, argv), log=self.folder / "unbound.out")
         self.proc = proc
@@ -161,14 +185,94 @@ class LabDns:
 
         procs.wait_until("the lab's DNS server on port 53", ready, timeout_s=READY_TIMEOUT_S)
 
-    def publish(self, records: Mapping[str, str]) -> None:
-        """Answer ``records`` from now on (Unbound rereads its configuration on SIGHUP)."""
+    def publish(self, records: Mapping[str, str], https: Iterable[str] | None = None) -> None:
+        """Answer ``records`` from now on, and HTTPS records for the hosts of ``https`` (None:
+        those of now); nothing to do when they are what is answered now. Unbound rereads its
+        configuration on SIGHUP; this returns once it answers the new one (its serial), so
+        that no lookup of the next trial reaches the old one."""
+        wanted = self.https if https is None else frozenset(https)
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.conf.write_text(unbound_conf(self.folder, records))
+        if dict(records) == self.records and wanted == self.https:
+            return
+        self.serial += 1
+        self.records, self.https = dict(records), wanted
+        self.conf.write_text(unbound_conf(self.folder, records, wanted, self.serial))
         self.proc.send_signal(signal.SIGHUP)
+        token = str(self.serial).encode()
+
+        def reloaded() -> bool:
+            if self.proc is None or self.proc.poll() is not None:
+                tail = (self.folder / "unbound.out").read_text(errors="replace")[-500:]
+                raise ProcessFailed([programs.UNBOUND.name], None, tail)
+            answer = netns.run_in_netns(self.servers_ns, lambda: ask_txt(SERIAL_NAME))
+            return answer is not None and txt_strings(answer) == [token]
+
+        procs.wait_until("the lab's DNS server reloaded", reloaded, timeout_s=READY_TIMEOUT_S)
 
     def stop(self) -> None:
         if self.proc is not None:
             procs.stop(self.proc)
             self.proc = None
+
+
+QUERY_TIMEOUT_S = 0.2
+
+
+def ask_txt(name: str, server: tuple[str, int] = (DNS_IP, DNS_PORT)) -> bytes | None:
+    """One TXT query for ``name`` to ``server`` over UDP (from the caller's namespace): the
+    answer's bytes, or None without one in :data:`QUERY_TIMEOUT_S`."""
+    qid = secrets.randbits(16)
+    labels = b"".join(bytes([len(p)]) + p.encode() for p in name.rstrip(".").split("."))
+    query = (
+        struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+        + labels
+        + b"\0"
+        + struct.pack("!HH", TXT, 1)
+    )
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(QUERY_TIMEOUT_S)
+        try:
+            sock.sendto(query, server)
+            data, _ = sock.recvfrom(4096)
+        except OSError:  # a timeout, or nothing listening (the server reloading)
+            return None
+    return data if len(data) >= 12 and struct.unpack("!H", data[:2])[0] == qid else None
+
+
+TXT = 16
+
+
+def txt_strings(message: bytes) -> list[bytes]:
+    """Pure: the character strings of the first TXT record in the answer section of a DNS
+    ``message`` (its question skipped); none when it has none or is malformed."""
+    try:
+        qd, an = struct.unpack("!HH", message[4:8])
+        at = 12
+        for _ in range(qd):
+            at = _skip_name(message, at) + 4
+        for _ in range(an):
+            at = _skip_name(message, at)
+            rtype, _, _, length = struct.unpack("!HHIH", message[at : at + 10])
+            at += 10
+            if rtype == TXT:
+                rdata, out = message[at : at + length], []
+                while rdata:
+                    out.append(rdata[1 : 1 + rdata[0]])
+                    rdata = rdata[1 + rdata[0] :]
+                return out
+            at += length
+    except (struct.error, IndexError):
+        return []
+    return []
+
+
+def _skip_name(message: bytes, at: int) -> int:
+    """Where the (possibly compressed) name at ``at`` ends."""
+    while True:
+        n = message[at]
+        if n == 0:
+            return at + 1
+        if n & 0xC0 == 0xC0:
+            return at + 2
+        at += 1 + n

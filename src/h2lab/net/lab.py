@@ -376,6 +376,11 @@ class Lab:
             self.origin_ips[host] = ip
         self.dns.publish(self.dns_records())
 
+    def publish_https(self, hosts: frozenset[str]) -> None:
+        """The lab resolver answers an HTTPS record (RFC 9460: h3) for each of ``hosts`` and
+        for no other origin, from its next lookup on (``discovery = "https-rr"``)."""
+        self.dns.publish(self.dns_records(), hosts)
+
     def dns_records(self) -> dict[str, str]:
         """The lab resolver's A records: every origin named by a host name."""
         return {host: ip for host, ip in self.origin_ips.items() if ip != host}

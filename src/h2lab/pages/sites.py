@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from h2lab.errors import H2LabError
+from h2lab.spec.factors import ALL_ORIGINS
 
 PSL_FILE = Path("/usr/share/publicsuffix/public_suffix_list.dat")  # programs.PUBLIC_SUFFIX_LIST
 """Debian's copy of the Public Suffix List (package ``publicsuffix``)."""
 MAX_PSL_BYTES = 4 * 1024 * 1024
 """More than ten times the list's size: a larger file is not the list."""
 
-ALL = "all"
+ALL = ALL_ORIGINS
 FIRST_PARTY = "first-party"
 
 

@@ -2,7 +2,7 @@
 
 The driver (:func:`h2lab.runner.run.run_trials`) decides blocks, rounds, seeds, retries and
 resume, and alone writes the store. An executor decides where a block runs: in this process
-(:class:`h2lab.runner.trial.SerialExecutor`), in worker processes on this machine
+(:class:`h2lab.runner.session.SerialExecutor`), in worker processes on this machine
 (:class:`h2lab.runner.shards.LocalShardsExecutor`), or on the lab nodes of a Ray cluster
 (:class:`h2lab.cluster.executor.RayExecutor`). It is handed
 :class:`BlockJob`\\ s and streams back one :class:`TrialDone` per attempt and a

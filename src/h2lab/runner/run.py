@@ -3,7 +3,7 @@
 The driver (:func:`run_trials`) decides what runs (resume, give-up, retries, blocks), hands
 blocks to an executor (:mod:`h2lab.runner.executor`) and alone writes the store, committing
 every attempt as it arrives. One trial in a lab, and the executor that runs every block in
-this process (:class:`~h2lab.runner.trial.SerialExecutor`), are :mod:`h2lab.runner.trial`'s.
+this process (:class:`~h2lab.runner.session.SerialExecutor`), are :mod:`h2lab.runner.session`'s.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from h2lab.pages import Page, resolve_page
 from h2lab.results import TrialRecord
 from h2lab.runner.executor import BlockJob, Event, Executor, TrialDone, block_jobs, longest_first
 from h2lab.runner.matrix import TrialSpec
-from h2lab.runner.trial import SerialExecutor
+from h2lab.runner.session import SerialExecutor
 from h2lab.spec.experiment import Capture, FailOn
 from h2lab.store import Store
 

@@ -1,15 +1,11 @@
-"""One trial in a lab, and the lab that runs them one at a time.
+"""One trial in a lab.
 
 :func:`run_one` runs one attempt of a trial: a client load over the trial's link, the link's
 counters and the machine's CPU around it, its record. It reads its clocks, the CPU and the
 counters through arguments (:class:`TrialClock`, :data:`CpuReader`, :data:`CounterReader`) and
 its lab through the small protocols below, so a test runs it against fakes without root
-(tests/unit/test_runner_trial.py). A lab (:class:`LabSession`, kept across blocks) holds what
-outlives a trial: a server per (page, server) stretch, a Rattan link per trial (kept for the
-next trial only when the link holds no state the next trial could inherit, see
-:func:`link_is_stateless`). :class:`SerialExecutor` runs every block in this process, in one
-lab; the workers of ``--jobs`` run theirs in one each (:mod:`h2lab.runner.shards`). The driver
-is :mod:`h2lab.runner.run`.
+(tests/unit/test_runner_trial.py). The lab that runs trials one at a time, and what outlives a
+trial in it, are :mod:`h2lab.runner.session`'s. The driver is :mod:`h2lab.runner.run`.
 """
 
 from __future__ import annotations
@@ -20,9 +16,8 @@ import json
 import shutil
 import time
 import traceback
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -31,25 +26,21 @@ from h2lab import clients, servers
 from h2lab.artifacts import DNS_LOOKUPS, SERVER_LOG, TRACEBACK
 from h2lab.clients import LoadContext, LoadResult
 from h2lab.errors import H2LabError, TrialFailed
-from h2lab.machine import machine_info
 from h2lab.metrics.counters import CpuTimes, busy_pct, parse_cpu_times, parse_dev, parse_snmp
 from h2lab.net import netns
 from h2lab.net.dns import DNS_FOLDER, Answer, Lookups
 from h2lab.net.firewall import UdpDropped, udp_dropped
-from h2lab.net.lab import Lab, Link
-from h2lab.pages import Page, resolve_page
+from h2lab.pages import Page
 from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
 from h2lab.runner.captures import client_iface, early_data_capture, packet_capture, trial_keylog
-from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
-from h2lab.runner.h3_origins import advertised, told
+from h2lab.runner.h3_origins import told
 from h2lab.runner.matrix import TrialSpec
-from h2lab.servers import ServeContext
 from h2lab.spec.experiment import Capture, FailOn
 from h2lab.spec.factors import UDP_BLOCKED
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.protocols import H3, PORTS
 from h2lab.spec.tcp import TcpSettings
-from h2lab.store.sqlite import artifacts_dir, config_json
+from h2lab.store.sqlite import config_json
 
 
 class TrialClock(Protocol):
@@ -162,134 +153,6 @@ def read_counters(link: TrialLink, servers_ns: str) -> Counters:
     )
 
 
-def tool_versions(
-    server: str,
-    client: clients.ClientAdapter,
-    delay_overhead_ms: float,
-    machine: Mapping[str, str],
-) -> dict[str, str]:
-    """What ran a trial: the tools, the machine (:func:`h2lab.machine.machine_info`), and
-    Rattan's latency per direction that its Delay cells left out (net/calibration.py): a
-    trial's RTT depends on it."""
-    from h2lab import __version__
-    from h2lab.net.rattan import RATTAN_VERSION
-    from h2lab.version import commit
-
-    try:
-        server_version = servers.get(server).version()
-    except H2LabError as exc:  # e.g. a missing binary: its trials fail, with the reason
-        server_version = f"unavailable ({exc.line()})"
-    return {
-        **machine,
-        "h2lab": __version__,
-        "h2lab_commit": commit(),
-        "rattan": RATTAN_VERSION,
-        "rattan_delay_overhead_ms": f"{delay_overhead_ms:.3f}",
-        server: server_version,
-        client.name: client.version(),
-    }
-
-
-def link_is_stateless(profile: NetworkProfile) -> bool:
-    """True when a link carries nothing from one trial to the next: no seeded loss process
-    (its random stream would continue instead of restarting at the trial's seed) and no trace
-    (its clock would continue). Rate and delay cells hold only their queue, empty once idle."""
-    return (
-        profile.up_loss_ratio == 0
-        and profile.down_loss_ratio == 0
-        and profile.up_trace is None
-        and profile.down_trace is None
-        and profile.cellular is None
-    )
-
-
-class Links:
-    """The lab's current link: reused by the next trial when it asks for the same stateless
-    profile and TCP settings, else replaced (a fresh client namespace and loss process)."""
-
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-        self.generation = 0
-        """bumped on every new link (clients keeping processes in the namespace restart)"""
-        self._link: Link | None = None
-        self._key: tuple[NetworkProfile, TcpSettings] | None = None
-
-    def get(self, profile: NetworkProfile, seed: int, tcp: TcpSettings) -> Link:
-        key = (profile, tcp)
-        link = self._link
-        if link is not None and self._key == key and link_is_stateless(profile) and link.alive():
-            return link
-        self.close()
-        link = self.lab.link(profile, seed, tcp)
-        link.__enter__()
-        self._link, self._key = link, key
-        self.generation += 1
-        return link
-
-    def keep_diagnostics(self, artifacts: Path) -> None:
-        """Write the current link's state into a failed trial's artifacts (``link-*``), before
-        the link is closed: the lab's state folder, where Rattan's log lives, goes with it.
-        Best effort: the trial's row is what must not be lost."""
-        if self._link is None:
-            return
-        try:
-            artifacts.mkdir(parents=True, exist_ok=True)
-            for name, text in self._link.diagnostics().items():
-                (artifacts / name).write_text(text)
-        except (OSError, H2LabError):
-            pass
-
-    def close(self) -> None:
-        if self._link is not None:
-            link, self._link, self._key = self._link, None, None
-            link.close()
-
-
-class ServerStretch:
-    """The server of the current (page, server, TLS version, resumption, Alt-Svc) stretch of
-    trials (resumption: the repeat view's, :attr:`ServeContext.resumption`; Alt-Svc: the
-    origins that send it, :attr:`ServeContext.alt_svc`): started when
-    the stretch begins, stopped when it ends, and started again before the next attempt when it
-    died during the last one (a crash costs one trial, not the rest of its block)."""
-
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-        self._stack = ExitStack()
-        self._key: tuple[str, str, str, bool, tuple[str, ...]] | None = None
-        self.serving: servers.Serving | None = None
-        self.error: str | None = None
-        """the line of a server that did not start: the trials of its stretch fail with it"""
-
-    def get(
-        self, page: Page, spec: str, tls_version: str, resumption: bool = False,
-        alt_svc: frozenset[str] = frozenset(),
-    ) -> None:  # fmt: skip
-        key = (page.digest, spec, tls_version, resumption, tuple(sorted(alt_svc)))
-        dead = self.serving is not None and self.serving.exited() is not None
-        if self._key == key and not dead:
-            return
-        self.close()
-        self._key = key
-        ctx = ServeContext(
-            netns=self.lab.servers_ns,
-            origin_ips=self.lab.origin_ips,
-            state_dir=self.lab.state_dir / "server",
-            tls_dir=self.lab.state_dir / "tls",
-            tls_version=tls_version,
-            resumption=resumption,
-            alt_svc=alt_svc,
-        )
-        try:
-            self.serving = self._stack.enter_context(servers.get(spec).serve(page, ctx))
-        except H2LabError as exc:
-            # the adapter stopped whatever it had started; the run goes on
-            self.error = f"server {spec} did not start: {exc.line()}"
-
-    def close(self) -> None:
-        self._stack.close()
-        self._key, self.serving, self.error = None, None, None
-
-
 SERVER_LOG_TAIL_BYTES = 1 << 20
 """How much of each server log a failed trial keeps among its artifacts (the end)."""
 
@@ -302,111 +165,6 @@ def keep_server_logs(serving: servers.Serving, artifacts: Path) -> None:
         with log.open("rb") as f:
             f.seek(max(0, f.seek(0, 2) - SERVER_LOG_TAIL_BYTES))
             (artifacts / SERVER_LOG.format(name=log.name)).write_bytes(f.read())
-
-
-PageLoader = Callable[[str, "str | None"], Page]
-"""``load(spec, page_id)``: the page a trial names (its id as the driver resolved it, if
-known)."""
-
-
-def _resolve(spec: str, page_id: str | None) -> Page:
-    return resolve_page(spec)
-
-
-class LabSession:
-    """One lab, started at the first block and kept for every block after it, with what
-    outlives a trial: the current link (:class:`Links`), the server of the current (page,
-    server) stretch (:class:`ServerStretch`), one client adapter per client spec, and the tool
-    versions per (server, client). ``machine`` is what its records say ran them
-    (:func:`h2lab.machine.machine_info`); ``load_page`` finds a trial's page (default: resolve
-    its spec here)."""
-
-    def __init__(
-        self, machine: Mapping[str, str] | None = None, load_page: PageLoader = _resolve
-    ) -> None:
-        self._machine = dict(machine or machine_info())
-        self._load_page = load_page
-        self._stack = ExitStack()
-        self._lab: Lab | None = None
-        self._links: Links | None = None
-        self._stretch: ServerStretch | None = None
-        self._pages: dict[str, Page] = {}
-        self._adapters: dict[str, clients.ClientAdapter] = {}
-        self._versions: dict[tuple[str, str], dict[str, str]] = {}
-
-    def _open(self, origins: tuple[str, ...]) -> tuple[Lab, Links, ServerStretch]:
-        if self._lab is None or self._links is None or self._stretch is None:
-            lab = self._stack.enter_context(Lab(origins))
-            self._lab, self._links, self._stretch = lab, Links(lab), ServerStretch(lab)
-            self._stack.callback(self._links.close)
-            self._stack.callback(self._stretch.close)
-        else:
-            self._lab.set_origins(origins)  # the same run's: nothing new
-        return self._lab, self._links, self._stretch
-
-    def _client(self, spec: str) -> clients.ClientAdapter:
-        if spec not in self._adapters:
-            self._adapters[spec] = clients.get(spec)
-            self._stack.callback(self._adapters[spec].close)
-        return self._adapters[spec]
-
-    def run(self, job: BlockJob) -> Iterator[TrialDone]:
-        """Run the block's trials in order, each attempted again at once when it fails (up to
-        ``job.retries`` more times, not when its server did not start); one event per attempt."""
-        lab, links, stretch = self._open(job.origins)
-        for t in job.trials:
-            if t.page not in self._pages:
-                self._pages[t.page] = self._load_page(t.page, job.pages.get(t.page))
-            page = self._pages[t.page]
-            client = self._client(t.client)
-            if (t.server, t.client) not in self._versions:
-                self._versions[(t.server, t.client)] = tool_versions(
-                    t.server, client, lab.delay_overhead_ms(), self._machine
-                )
-            stored = job.attempts.get(t.key, 0)
-            for retry in range(1 + job.retries):
-                f = t.factors
-                stretch.get(page, t.server, f.tls, f.view == "repeat", advertised(page, f))
-                attempt = stored + 1 + retry
-                record, resources = run_one(
-                    lab, links, client, page, t, attempt,
-                    artifacts_dir(job.results_dir, t.key, attempt), job.timeout_s,
-                    self._versions[(t.server, t.client)], stretch, job.fail_on, job.capture,
-                )  # fmt: skip
-                last = record.status == "ok" or bool(stretch.error) or retry == job.retries
-                yield TrialDone(record, resources, last)
-                if last:
-                    break
-
-    def close(self) -> None:
-        """Stop the clients, the server and the link, and tear the lab down."""
-        self._stack.close()
-        self._lab = self._links = self._stretch = None
-
-
-class SerialExecutor:
-    """Runs every block here, in submission order, in one :class:`LabSession`: Ctrl-C raises
-    inside the running trial, and :meth:`close` tears the lab down."""
-
-    def __init__(self) -> None:
-        self._jobs: deque[BlockJob] = deque()
-        self._session = LabSession()
-
-    def submit(self, job: BlockJob) -> None:
-        self._jobs.append(job)
-
-    def events(self, check: Callable[[], None] = lambda: None) -> Iterator[Event]:
-        while self._jobs:
-            job = self._jobs.popleft()
-            yield from self._session.run(job)
-            yield BlockDone(job.number)
-
-    def cancel(self) -> None:
-        self._jobs.clear()
-
-    def close(self) -> None:
-        self._jobs.clear()
-        self._session.close()
 
 
 def _measured(result: LoadResult, before: Counters, after: Counters) -> dict[str, object]:

@@ -2,7 +2,7 @@
 ``python -m h2lab.runner.worker``, its own lab for its life.
 
 It reads blocks, one JSON line each (:func:`h2lab.runner.wire.encode_message` of a
-:class:`BlockJob`), from stdin, runs each in its lab (:class:`h2lab.runner.trial.LabSession`)
+:class:`BlockJob`), from stdin, runs each in its lab (:class:`h2lab.runner.session.LabSession`)
 and answers on stdout with one JSON line per attempt (:class:`TrialDone`) and one when the
 block is done (:class:`BlockDone`). It never opens the store. End of stdin: it tears its lab
 down and exits 0. SIGINT or SIGTERM: the running trial is interrupted, the lab torn down, exit
@@ -21,7 +21,7 @@ from h2lab.errors import H2LabError
 from h2lab.runner import wire
 from h2lab.runner.executor import BlockDone, BlockJob, TrialDone
 from h2lab.runner.run import signals_as_interrupt
-from h2lab.runner.trial import LabSession
+from h2lab.runner.session import LabSession
 
 
 def serve(

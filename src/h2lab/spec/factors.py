@@ -39,16 +39,27 @@ MAX_INITCWND_PACKETS = 1000
 View = Literal["first", "repeat"]
 """WebPageTest's first and repeat views (the ``view`` factor)."""
 VIEWS: tuple[View, ...] = ("first", "repeat")
-Discovery = Literal["forced", "alt-svc", "udp-blocked"]
+Discovery = Literal["forced", "alt-svc", "https-rr", "udp-blocked"]
 """How a browser finds that an origin speaks HTTP/3 (the ``discovery`` factor)."""
-DISCOVERIES: tuple[Discovery, ...] = ("forced", "alt-svc", "udp-blocked")
+DISCOVERIES: tuple[Discovery, ...] = ("forced", "alt-svc", "https-rr", "udp-blocked")
+FORCED: Discovery = "forced"
 UDP_BLOCKED: Discovery = "udp-blocked"
 """The discovery on a link that drops UDP to the h3 port."""
-BY_ALT_SVC: frozenset[str] = frozenset({"alt-svc", UDP_BLOCKED})
+HTTPS_RR: Discovery = "https-rr"
+"""The discovery where the lab's resolver publishes an HTTPS record (RFC 9460) for each h3
+origin, and the browser resolves the lab's names through it, as shipped."""
+BY_ALT_SVC: frozenset[str] = frozenset({"alt-svc", HTTPS_RR, UDP_BLOCKED})
 """The discoveries where the servers send ``Alt-Svc`` and the browser is told nothing: it
-learns h3 as shipped (``udp-blocked``: then fails to reach it, and falls back to TCP)."""
+learns h3 as shipped (``udp-blocked``: then fails to reach it, and falls back to TCP;
+``https-rr``: from DNS before its first connection, the header as deployed sites send it)."""
+BY_DNS: frozenset[str] = frozenset({HTTPS_RR})
+"""The discoveries where every trial of the cell (its h2s pair too) resolves the lab's names
+through the lab's resolver (A and HTTPS records, one lookup each, across the link) instead of
+the namespace's ``/etc/hosts``."""
 
-H3_ORIGINS_NAMED: tuple[str, ...] = ("all", "first-party")
+ALL_ORIGINS = "all"
+"""The ``h3_origins`` default: every origin of the page speaks h3."""
+H3_ORIGINS_NAMED: tuple[str, ...] = (ALL_ORIGINS, "first-party")
 """The ``h3_origins`` levels with a name; any other is a list of hosts joined by ``+``."""
 MAX_H3_HOSTS = 64
 _LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
@@ -167,12 +178,21 @@ def _check_tls(level: str, protocols: tuple[str, ...], source: str, key: str) ->
         )
 
 
-def _check_discovery(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
-    if level != "forced" and not any(p in QUIC for p in protocols):
-        raise SpecError(
-            source, key, f"discovery {level} is how a browser finds h3, and this table has no "
-            f"h3 (protocols: {', '.join(protocols)})",
-        )  # fmt: skip
+def _needs_h3(name: str, default: str, does: str) -> LevelCheck:
+    """The check of a factor that only an h3 trial has: a level other than ``default`` in a
+    table without h3 is refused (``does``: what the factor is, for the line)."""
+
+    def check(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
+        if level != default and not any(p in QUIC for p in protocols):
+            raise SpecError(
+                source, key, f"{name} {level} {does}, and this table has no h3 "
+                f"(protocols: {', '.join(protocols)})",
+            )  # fmt: skip
+
+    return check
+
+
+_check_discovery = _needs_h3("discovery", FORCED, "is how a browser finds h3")
 
 
 def _h3_origins(value: str, source: str, key: str) -> str:
@@ -191,12 +211,7 @@ def _h3_origins(value: str, source: str, key: str) -> str:
     return "+".join(hosts)
 
 
-def _check_h3_origins(level: str, protocols: tuple[str, ...], source: str, key: str) -> None:
-    if level != "all" and not any(p in QUIC for p in protocols):
-        raise SpecError(
-            source, key, f"h3_origins {level} names the origins that speak h3, and this table "
-            f"has no h3 (protocols: {', '.join(protocols)})",
-        )  # fmt: skip
+_check_h3_origins = _needs_h3("h3_origins", ALL_ORIGINS, "names the origins that speak h3")
 
 
 def _is(spec: Factor) -> dict[str, Factor]:
@@ -276,12 +291,15 @@ class TrialFactors:
             "discovery", "discovery", str,
             "how the browser finds h3: forced (every origin known to speak it from the first "
             "request, no TCP), alt-svc (learnt from the server's Alt-Svc header, as a "
-            "browser as shipped does: the page starts over TCP), or udp-blocked (alt-svc on a "
-            "link that drops UDP to port 443: the browser's fallback to TCP)",
-            _one_of(DISCOVERIES), default="forced", keyed_at_default=False,
+            "browser as shipped does: the page starts over TCP), https-rr (learnt from an "
+            "HTTPS DNS record the lab's resolver publishes, before the first connection; the "
+            "cell's names are looked up across the link), or udp-blocked (alt-svc on a link "
+            "that drops UDP to port 443: the browser's fallback to TCP)",
+            _one_of(DISCOVERIES), default=FORCED, keyed_at_default=False,
             check=_check_discovery,
             usage="forced, alt-svc (h3 learnt from the Alt-Svc header: first views start over "
-            "h2) or udp-blocked (alt-svc where the link drops UDP to 443)",
+            "h2), https-rr (from an HTTPS DNS record) or udp-blocked (alt-svc where the link "
+            "drops UDP to 443)",
         ))
     )  # fmt: skip
 
@@ -291,7 +309,7 @@ class TrialFactors:
             "which origins of the page speak h3 in an h3 trial: all, first-party (the hosts "
             "under the registrable domain of the entry document, as deployed sites serve h3 "
             "while their third parties may not), or hosts joined by +; the others speak h2",
-            _h3_origins, default="all", keyed_at_default=False, token=lambda v: f"h3o={v}",
+            _h3_origins, default=ALL_ORIGINS, keyed_at_default=False, token=lambda v: f"h3o={v}",
             check=_check_h3_origins,
             usage="all, first-party (h3 on the page's own site, h2 elsewhere) or HOST+HOST",
         ))

@@ -14,7 +14,7 @@ Where the browser runs. h2lab starts a small wrapper script that enters the clie
 emulated link; the DevTools pipe (fds 3 and 4) passes through it unchanged. The wrapper stays
 Chromium's parent and writes its exit status (how a crashed trial names the signal that killed
 it). The browser is kept between trials while the client namespace stays the same (the runner
-reuses a link only when it holds no state, see ``runner.trial.link_is_stateless``) and started
+reuses a link only when it holds no state, see ``runner.session.link_is_stateless``) and started
 again when the namespace is a new one. One browser per launch-flag set: ``h1s`` needs
 ``--disable-http2``, a browser-wide switch. The switches Playwright 1.65 used to pass are kept
 (:data:`~h2lab.clients.browser.chromium.options.PLAYWRIGHT_FLAGS`), so the browser behaves as it did
@@ -67,6 +67,7 @@ from h2lab.artifacts import (
     NETLOG,
 )
 from h2lab.clients import LoadContext, LoadResult, register
+from h2lab.clients.browser import names
 from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
 from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, DevTools, PipeClosed, Reply
 from h2lab.clients.browser.chromium.options import (
@@ -169,6 +170,9 @@ class Chromium(BrowserClient[_Browser, Options]):
         # the wrapper closes its own copy of the DevTools pipe, so that the pipe ends when
         # Chromium does
         chromium = shlex.join(userns.unprivileged([str(CHROMIUM)]))  # the user's, rootless
+        if names.by_dns(ctx):  # the lab's names from the lab's resolver, not /etc/hosts
+            hosts = names.local_hosts(self._browsers.workdir())
+            chromium = f"{names.own_hosts()} {shlex.quote(str(hosts))} {chromium}"
         files = self._browsers.launch_files(
             f"ip netns exec {ctx.netns} {chromium}", before_wait="exec 3<&- 4>&-\n"
         )

@@ -36,6 +36,7 @@ from h2lab.clients.browser.options import (
     speed_index_option,
 )
 from h2lab.net import userns
+from h2lab.spec.factors import BY_DNS
 from h2lab.spec.options import FLAG, number, option
 from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS
 
@@ -183,8 +184,14 @@ def launch_flags(
     -> address) are all the names it can resolve, ``spki`` pins the lab CA; over h3,
     ``discovery`` ``forced`` makes the lab origins of ``h3_hosts`` (None: every one) speak QUIC
     from their first request, and ``alt-svc`` leaves Chromium to learn it from the servers'
-    ``Alt-Svc`` headers."""
-    rules = [f"MAP {host} {ip}" for host, ip in sorted(hosts.items())] + ["MAP * ~NOTFOUND"]
+    ``Alt-Svc`` headers. Where the discovery reads DNS (``https-rr``, whatever the protocol)
+    the lab's names are left to Chromium's own resolver, which asks the lab's DNS server for
+    A and HTTPS records (:mod:`h2lab.clients.browser.names`); every other name is "not found"
+    at once either way."""
+    if discovery in BY_DNS:
+        rules = ["MAP * ~NOTFOUND", *(f"EXCLUDE {host}" for host in sorted(hosts))]
+    else:
+        rules = [f"MAP {host} {ip}" for host, ip in sorted(hosts.items())] + ["MAP * ~NOTFOUND"]
     base = [f for f in BASE_FLAGS if not (protocol == H3 and f == "--disable-quic")]
     base = [*sandbox_flags(), *base]
     flags = [*base, *PROTOCOL_FLAGS[protocol], f"--host-resolver-rules={', '.join(rules)}"]

@@ -53,6 +53,7 @@ from pathlib import Path
 
 from h2lab import procs, programs
 from h2lab.clients import LoadContext, LoadResult, register
+from h2lab.clients.browser import names
 from h2lab.clients.browser import pool as browser_pool
 from h2lab.clients.browser.client import BrowserClient
 from h2lab.clients.browser.firefox import frames
@@ -145,6 +146,10 @@ class Firefox(BrowserClient[_Browser, Options]):
         inner = 'hostname localhost && exec "$@"'
         firefox = shlex.join(userns.unprivileged([str(FIREFOX)]))  # the user's, rootless
         command = f"ip netns exec {ctx.netns} unshare --uts sh -c '{inner}' sh {firefox}"
+        if names.by_dns(ctx):  # the lab's names from the lab's resolver, not /etc/hosts
+            hosts = shlex.quote(str(names.local_hosts(self._browsers.workdir())))
+            own = names.own_hosts(hostname="localhost")
+            command = f"ip netns exec {ctx.netns} {own} {hosts} {firefox}"
         files = self._browsers.launch_files(command)
         _make_profile(files.profile, prefs_js, ctx.tls_dir)
         args = ["--headless", "--no-remote", "--profile", str(files.profile)]

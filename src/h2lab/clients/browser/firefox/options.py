@@ -43,7 +43,7 @@ from h2lab.clients.browser.options import (
     idle_option,
     speed_index_option,
 )
-from h2lab.spec.factors import BY_ALT_SVC
+from h2lab.spec.factors import BY_ALT_SVC, BY_DNS
 from h2lab.spec.options import FLAG, option
 from h2lab.spec.protocols import H1C, H1S, H2S, H3, PORTS
 
@@ -262,6 +262,18 @@ H3_BY_ALT_SVC: Mapping[str, PrefValue] = {
 (``backup_timer_delay`` left at Firefox's default)."""
 
 
+BY_DNS_PREFS: Mapping[str, PrefValue] = {
+    "network.dns.native_https_query": True,
+    # off under WebDriver unless this says so (h2lab drives Firefox over BiDi); a user's
+    # Firefox on Linux asks as the first one says (on since Firefox 129)
+    "network.dns.native_https_query_in_automation": True,
+    "network.dns.use_https_rr_as_altsvc": True,
+}
+"""Names as Firefox as shipped resolves them (``discovery = "https-rr"``, both trials of the
+pair): A and HTTPS records from the system's resolver, the lab's
+(:mod:`h2lab.clients.browser.names`); an HTTPS record's ``alpn`` h3 taken as an Alt-Svc."""
+
+
 def profile_prefs(
     protocol: str, hosts: Mapping[str, str], discovery: str = "forced",
     h3_hosts: Collection[str] | None = None,
@@ -275,6 +287,8 @@ def profile_prefs(
         prefs = {**OFFLINE_PREFS, **MEASUREMENT_PREFS, **H3_BY_ALT_SVC}
     elif protocol == H3:
         prefs[ALT_SVC_MAPPING] = h3_mapping(h for h in hosts if h3_hosts is None or h in h3_hosts)
+    if discovery in BY_DNS:
+        prefs.update(BY_DNS_PREFS)
     return prefs
 
 
