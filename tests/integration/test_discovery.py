@@ -3,6 +3,8 @@ Chromium and Firefox to learn it from the servers' ``Alt-Svc`` headers, as shipp
 view then starts over TCP: the navigation goes over h2, and a request goes over h3 only after
 a response of its origin carried the header. ``udp-blocked`` is ``alt-svc`` on a link that
 drops UDP to port 443: the browser tries QUIC, falls back to TCP, and the trial is ok.
+``https-rr`` publishes an HTTPS record (RFC 9460) per h3 origin in the lab's resolver, which
+both browsers ask before they connect: the first request goes over h3.
 ``h3_origins = "first-party"`` serves h3 on the page's own site only, its third party on h2."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from h2lab.report import write_report
 from h2lab.report.origins import TITLE
 from h2lab.results import TrialRecord
 from tests.integration.conftest import run_experiment
+from tests.timing import RecordProperty, assert_within, paired_difference
 
 SERVERS = ("nginx@1.26", "caddy", "origin")
 PAGE = "synthetic:n=6,size=10KB,origins=2"
@@ -87,6 +90,61 @@ def test_udp_blocked_falls_back_to_tcp_and_prices_the_fallback(tmp_path: Path) -
               f"{ttfb[1]:.0f} ms, plt {plt[0]:.0f} against {plt[1]:.0f} ms; QUIC datagrams "
               f"dropped {dropped}")  # fmt: skip
     assert all(r.udp_dropped_packets is None for r in plain)
+
+
+HRR_RTT_MS = 200
+CHROMIUMS_RACE = 1
+"""TCP connections Chromium opens beside its QUIC one when an HTTPS record offers h3: its
+"main" job to the document's origin starts with the ``dns_alpn_h3`` job (NetLog), completes its
+TLS handshake a round trip after QUIC's and carries nothing. Firefox, as shipped, starts TCP
+when a QUIC handshake has not ended after its backup timer (100 ms, under the round trip here)
+unless it skips it for the lab's private address: 0 to 3 a trial, measured, none carrying a
+request. So no trial of either has 0 TCP connections; every request is over h3."""
+
+
+def test_https_records_make_the_first_request_h3(
+    tmp_path: Path, record_property: RecordProperty
+) -> None:
+    """First views at 200 ms RTT: each name looked up in the lab's resolver (A and HTTPS, by
+    each trial itself: no cache of an earlier one), every request over h3 from the first (the
+    TCP connections raced beside QUIC carry none: :data:`CHROMIUMS_RACE`), and TTFB one round
+    trip below h2s's, whose lookups are the same."""
+    out = tmp_path / "out"
+    records = run_experiment(
+        out, "https-rr",
+        {"protocol": ["h2s", "h3"], "network": [f"rtt={HRR_RTT_MS}ms,rate=20Mbps"],
+         "page": [PAGE], "server": ["nginx@1.26"], "client": ["chromium", "firefox"],
+         "discovery": ["https-rr"]},
+        seed=8, repetitions=4,
+    )  # fmt: skip
+    assert all(r.status == "ok" for r in records), [r.error for r in records if r.error]
+    db = sqlite3.connect(out / "results.sqlite")
+    for r in records:
+        rows = _resources(db, r)
+        protocols = [p for _, _, p, *_ in rows]
+        print(r.cell["client"], r.protocol, f"ttfb_ms={r.ttfb_ms}", f"plt_ms={r.plt_ms}",
+              f"tcp_connections={r.tcp_connections}", f"dns_lookups={r.dns_lookups}")  # fmt: skip
+        assert r.dns_lookups == 2 * 2 and r.dns_nxdomain == 0, r  # A and HTTPS, 2 origins
+        assert "|https-rr|" in r.trial_key
+        if r.protocol == "h2s":
+            assert set(protocols) == {"h2"}, rows
+            continue
+        assert protocols[0] == "h3" and set(protocols) == {"h3"}, rows
+        if r.cell["client"] == "chromium":
+            assert r.tcp_connections is not None and r.tcp_connections <= CHROMIUMS_RACE, r
+    db.close()
+    for client in ("chromium", "firefox"):
+        ttfb = {
+            p: [r.ttfb_ms or 0.0 for r in sorted(records, key=lambda r: r.repetition)
+                if r.cell["client"] == client and r.protocol == p]
+            for p in ("h2s", "h3")
+        }  # fmt: skip
+        saved = paired_difference(ttfb["h2s"], ttfb["h3"])
+        # one round trip saved: QUIC's handshake is one, TCP's and TLS 1.3's two
+        assert_within(
+            record_property, f"{client}: h2s - h3 TTFB, ms, at {HRR_RTT_MS} ms RTT", saved,
+            0.5 * HRR_RTT_MS, 1.5 * HRR_RTT_MS,
+        )  # fmt: skip
 
 
 MIXED = "synthetic:n=6,size=10KB,origins=3,sites=2"

@@ -119,6 +119,16 @@ BAD_FILES = {
         "factors.discovery[0]",
         "alt-svc needs a client that runs it; curl does not (alt-svc: chromium, firefox)",
     ),
+    "discovery-https-rr-curl": (
+        _experiment(
+            protocol='["h2s", "h3"]',
+            server='["origin"]',
+            client='["curl"]',
+            discovery='["https-rr"]',
+        ),
+        "factors.discovery[0]",
+        "https-rr needs a client that runs it; curl does not (https-rr: chromium, firefox)",
+    ),
     "discovery-server": (
         _experiment(
             protocol='["h2s", "h3"]',

@@ -13,6 +13,7 @@ from h2lab import cli
 from h2lab.cli.verdict import (
     CLIENTS,
     FIRST_VISIT,
+    FIRST_VISIT_DNS,
     NETWORKS,
     REPEAT_VISIT,
     UPPER_BOUND,
@@ -45,13 +46,14 @@ def test_the_experiment_names_the_page_absolutely_and_every_default(
     assert only["page"] == [f"dir:{quoted}"] and "discovery" not in only  # no h3: nothing to find
 
 
-def test_forced_and_repeat_add_a_table_each(tmp_path: Path) -> None:
+def test_https_rr_forced_and_repeat_add_a_table_each(tmp_path: Path) -> None:
     text = experiment_text(
         "synthetic:n=2", ["cable"], ["chromium", "firefox"], ["h1s", "h2s", "h3"], "origin", 3,
-        0, forced=True, repeat=["chromium"],
+        0, forced=True, repeat=["chromium"], https_rr=True,
     )  # fmt: skip
-    first, forced, repeat = tomllib.loads(text)["factors"]
+    first, dns, forced, repeat = tomllib.loads(text)["factors"]
     assert first["discovery"] == ["alt-svc"] and first["protocol"] == ["h1s", "h2s", "h3"]
+    assert dns["discovery"] == ["https-rr"] and dns["protocol"] == ["h2s", "h3"]
     assert forced["protocol"] == ["h2s", "h3"] and "discovery" not in forced
     assert forced["client"] == ["chromium", "firefox"]
     assert repeat["view"] == ["repeat"] and repeat["client"] == ["chromium"]
@@ -65,6 +67,7 @@ def test_each_row_says_which_visit_it_is() -> None:
     assert visit(forced, ("h3", "h2s")) == UPPER_BOUND
     assert visit(forced, ("h2s", "h1s")) == FIRST_VISIT  # no h3: nothing forced
     assert visit(forced.replace("view", "repeat"), ("h3", "h2s")) == REPEAT_VISIT
+    assert visit(alt.replace("discovery", "https-rr"), ("h3", "h2s")) == FIRST_VISIT_DNS
 
 
 @pytest.mark.parametrize(

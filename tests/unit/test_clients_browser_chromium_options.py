@@ -91,6 +91,21 @@ def test_alt_svc_discovery_leaves_chromium_to_learn_h3() -> None:
     assert launch_flags(H2S, HOSTS, None, "alt-svc") == launch_flags(H2S, HOSTS, None)
 
 
+def test_https_rr_leaves_the_lab_names_to_chromiums_own_resolver() -> None:
+    """Both protocols of an https-rr cell: no lab name mapped (Chromium asks the lab's DNS
+    server, A and HTTPS), every other name still "not found" at once; over h3 nothing forced,
+    the lab CA taken over QUIC (the port-9 list, as with alt-svc)."""
+    for protocol in (H2S, H3):
+        flags = launch_flags(protocol, HOSTS, "AAAA=", "https-rr")
+        rules = next(f for f in flags if f.startswith("--host-resolver-rules="))
+        assert rules == (
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE o1.h2lab.test, EXCLUDE o2.h2lab.test"
+        )
+    h3 = launch_flags(H3, HOSTS, "AAAA=", "https-rr")
+    assert "--origin-to-force-quic-on=o1.h2lab.test:9,o2.h2lab.test:9" in h3
+    assert "--disable-quic" in launch_flags(H2S, HOSTS, "AAAA=", "https-rr")
+
+
 def test_h3_origins_forces_quic_for_those_only() -> None:
     """h3_origins: the origins that speak h3 forced, the others on the port nothing serves
     (reached over TCP, the lab CA still taken should Chromium try QUIC)."""

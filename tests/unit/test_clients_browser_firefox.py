@@ -75,6 +75,20 @@ def test_alt_svc_discovery_maps_nothing_and_keeps_firefoxs_tcp_race() -> None:
     assert profile_prefs("h2s", HOSTS, "alt-svc") == profile_prefs("h2s", HOSTS)
 
 
+def test_https_rr_asks_the_system_resolver_for_https_records_in_both_protocols() -> None:
+    for protocol in ("h2s", "h3"):
+        prefs = profile_prefs(protocol, HOSTS, "https-rr")
+        assert prefs["network.dns.native_https_query"] is True
+        assert prefs["network.dns.native_https_query_in_automation"] is True  # under BiDi
+        assert prefs["network.dns.use_https_rr_as_altsvc"] is True
+        assert prefs["network.trr.mode"] == 5  # no DoH: the lab's resolver, over plain DNS
+        assert "network.http.http3.alt-svc-mapping-for-testing" not in prefs
+    h3 = profile_prefs("h3", HOSTS, "https-rr")
+    assert h3["network.http.http3.enable"] is True and h3["network.http.altsvc.enabled"] is True
+    assert profile_prefs("h2s", HOSTS, "https-rr")["network.http.http3.enable"] is False
+    assert profile_prefs("h3", HOSTS)["network.dns.native_https_query"] is False
+
+
 def test_h3_origins_maps_those_only() -> None:
     first = frozenset({"a.h2lab.test"})
     prefs = profile_prefs("h3", HOSTS, "forced", first)

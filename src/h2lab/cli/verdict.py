@@ -8,9 +8,11 @@ and browser, and writes the report.
 
 h3's figure is what a visitor gets by default: a first visit as deployed, where the browser
 learns h3 from the server's ``Alt-Svc`` header (``discovery = "alt-svc"``), so the page starts
-over TCP. ``--forced`` adds the lab's upper bound (every origin over h3 from the first request)
-and ``--repeat`` a repeat visit (h3 known, TLS tickets kept: Chromium's repeat view), each in a
-factor table of its own, and every row of the table says which visit it is (:func:`visit`)."""
+over TCP. ``--https-rr`` adds the first visit to a site that also publishes an HTTPS DNS record
+(h3 from the first request, every name looked up across the link), ``--forced`` the lab's upper
+bound (every origin over h3 from the first request, no lookup) and ``--repeat`` a repeat visit
+(h3 known, TLS tickets kept: Chromium's repeat view), each in a factor table of its own, and
+every row of the table says which visit it is (:func:`visit`)."""
 
 from __future__ import annotations
 
@@ -38,9 +40,10 @@ PROTOCOLS = "h1s,h2s,h3"
 REPETITIONS = 5
 METRIC = "plt_ms"
 FIRST_VISIT = "first visit (h3 from Alt-Svc)"
+FIRST_VISIT_DNS = "first visit (h3 from an HTTPS record)"
 UPPER_BOUND = "upper bound (h3 forced)"
 REPEAT_VISIT = "repeat visit"
-VISITS = (FIRST_VISIT, UPPER_BOUND, REPEAT_VISIT)
+VISITS = (FIRST_VISIT, FIRST_VISIT_DNS, UPPER_BOUND, REPEAT_VISIT)
 """The rows' visits, in the table's order: what a visitor gets first."""
 
 
@@ -54,12 +57,14 @@ def experiment_text(
     seed: int,
     forced: bool = False,
     repeat: list[str] | None = None,
+    https_rr: bool = False,
 ) -> str:
     """The experiment file ``verdict`` runs (TOML), pages as given but a relative file made
     absolute against the working directory. Its first table is the first visit as deployed
-    (h3, when compared, learnt from Alt-Svc); ``forced`` adds h2s and h3 with h3 forced, and
-    ``repeat`` (clients) h2s and h3 in a repeat view (h3 known from the first visit)."""
-    from h2lab.spec.factors import IMPORT_KINDS
+    (h3, when compared, learnt from Alt-Svc); ``https_rr`` adds h2s and h3 with h3 learnt from
+    an HTTPS record, ``forced`` h2s and h3 with h3 forced, and ``repeat`` (clients) h2s and h3
+    in a repeat view (h3 known from the first visit)."""
+    from h2lab.spec.factors import ALT_SVC, HTTPS_RR, IMPORT_KINDS, REPEAT
 
     kind, sep, rest = page.partition(":")
     if sep and kind in IMPORT_KINDS and not Path(rest.split("#", 1)[0]).is_absolute():
@@ -81,11 +86,13 @@ def experiment_text(
         ]
 
     h3 = "h3" in protocols
-    tables = table(protocols, clients, **({"discovery": "alt-svc"} if h3 else {}))
+    tables = table(protocols, clients, **({"discovery": ALT_SVC} if h3 else {}))
+    if https_rr and h3:
+        tables += table(["h2s", "h3"], clients, discovery=HTTPS_RR)
     if forced and h3:
         tables += table(["h2s", "h3"], clients)
     if repeat:
-        tables += table([p for p in ("h2s", "h3") if p in protocols], repeat, view="repeat")
+        tables += table([p for p in ("h2s", "h3") if p in protocols], repeat, view=REPEAT)
     return "\n".join(
         [
             "# written by `h2lab verdict`; `h2lab run` this file into the same folder to resume",
@@ -102,6 +109,32 @@ def experiment_text(
 
 def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+ForcedFlag = Annotated[
+    bool,
+    typer.Option(
+        "--forced",
+        help="also the lab's upper bound: h3 forced on every origin from the first request "
+        "(h2s and h3 again)",
+    ),
+]
+HttpsRrFlag = Annotated[
+    bool,
+    typer.Option(
+        "--https-rr",
+        help="also a first visit to a site that publishes an HTTPS DNS record: h3 from the "
+        "first request, each name looked up across the link (h2s and h3 again)",
+    ),
+]
+RepeatFlag = Annotated[
+    bool,
+    typer.Option(
+        "--repeat",
+        help="also a repeat visit: the page again with h3 known and TLS tickets kept (h2s and "
+        "h3 in the browsers that have a repeat view: chromium)",
+    ),
+]
 
 
 def verdict(
@@ -133,22 +166,9 @@ def verdict(
         int, typer.Option("--repetitions", min=2, max=100, help="blocks per network and browser")
     ] = REPETITIONS,
     seed: Annotated[int, typer.Option("--seed", min=0, help="the experiment's seed")] = 0,
-    forced: Annotated[
-        bool,
-        typer.Option(
-            "--forced",
-            help="also the lab's upper bound: h3 forced on every origin from the "
-            "first request (h2s and h3 again)",
-        ),
-    ] = False,
-    repeat: Annotated[
-        bool,
-        typer.Option(
-            "--repeat",
-            help="also a repeat visit: the page again with h3 known and TLS "
-            "tickets kept (h2s and h3 in the browsers that have a repeat view: chromium)",
-        ),
-    ] = False,
+    forced: ForcedFlag = False,
+    https_rr: HttpsRrFlag = False,
+    repeat: RepeatFlag = False,
 ) -> None:
     """Is h2 or h3 faster for my page? Run it over h1s, h2s and h3 and print the verdicts.
 
@@ -157,8 +177,9 @@ def verdict(
     95% CI and the verdict, and writes OUT/report.html. The same command again resumes.
 
     h3 is measured as a first visit gets it as deployed: learnt from the server's Alt-Svc
-    header, so the page starts over h2. --forced and --repeat add the lab's upper bound and a
-    repeat visit; each row says which visit it is."""
+    header, so the page starts over h2. --https-rr adds a first visit with h3 from an HTTPS
+    DNS record, --forced the lab's upper bound and --repeat a repeat visit; each row says
+    which visit it is."""
     from h2lab.cli.run import run_experiment
     from h2lab.report import write_report
     from h2lab.runner.levels import load_experiment
@@ -167,7 +188,7 @@ def verdict(
     clients = client or list(CLIENTS)
     text = experiment_text(
         page, network or list(NETWORKS), clients, protocols, server, repetitions, seed,
-        forced, _repeating(clients) if repeat else None,
+        forced, _repeating(clients) if repeat else None, https_rr,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:  # checked before anything is written to OUT
         trial_file = Path(tmp) / VERDICT_FILE
@@ -206,11 +227,17 @@ def _flag_of(field: str) -> str:
 
 
 def visit(cell: Cell, pair: tuple[str, str]) -> str:
-    """Which visit a verdict row measures: a repeat view, h3 forced (the upper bound), or a
-    first visit (h3, if any, learnt from Alt-Svc as deployed)."""
-    if cell["view"] == "repeat":
+    """Which visit a verdict row measures: a repeat view, h3 forced (the upper bound), a first
+    visit with h3 from an HTTPS record, or a first visit (h3, if any, learnt from Alt-Svc as
+    deployed)."""
+    from h2lab.spec.factors import FORCED, HTTPS_RR, REPEAT
+    from h2lab.spec.protocols import H3
+
+    if cell["view"] == REPEAT:
         return REPEAT_VISIT
-    if "h3" in pair and cell["discovery"] == "forced":
+    if cell["discovery"] == HTTPS_RR:
+        return FIRST_VISIT_DNS
+    if H3 in pair and cell["discovery"] == FORCED:
         return UPPER_BOUND
     return FIRST_VISIT
 

@@ -3,6 +3,10 @@ crosses the emulated link as one to an access network's resolver does. It answer
 for every lab origin and NXDOMAIN at once for any other name (``local-zone: "." static``: it
 never recurses, nothing leaves the lab), and logs every query and its answer.
 
+With ``discovery = "https-rr"`` it also answers an HTTPS record (RFC 9460) for each h3 origin
+of the trial's cell (:meth:`LabDns.publish`), and the browsers of that cell look every lab name
+up here (:mod:`h2lab.clients.browser.names`).
+
 The client namespace's ``/etc/resolv.conf`` names it (:func:`resolv_conf`). A name the capture
 lacks then fails in one round trip of the link, where before the lookup went to the machine's
 resolver, unreachable from the namespace, and Firefox waited 10-20 s for each such host
@@ -14,8 +18,10 @@ given a resolver it looks up Google's services while it idles (``update.googleap
 2026-11-29), lookups that would land in whatever trial runs beside it in the namespace.
 
 Unbound rereads its configuration on SIGHUP: :meth:`LabDns.publish` rewrites the records when
-the lab gains origins. It runs in the foreground (``-d``) as whoever started it (no chroot, no
-user switch), with nothing of the host's configuration: only the file written here.
+the lab gains origins or a cell asks for other HTTPS records, and waits until the server
+answers the new configuration's serial (a TXT record, :data:`SERIAL_NAME`). It runs in the
+foreground (``-d``) as whoever started it (no chroot, no user switch), with nothing of the
+host's configuration: only the file written here.
 """
 
 from __future__ import annotations

@@ -39,16 +39,18 @@ MAX_INITCWND_PACKETS = 1000
 View = Literal["first", "repeat"]
 """WebPageTest's first and repeat views (the ``view`` factor)."""
 VIEWS: tuple[View, ...] = ("first", "repeat")
+REPEAT: View = "repeat"
 Discovery = Literal["forced", "alt-svc", "https-rr", "udp-blocked"]
 """How a browser finds that an origin speaks HTTP/3 (the ``discovery`` factor)."""
 DISCOVERIES: tuple[Discovery, ...] = ("forced", "alt-svc", "https-rr", "udp-blocked")
 FORCED: Discovery = "forced"
+ALT_SVC: Discovery = "alt-svc"
 UDP_BLOCKED: Discovery = "udp-blocked"
 """The discovery on a link that drops UDP to the h3 port."""
 HTTPS_RR: Discovery = "https-rr"
 """The discovery where the lab's resolver publishes an HTTPS record (RFC 9460) for each h3
 origin, and the browser resolves the lab's names through it, as shipped."""
-BY_ALT_SVC: frozenset[str] = frozenset({"alt-svc", HTTPS_RR, UDP_BLOCKED})
+BY_ALT_SVC: frozenset[str] = frozenset({ALT_SVC, HTTPS_RR, UDP_BLOCKED})
 """The discoveries where the servers send ``Alt-Svc`` and the browser is told nothing: it
 learns h3 as shipped (``udp-blocked``: then fails to reach it, and falls back to TCP;
 ``https-rr``: from DNS before its first connection, the header as deployed sites send it)."""

@@ -35,7 +35,10 @@ threads; the connection (:class:`~h2lab.clients.browser.chromium.cdp.CdpPipe`) i
 Clean state per trial. Each trial gets a new browser context (Chromium's off-the-record
 profile): its own HTTP cache, cookies, socket pools and HTTP/2 sessions, all dropped when the
 context closes. Names never reach a resolver: ``--host-resolver-rules`` maps each lab origin
-to its address and every other name to "not found", so no DNS cache exists to carry over.
+to its address and every other name to "not found", so no DNS cache exists to carry over. In a
+cell whose discovery reads DNS (``https-rr``) the lab names are Chromium's own resolver's
+(:mod:`~h2lab.clients.browser.names`), whose cache is per network context: each trial's new
+context looks them up again.
 The lab CA is trusted by its SPKI pin (``--ignore-certificate-errors-spki-list``), not by
 ignoring certificate errors.
 

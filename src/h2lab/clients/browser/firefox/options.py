@@ -26,8 +26,9 @@ Offline. :data:`OFFLINE_PREFS` switch off everything that Firefox would fetch on
 (telemetry, updates, remote settings, Normandy, Safe Browsing lists, captive-portal and
 connectivity checks, push, DoH, speculative connections, new-tab content, GMP downloads,
 OCSP): the browser's only traffic is the page's. Names reach no resolver but the client
-namespace's ``/etc/hosts`` (h2lab writes it; ``ip netns exec`` mounts it), DoH is off by
-choice (``network.trr.mode`` 5) and there is no proxy.
+namespace's ``/etc/hosts`` (h2lab writes it; ``ip netns exec`` mounts it) and the lab's own
+(for names the lab lacks, and every name of an ``https-rr`` cell: :data:`BY_DNS_PREFS`), DoH
+is off by choice (``network.trr.mode`` 5) and there is no proxy.
 """
 
 from __future__ import annotations
