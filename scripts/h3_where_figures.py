@@ -8,7 +8,9 @@ and repetition: one loss and jitter seed, run back to back): s = metric(h3) / me
 unless another metric is named. Printed: s pooled over everything else per level of each factor
 (RTT, rate, loss and jitter from the network spec; view, client, server, page), then per
 (RTT, rate, loss) cell of the map; then arm 5's medians (h2s with an initial window of 10 and
-32 packets beside h3, plt and TTFB); last the failed attempts per protocol with their errors.
+32 packets beside h3, plt and TTFB); then arm 6, s per discovery (forced, alt-svc, https-rr)
+where all three ran; last the failed attempts per protocol with their errors. Every table but
+arm 6's is of forced h3 (``discovery`` forced: the lab's upper bound), as before arm 6.
 """
 
 from __future__ import annotations
@@ -108,8 +110,50 @@ def _failures(folder: Path) -> None:
         print("  none")
 
 
+def _discovery(row: Row) -> str:
+    return row.get("discovery") or "forced"
+
+
+DISCOVERIES = ("forced", "alt-svc", "https-rr")
+
+
+def _discoveries(all_pairs: list[tuple[Row, float]], folder: Path) -> None:
+    """Arm 6: s per discovery in the cells where arm 6 ran (the corpus pages from the origin,
+    first views, the map's loss-free networks), by client and by RTT; and the medians of TTFB
+    per discovery and protocol there."""
+    arm6 = {
+        (r["page"], r["network"], r["client"]) for r, _ in all_pairs if _discovery(r) != "forced"
+    }
+    where = [
+        (r, s) for r, s in all_pairs
+        if (r["page"], r["network"], r["client"]) in arm6 and r["server"] == "origin"
+        and FACTORS["view"](r) == "first"
+    ]  # fmt: skip
+    print("\nhow h3 is found (arm 6: corpus pages, origin, loss-free map), discovery | by:")
+    cells: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    for row, s in where:
+        d = _discovery(row)
+        cells[(d,)].append(s)
+        cells[(d, row["client"])].append(s)
+        cells[(d, FACTORS["rtt"](row))].append(s)
+        cells[(d, FACTORS["rtt"](row), row["client"])].append(s)
+    order = {d: i for i, d in enumerate(DISCOVERIES)}
+    for cell in sorted(cells, key=lambda c: (order.get(c[0], 9), len(c), c)):
+        print(ratio_line(" | ".join(cell), cells[cell]))
+    ttfb: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for row in measured_rows(folder):
+        there = (row["page"], row["network"], row["client"]) in arm6 and row["server"] == "origin"
+        if there and FACTORS["view"](row) == "first" and row["ttfb_ms"]:
+            key = (_discovery(row), FACTORS["rtt"](row), row["protocol"])
+            ttfb[key].append(float(row["ttfb_ms"]))
+    print("\nTTFB medians there, discovery | rtt | protocol | n | ms:")
+    for key in sorted(ttfb, key=lambda k: (order.get(k[0], 9), len(k[1]), k[1], k[2])):
+        print(f"  {' | '.join(key)} | {len(ttfb[key])} | {statistics.median(ttfb[key]):,.0f}")
+
+
 def main(folder: Path, metric: str) -> None:
-    pairs = _pairs(folder, metric)
+    every = _pairs(folder, metric)
+    pairs = [(r, s) for r, s in every if _discovery(r) == "forced"]
     print(f"s = {metric}(h3) / {metric}(h2s), per block; {RATIO_HEADER} (h3 faster)")
     print(ratio_line("all", [s for _, s in pairs]))
     for name, level_of in FACTORS.items():
@@ -128,6 +172,7 @@ def main(folder: Path, metric: str) -> None:
         print(ratio_line(" | ".join(cell), cells[cell]))
     _by_page(pairs)
     _initial_windows(folder)
+    _discoveries(every, folder)
     _failures(folder)
 
 

@@ -44,9 +44,13 @@ class FakeLab:
     servers_ns: str = "lab-servers"
     origin_ips: dict[str, str] = field(default_factory=lambda: {"o1.h2lab.test": "10.0.0.1"})
     resets: int = 0
+    https: list[frozenset[str]] = field(default_factory=list)
 
     def reset_client_connections(self) -> None:
         self.resets += 1
+
+    def publish_https(self, hosts: frozenset[str]) -> None:
+        self.https.append(hosts)
 
 
 @dataclass
@@ -179,6 +183,7 @@ def test_an_ok_trial_is_timed_by_its_clock_and_measured_by_its_readers(tmp_path:
     lab, links, row, resources = run(tmp_path, client)
     assert client.calls == ["prepare h2s", "load h2s"]  # prepared before the counters
     assert lab.resets == 1 and links.closed == 0
+    assert lab.https == [frozenset()]  # no HTTPS record outside an https-rr cell
     t = trial()
     assert links.asked == [(t.network, t.seed, t.tcp)]
     assert client.ctx is not None

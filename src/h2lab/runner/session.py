@@ -2,11 +2,10 @@
 
 A lab (:class:`LabSession`, kept across blocks) holds a server per (page, server) stretch
 (:class:`ServerStretch`), a Rattan link per trial (:class:`Links`: kept for the next trial only
-when the link holds no state the next trial could inherit, see :func:`link_is_stateless`), the
-lab resolver's HTTPS records of the current cell, a client adapter per client spec and the tool
-versions. :class:`SerialExecutor` runs every block in this process, in one lab; the workers of
-``--jobs`` run theirs in one each (:mod:`h2lab.runner.shards`). One trial is
-:func:`h2lab.runner.trial.run_one`'s.
+when the link holds no state the next trial could inherit, see :func:`link_is_stateless`), a
+client adapter per client spec and the tool versions. :class:`SerialExecutor` runs every block
+in this process, in one lab; the workers of ``--jobs`` run theirs in one each
+(:mod:`h2lab.runner.shards`). One trial is :func:`h2lab.runner.trial.run_one`'s.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from h2lab.machine import machine_info
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.runner.executor import BlockDone, BlockJob, Event, TrialDone
-from h2lab.runner.h3_origins import advertised, published
+from h2lab.runner.h3_origins import advertised
 from h2lab.runner.trial import run_one
 from h2lab.servers import ServeContext
 from h2lab.spec.network import NetworkProfile
@@ -221,7 +220,6 @@ class LabSession:
             for retry in range(1 + job.retries):
                 f = t.factors
                 stretch.get(page, t.server, f.tls, f.view == "repeat", advertised(page, f))
-                lab.publish_https(published(page, f))
                 attempt = stored + 1 + retry
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,

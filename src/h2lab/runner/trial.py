@@ -33,7 +33,7 @@ from h2lab.net.firewall import UdpDropped, udp_dropped
 from h2lab.pages import Page
 from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
 from h2lab.runner.captures import client_iface, early_data_capture, packet_capture, trial_keylog
-from h2lab.runner.h3_origins import told
+from h2lab.runner.h3_origins import published, told
 from h2lab.runner.matrix import TrialSpec
 from h2lab.spec.experiment import Capture, FailOn
 from h2lab.spec.factors import UDP_BLOCKED
@@ -99,6 +99,10 @@ class TrialLab(Protocol):
     def origin_ips(self) -> Mapping[str, str]: ...
 
     def reset_client_connections(self) -> None: ...
+
+    def publish_https(self, hosts: frozenset[str]) -> None:
+        """The lab resolver's HTTPS records: for ``hosts`` only, from the next lookup on."""
+        ...
 
 
 class TrialLinks(Protocol):
@@ -233,6 +237,7 @@ def run_one(
         if stretch.error:
             raise TrialFailed(stretch.error)
         link = links.get(t.network, t.seed, t.tcp)
+        lab.publish_https(published(page, t.factors))
         ctx = LoadContext(
             netns=link.client_ns,
             artifacts_dir=artifacts,
