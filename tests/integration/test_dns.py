@@ -35,8 +35,14 @@ NXDOMAIN = 3
 LOOKUPS = 5
 
 
+BELOW_RTT_MS = 2.0
+"""How far under the link's round trip a measured one may be: Rattan's delays have its own
+latency taken off (net/calibration.py), an estimate; one lookup took 99.93 ms at 100 ms beside
+three lanes (fresh clone bf2cb97). ``net check`` holds round trips to 2 ms as well."""
+
+
 def _assert_one_round_trip(ms: list[float]) -> None:
-    assert all(m >= RTT_MS for m in ms) and min(ms) < RTT_MS + 50, ms
+    assert all(m >= RTT_MS - BELOW_RTT_MS for m in ms) and min(ms) < RTT_MS + 50, ms
 
 
 def _query(name: str, qtype: int = 1) -> bytes:
