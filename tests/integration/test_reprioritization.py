@@ -87,8 +87,14 @@ def test_h2o_latency_optimization_from_a_conf_fragment_sends_it_sooner(
     frag.write_text(
         "http2-latency-optimization-min-rtt: 50\nhttp2-latency-optimization-max-cwnd: 100000000\n"
     )
-    tuned = reprio.run(f"h2o:conf={frag}", tmp_path / "pages", repetitions=LATENCY_RUNS)
-    default = reprio.run("h2o", tmp_path / "pages", repetitions=LATENCY_RUNS)
+    # in turns, half the runs of each at a time: the alone group's neighbours (the idle lanes,
+    # the unit tests) end part-way through it, and one group run wholly beside them and the other
+    # after missed its bound twice (0.83 [0.64, 1.08], 0.74 [0.55, 1.01]; passed alone)
+    tuned: list[reprio.Outcome] = []
+    default: list[reprio.Outcome] = []
+    for _ in range(2):
+        tuned += reprio.run(f"h2o:conf={frag}", tmp_path / "pages", repetitions=LATENCY_RUNS // 2)
+        default += reprio.run("h2o", tmp_path / "pages", repetitions=LATENCY_RUNS // 2)
     print([(round(o.high_ms), o.bytes_ahead) for o in tuned], "default:",
           [(round(o.high_ms), o.bytes_ahead) for o in default])  # fmt: skip
     assert all(o.low_after_high == reprio.IMAGES for o in tuned)
