@@ -13,11 +13,13 @@ import sqlite3
 import statistics
 from pathlib import Path
 
+import pytest
+
 from h2lab.report import write_report
 from h2lab.report.origins import TITLE
 from h2lab.results import TrialRecord
 from tests.integration.conftest import run_experiment
-from tests.timing import RecordProperty, assert_within, paired_difference
+from tests.timing import RecordProperty, paired_difference
 
 SERVERS = ("nginx@1.26", "caddy", "origin")
 PAGE = "synthetic:n=6,size=10KB,origins=2"
@@ -102,6 +104,7 @@ unless it skips it for the lab's private address: 0 to 3 a trial, measured, none
 request. So no trial of either has 0 TCP connections; every request is over h3."""
 
 
+@pytest.mark.timing  # a time saved, one round trip of 200 ms
 def test_https_records_make_the_first_request_h3(
     tmp_path: Path, record_property: RecordProperty
 ) -> None:
@@ -139,12 +142,17 @@ def test_https_records_make_the_first_request_h3(
                 if r.cell["client"] == client and r.protocol == p]
             for p in ("h2s", "h3")
         }  # fmt: skip
-        saved = paired_difference(ttfb["h2s"], ttfb["h3"])
-        # one round trip saved: QUIC's handshake is one, TCP's and TLS 1.3's two
-        assert_within(
-            record_property, f"{client}: h2s - h3 TTFB, ms, at {HRR_RTT_MS} ms RTT", saved,
-            0.5 * HRR_RTT_MS, 1.5 * HRR_RTT_MS,
-        )  # fmt: skip
+        # one round trip saved: QUIC's handshake is one, TCP's and TLS 1.3's two. Told from
+        # each protocol's floor, its quickest trial: a busy host only adds time, and the mean
+        # of 4 paired differences let one such trial decide (CI beside three lanes: Firefox
+        # 242 [158.5, 325.4] ms, its differences 236, 220, 195 and 316; the floors' 199)
+        saved = min(ttfb["h2s"]) - min(ttfb["h3"])
+        what = f"{client}: h2s - h3 TTFB floor, ms, at {HRR_RTT_MS} ms RTT"
+        bound = (0.5 * HRR_RTT_MS, 1.5 * HRR_RTT_MS)
+        record_property("measured", f"{what}: {saved:.1f}")
+        record_property("bound", f"({bound[0]:.4g}, {bound[1]:.4g})")
+        print(f"{what}: {saved:.1f}; paired mean {paired_difference(ttfb['h2s'], ttfb['h3'])}")
+        assert bound[0] < saved < bound[1], (what, saved, ttfb)
 
 
 MIXED = "synthetic:n=6,size=10KB,origins=3,sites=2"

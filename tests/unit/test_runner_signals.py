@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -61,6 +62,36 @@ def test_an_interrupt_dropped_by_an_at_fork_hook_is_delivered_again(sig: signal.
         _SIGNAL_IN_FORK.append(sig)
         subprocess.run(["true"], preexec_fn=lambda: None, check=True)  # the hooks run
         assert not _SIGNAL_IN_FORK
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 5:  # 5 s of work, unless interrupted
+            time.sleep(0.01)
+    assert time.monotonic() - t0 < 1  # delivered again, 0.05 s later
+
+
+class _SignalledWhileStarting(threading.Timer):
+    """A timer whose start is interrupted by a signal, as the redelivery's was in CI: the
+    handler then runs inside ``sys.unraisablehook``, where its exception is dropped too."""
+
+    signal: signal.Signals | None = None
+
+    def start(self) -> None:
+        if _SignalledWhileStarting.signal is not None:
+            os.kill(os.getpid(), _SignalledWhileStarting.signal)
+            _SignalledWhileStarting.signal = None
+            sum(range(100))  # the handler runs here, inside the hook
+        super().start()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_inside_the_redelivery_hook_is_still_delivered(
+    sig: signal.Signals, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(threading, "Timer", _SignalledWhileStarting)
+    with signals_as_interrupt(), pytest.raises(KeyboardInterrupt):
+        _SignalledWhileStarting.signal = sig
+        _SIGNAL_IN_FORK.append(sig)
+        subprocess.run(["true"], preexec_fn=lambda: None, check=True)  # the hooks run
+        assert not _SIGNAL_IN_FORK and _SignalledWhileStarting.signal is None
         t0 = time.monotonic()
         while time.monotonic() - t0 < 5:  # 5 s of work, unless interrupted
             time.sleep(0.01)

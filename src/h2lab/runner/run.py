@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from types import FrameType
+from types import CodeType, FrameType
 
 from h2lab.errors import NO_SPACE, OutOfSpace, is_out_of_space
 from h2lab.pages import Page, resolve_page
@@ -54,7 +54,9 @@ def signals_as_interrupt() -> Iterator[Callable[[], None]]:
     exited 0, and a worker of ``--jobs`` whose driver died finished its trial (up to its
     timeout) for nobody. So the hook sends the signal again :data:`REDELIVER_S` later, when
     the fork is done, unless the check raised it meanwhile; the check, called between trials,
-    is the backstop (and the traceback of the lost exception is not printed).
+    is the backstop (and the traceback of the lost exception is not printed). A signal
+    handled inside that hook (while it starts its timer) would be dropped as well, so there
+    the handler does not raise but keeps the delivery due.
     """
     received: list[int] = []
     lost = threading.Event()
@@ -62,6 +64,12 @@ def signals_as_interrupt() -> Iterator[Callable[[], None]]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         received.append(signum)
+        if _runs_in(frame, hook.__code__):
+            # raised here it would be dropped too, and the hook may already have started the
+            # timer that delivers it again: keep that delivery due (CI: a worker ran on for
+            # its whole trial after the driver's kill -9)
+            lost.set()
+            return
         lost.clear()
         raise _Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
@@ -77,9 +85,10 @@ def signals_as_interrupt() -> Iterator[Callable[[], None]]:
     unraisable_hook = sys.unraisablehook
 
     def hook(unraisable: sys.UnraisableHookArgs) -> None:
-        if not (received and isinstance(unraisable.exc_value, KeyboardInterrupt)):
-            unraisable_hook(unraisable)
-        elif os.getpid() == owner:  # not in a forked child, which is about to exec
+        dropped = bool(received) and isinstance(unraisable.exc_value, KeyboardInterrupt)
+        if not dropped:
+            unraisable_hook(unraisable)  # a signal handled in here sets ``lost``
+        if (dropped or lost.is_set()) and os.getpid() == owner:  # not a child about to exec
             lost.set()
             timer = threading.Timer(REDELIVER_S, redeliver, (received[-1],))
             timer.daemon = True
@@ -94,6 +103,15 @@ def signals_as_interrupt() -> Iterator[Callable[[], None]]:
         sys.unraisablehook = unraisable_hook
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _runs_in(frame: FrameType | None, code: CodeType) -> bool:
+    """Whether ``frame`` or one of its callers runs ``code``."""
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
 
 
 ProgressFn = Callable[[TrialSpec, TrialRecord | None], None]
