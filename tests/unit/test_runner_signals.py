@@ -72,12 +72,12 @@ class _SignalledWhileStarting(threading.Timer):
     """A timer whose start is interrupted by a signal, as the redelivery's was in CI: the
     handler then runs inside ``sys.unraisablehook``, where its exception is dropped too."""
 
-    signal: signal.Signals | None = None
+    pending: signal.Signals | None = None
 
     def start(self) -> None:
-        if _SignalledWhileStarting.signal is not None:
-            os.kill(os.getpid(), _SignalledWhileStarting.signal)
-            _SignalledWhileStarting.signal = None
+        if _SignalledWhileStarting.pending is not None:
+            os.kill(os.getpid(), _SignalledWhileStarting.pending)
+            _SignalledWhileStarting.pending = None
             sum(range(100))  # the handler runs here, inside the hook
         super().start()
 
@@ -87,11 +87,12 @@ def test_a_signal_inside_the_redelivery_hook_is_still_delivered(
     sig: signal.Signals, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(threading, "Timer", _SignalledWhileStarting)
+    t0 = time.monotonic()
     with signals_as_interrupt(), pytest.raises(KeyboardInterrupt):
-        _SignalledWhileStarting.signal = sig
+        _SignalledWhileStarting.pending = sig
         _SIGNAL_IN_FORK.append(sig)
         subprocess.run(["true"], preexec_fn=lambda: None, check=True)  # the hooks run
-        assert not _SIGNAL_IN_FORK and _SignalledWhileStarting.signal is None
+        assert not _SIGNAL_IN_FORK and _SignalledWhileStarting.pending is None
         t0 = time.monotonic()
         while time.monotonic() - t0 < 5:  # 5 s of work, unless interrupted
             time.sleep(0.01)
