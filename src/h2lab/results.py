@@ -164,6 +164,15 @@ class Metrics:
     udp_dropped_packets: int | None = _metric("packets", "UDP datagrams to port 443 dropped", LAB)
     """with ``discovery = "udp-blocked"``, the datagrams to the h3 port the link dropped (the
     browser's QUIC attempts; 0: it never tried); None in other trials"""
+    cpu_calibration_ms: float | None = _metric("ms", "CPU calibration under the quota (ms)", CLIENT)
+    """with a client's ``cores=`` option, the wall time of a fixed piece of work
+    (:data:`h2lab.clients.cpu.CALIBRATION_LOOPS` loops) run under the client's CPU quota just
+    before the load: about 50 ms on a free core here, four times that at a quarter (more: the
+    machine could not give the quota); None without a quota"""
+    cpu_throttled_ms: float | None = _metric("ms", "time throttled by the CPU quota (ms)", CLIENT)
+    """with ``cores=``, how long the client's processes waited for their quota during the load
+    (the cgroup's ``cpu.stat``, summed over the cores they were throttled on: it can exceed
+    the load's time); None without a quota"""
 
 
 METRICS: tuple[Metric, ...] = tuple(Metric(f.name, **f.metadata["metric"]) for f in fields(Metrics))

@@ -81,6 +81,16 @@ BAD_FILES = {
         "factors.client[0]",
         'pcap is not a client option: capture = ["pcap"]',
     ),
+    "cores-zero": (
+        _experiment(client='["chromium:cores=0"]'),
+        "factors.client[0]",
+        "cores: expected a number of cores 0.05..",
+    ),
+    "cores-beyond-the-machine": (
+        _experiment(client='["firefox:cores=4096"]'),
+        "factors.client[0]",
+        "(this machine's), got '4096'",
+    ),
     "h3-server": (
         _experiment(protocol='["h2s", "h3"]', server='["nginx"]'),
         "factors.server[0]",

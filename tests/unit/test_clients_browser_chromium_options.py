@@ -39,8 +39,8 @@ BAD_OPTIONS = [
     ({"netlog": "yes"}, "netlog: expected 0 or 1, got 'yes'"),
     (
         {"gpu": "1"},
-        "no option 'gpu' (chromium takes: device, idle, speed_index, filmstrip, cpu, netlog, "
-        "keylog, restart, har_bodies, tbt)",
+        "no option 'gpu' (chromium takes: device, idle, speed_index, filmstrip, cores, cpu, "
+        "netlog, keylog, restart, har_bodies, tbt)",
     ),
     ({"speed_index": "lighthouse"}, "speed_index: expected one of h2lab, wpt, got 'lighthouse'"),
 ]

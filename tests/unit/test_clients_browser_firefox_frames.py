@@ -127,8 +127,9 @@ def test_a_mobile_tab_is_a_phones_viewport_screen_and_user_agent() -> None:
 
 
 def test_cpu_throttling_is_refused_with_the_reason() -> None:
-    with pytest.raises(ValueError, match="firefox has no CPU throttling"):
+    with pytest.raises(ValueError, match=r"firefox has no DevTools CPU throttling.*firefox:cores="):
         parse_options({"cpu": "4"})
+    assert parse_options({"cores": "0.25"}).cores == 0.25
     assert parse_options({"device": "mobile"}).device == "mobile"
     with pytest.raises(ValueError, match="device: expected one of desktop, mobile"):
         parse_options({"device": "tablet"})

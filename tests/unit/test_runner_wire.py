@@ -151,6 +151,8 @@ def record() -> TrialRecord:
         retransmits=2,
         early_data_packets=3,
         udp_dropped_packets=4,
+        cpu_calibration_ms=201.5,
+        cpu_throttled_ms=5123.25,
     )
 
 

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 # 5: warmup, cpu_busy_pct, cpu_saturated; 6: emulator_drops; 7: connect_ms, tls; 8: machine;
 # 9: failed_requests, resource error; 10: resource priority_field, priority_update, from_cache,
 # trial view, early_data_packets; 11: resource_segments (resource rows sealed into Parquet);
-# 12: dns_lookups, dns_nxdomain; 13: udp_dropped_packets
-SCHEMA_VERSION = 13
+# 12: dns_lookups, dns_nxdomain; 13: udp_dropped_packets; 14: cpu_calibration_ms,
+# cpu_throttled_ms
+SCHEMA_VERSION = 14
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 

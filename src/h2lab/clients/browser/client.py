@@ -6,12 +6,15 @@ measured is each engine's own (:mod:`h2lab.clients.browser.chromium.client`,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from h2lab.clients import ClientAdapter
+from h2lab.clients import ClientAdapter, LoadContext, LoadResult
 from h2lab.clients.browser.pool import B, BrowserPool
+from h2lab.clients.cpu import CpuGroup
 from h2lab.errors import H2LabError, TrialFailed
+from h2lab.pages import Page
 
 OptionsT = TypeVar("OptionsT")
 
@@ -24,7 +27,9 @@ class BrowserClient(ClientAdapter, Generic[B, OptionsT]):
 
     def __init__(self, options: OptionsT, stop: Callable[[B], None]) -> None:
         self.options = options
-        self._browsers: BrowserPool[B] = BrowserPool(self.name, stop)
+        self._browsers: BrowserPool[B] = BrowserPool(
+            self.name, stop, getattr(options, "cores", None)
+        )
         """the browsers kept between trials; ``stop`` closes one the engine's way"""
         self.protocol_note = (
             f"{self.name.capitalize()} has no HTTP/1.1 pipelining and no cleartext HTTP/2: "
@@ -40,8 +45,41 @@ class BrowserClient(ClientAdapter, Generic[B, OptionsT]):
         """The browser's main process that ran ``protocol`` last (tests kill it)."""
         return self._browsers.browser_pid(protocol)
 
+    def cpu_group(self) -> CpuGroup | None:
+        """The CPU quota's group the browsers run in (option ``cores``), once made."""
+        return self._browsers.cpu_group
+
     def close(self) -> None:
         self._browsers.close()
+
+    def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+        """The engine's load (:meth:`measured_load`); with option ``cores``, in the CPU quota:
+        the quota calibrated just before (``cpu_calibration_ms``), the time it throttled the
+        browser during the load (``cpu_throttled_ms``), and the browser's process tree checked
+        to be in the quota's group when the load ends (a process started in the group stays
+        there unless moved: one outside fails the trial)."""
+        group = self._browsers.quota()
+        if group is None:
+            return self.measured_load(page, protocol, ctx)
+        calibration = group.calibrate()
+        before = group.throttled_ms()
+        result = self.measured_load(page, protocol, ctx)
+        after = group.throttled_ms()
+        pid = self._browsers.browser_pid(protocol)
+        outside = group.outside(pid) if pid else []
+        if outside:
+            raise TrialFailed(
+                f"{self.name}: {len(outside)} process(es) of the browser outside its CPU quota "
+                f"({', '.join(map(str, outside[:5]))})"
+            )
+        throttled = None if before is None or after is None else round(after - before, 3)
+        return dataclasses.replace(
+            result, cpu_calibration_ms=calibration, cpu_throttled_ms=throttled
+        )
+
+    def measured_load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+        """One page load, the engine's way."""
+        raise NotImplementedError
 
     def _failure(self, browser: B, protocol: str, exc: BaseException, died: bool) -> H2LabError:
         """Why a load failed: a crashed browser (with its exit signal: its connection closing

@@ -1,13 +1,15 @@
 """What Chromium's and Firefox's options (``chromium:idle=2s,filmstrip=1``) have in common:
-the devices they emulate, the device, network-idle wait, SpeedIndex mode and filmstrip
-options. Pure."""
+the devices they emulate, the device, network-idle wait, SpeedIndex mode, filmstrip and CPU
+quota options. Pure but for ``cores``, which asks the machine whether it has a cgroup to make."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from h2lab.clients import cpu
 from h2lab.errors import UnitError
 from h2lab.metrics.visual import H2LAB, MODES
 from h2lab.spec.options import FLAG, Parser, choice, option
@@ -87,4 +89,36 @@ def filmstrip_option() -> Any:
         False,
         "keep the frames as JPEG files in the trial's folder (the report's filmstrips)",
         "filmstrip=1",
+    )
+
+
+MACHINE_CORES = os.cpu_count() or 1
+CORES_MIN = 0.05
+
+
+def _cores(text: str) -> float:
+    try:
+        cores = float(text)
+    except ValueError:
+        cores = float("nan")
+    if not CORES_MIN <= cores <= MACHINE_CORES:  # NaN fails too
+        raise ValueError(
+            f"expected a number of cores {CORES_MIN:g}..{MACHINE_CORES} (this machine's), "
+            f"got {text!r}"
+        )
+    where = cpu.hierarchy()
+    if isinstance(where, str):
+        raise ValueError(f"no CPU quota here: {where}")
+    return cores
+
+
+def cores_option() -> Any:
+    """Option ``cores``: the whole browser (every process it starts) in a CPU quota of this
+    many cores (:mod:`h2lab.clients.cpu`); None: no quota."""
+    return option(
+        Parser(f"{CORES_MIN:g}..{MACHINE_CORES} (cores)", _cores),
+        None,
+        "the whole browser, every process it starts, in a cgroup CPU quota of this many cores "
+        "(a slow device; cpu_calibration_ms per trial)",
+        "cores=0.25",
     )

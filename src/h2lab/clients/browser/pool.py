@@ -23,6 +23,7 @@ from h2lab import procs
 from h2lab.clients import LoadContext
 from h2lab.clients.browser.connection import Connection
 from h2lab.clients.browser.keylog import KeylogSlices
+from h2lab.clients.cpu import CpuGroup
 from h2lab.errors import TrialFailed
 
 STOP_WAIT_S = 5.0
@@ -110,12 +111,16 @@ class LaunchFiles:
     profile: Path
 
 
-def wrapper_script(command: str, pid_file: Path, status_file: Path, before_wait: str = "") -> str:
-    """A shell script that runs ``command "$@"`` (which enters the namespace and starts the
+def wrapper_script(
+    command: str, pid_file: Path, status_file: Path, before_wait: str = "", before_start: str = ""
+) -> str:
+    """A shell script that runs ``before_start`` (the CPU quota's :meth:`~h2lab.clients.cpu.
+    CpuGroup.enter_line`), then ``command "$@"`` (which enters the namespace and starts the
     browser) in the background, writes its pid, runs ``before_wait``, waits for it and
     writes its exit status (how a crashed trial names the signal that killed it)."""
     return (
         "#!/bin/sh\n"
+        f"{before_start}"
         f'{command} "$@" &\n'
         f"echo $! > {pid_file}\n"
         f"{before_wait}"
@@ -140,12 +145,15 @@ def stop_process(browser: Browser) -> None:
 class BrowserPool(Generic[B]):
     """A client's browsers by launch key; ``stop`` closes one (its protocol's own way)."""
 
-    def __init__(self, name: str, stop: Callable[[B], None]) -> None:
+    def __init__(self, name: str, stop: Callable[[B], None], cores: float | None = None) -> None:
         self.name = name
         self._stop = stop
         self._browsers: dict[Hashable, B] = {}
         self._last: dict[str, B] = {}
         self._dir: Path | None = None
+        self.cores = cores
+        self.cpu_group: CpuGroup | None = None
+        """the CPU quota every browser of the pool starts in (option ``cores``), once made"""
 
     def workdir(self) -> Path:
         if self._dir is None:
@@ -170,11 +178,24 @@ class BrowserPool(Generic[B]):
             log=work / f"browser-{n}.log",
             profile=work / f"profile-{n}",
         )
+        group = self.quota()
+        enter = "" if group is None else group.enter_line()
         files.wrapper.write_text(
-            wrapper_script(command, files.pid_file, files.status_file, before_wait)
+            wrapper_script(command, files.pid_file, files.status_file, before_wait, enter)
         )
         files.wrapper.chmod(0o755)
         return files
+
+    def quota(self) -> CpuGroup | None:
+        """The CPU quota's group (made on first use), or None without option ``cores``."""
+        if self.cores is not None and self.cpu_group is None:
+            try:
+                self.cpu_group = CpuGroup(self.cores)
+            except OSError as exc:
+                raise TrialFailed(
+                    f"{self.name}: no CPU quota of {self.cores:g} cores: {exc}"
+                ) from None
+        return self.cpu_group
 
     def get(self, key: Hashable, ctx: LoadContext, launch: Callable[[], B]) -> B:
         """The browser for ``key``: the kept one if it still fits ``ctx`` and lives, else a
@@ -207,9 +228,12 @@ class BrowserPool(Generic[B]):
                 self._close_key(key)
 
     def close(self) -> None:
-        """Stop every browser and remove the work folder."""
+        """Stop every browser, remove the CPU quota's group and the work folder."""
         for key in list(self._browsers):
             self._close_key(key)
+        if self.cpu_group is not None:
+            self.cpu_group.remove()
+            self.cpu_group = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

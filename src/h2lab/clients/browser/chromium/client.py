@@ -238,7 +238,7 @@ class Chromium(BrowserClient[_Browser, Options]):
             raise
         handle.ready.appendleft(tab)
 
-    def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+    def measured_load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
         self.check_protocol(protocol)
         handle = self._browser(protocol, ctx)
         self._browsers.used(protocol, handle)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from h2lab.clients.browser.options import (
     Device,
+    cores_option,
     device_option,
     filmstrip_option,
     idle_option,
@@ -131,10 +132,13 @@ class Options:
     speed_index: str = speed_index_option()
     """how SpeedIndex is computed: ``h2lab`` or ``wpt`` (:data:`h2lab.metrics.visual.MODES`)"""
     filmstrip: bool = filmstrip_option()
+    cores: float | None = cores_option()
+    """the whole browser in a CPU quota of this many cores (:mod:`h2lab.clients.cpu`)"""
     cpu_slowdown: float = option(
         number(1, 20),
         1.0,
-        "DevTools CPU throttling: the renderer this many times slower",
+        "DevTools CPU throttling: the renderer's main thread this many times slower (cores= "
+        "slows the whole browser)",
         "cpu=4",
         key="cpu",
     )

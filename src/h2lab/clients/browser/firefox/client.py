@@ -200,7 +200,7 @@ class Firefox(BrowserClient[_Browser, Options]):
         if protocol in PROTOCOLS:
             self._browser(protocol, ctx)
 
-    def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
+    def measured_load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
         self.check_protocol(protocol)
         handle = self._browser(protocol, ctx)
         self._browsers.used(protocol, handle)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from h2lab.clients.browser.options import (
+    cores_option,
     device_option,
     filmstrip_option,
     idle_option,
@@ -204,8 +205,8 @@ ALT_SVC_MAPPING = "network.http.http3.alt-svc-mapping-for-testing"
 
 
 NO_CPU_THROTTLING = (
-    "firefox has no CPU throttling (WebDriver BiDi has no such command, and Firefox none of "
-    "its own): use chromium:cpu=N"
+    "firefox has no DevTools CPU throttling (WebDriver BiDi has no such command, and Firefox "
+    "none of its own): use firefox:cores=N, the whole browser in a CPU quota"
 )
 
 
@@ -222,6 +223,8 @@ class Options:
     speed_index: str = speed_index_option()
     """how SpeedIndex is computed: ``h2lab`` or ``wpt`` (:data:`h2lab.metrics.visual.MODES`)"""
     filmstrip: bool = filmstrip_option()
+    cores: float | None = cores_option()
+    """the whole browser in a CPU quota of this many cores (:mod:`h2lab.clients.cpu`)"""
     visual: bool = option(
         FLAG,
         True,
