@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from h2lab import procs
 from h2lab.net import netns
+from h2lab.net.lab import Lab, Link
 from h2lab.results import TrialRecord
 from h2lab.runner.matrix import expand
 from h2lab.runner.run import run_trials
 from h2lab.spec.experiment import Experiment, validate_factors
+from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 from h2lab.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,3 +68,24 @@ def run_experiment(
         return run_trials(expand(exp), store, timeout_s=60)
     finally:
         store.close()
+
+
+@contextmanager
+def slow_origin_lab(host: str, docroot: Path, network: str) -> Iterator[tuple[Lab, Link]]:
+    """A lab whose one origin ``host`` is tests/integration/slow_origin.py serving ``docroot``
+    over h1c, and its link of ``network``."""
+    with Lab((host,)) as lab:
+        ip = lab.origin_ips[host]
+        script = Path(__file__).parent / "slow_origin.py"
+        argv = [sys.executable, str(script), ip, "80", str(docroot)]
+        server = procs.spawn(netns.exec_argv(lab.servers_ns, argv))
+        try:
+            procs.wait_until(
+                "slow origin listening",
+                lambda: netns.is_listening(lab.servers_ns, ip, 80),
+                timeout_s=10,
+            )
+            with lab.link(parse_network(network), seed=1, tcp=TcpSettings()) as link:
+                yield lab, link
+        finally:
+            procs.stop(server)

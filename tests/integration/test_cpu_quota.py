@@ -8,23 +8,19 @@ only) printed beside it."""
 from __future__ import annotations
 
 import statistics
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from h2lab import clients, procs
+from h2lab import clients
 from h2lab.clients import LoadContext, cpu
 from h2lab.clients.browser.client import BrowserClient
-from h2lab.net import netns
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, Resource
-from h2lab.spec.network import parse_network
-from h2lab.spec.tcp import TcpSettings
+from tests.integration.conftest import slow_origin_lab
 from tests.timing import ratio_of_groups
 
-HERE = Path(__file__).parent
 HOST = "cpu.h2lab.test"
 LOOPS = 40_000_000
 """Iterations of the page's script before it paints: about 150 ms of a free core in Chromium."""
@@ -47,20 +43,8 @@ def lab_page(tmp_path: Path) -> Iterator[tuple[Lab, Link, Page]]:
     (docroot / "heavy.html").write_text(HEAVY)
     entry = Resource(HOST, "/heavy.html", len(HEAVY.encode()), "text/html")
     page = Page(name="heavy", origins=(HOST,), resources=(entry,), docroot=docroot, digest="c")
-    with Lab((HOST,)) as lab:
-        ip = lab.origin_ips[HOST]
-        argv = [sys.executable, str(HERE / "slow_origin.py"), ip, "80", str(docroot)]
-        server = procs.spawn(netns.exec_argv(lab.servers_ns, argv))
-        try:
-            procs.wait_until(
-                "slow origin listening",
-                lambda: netns.is_listening(lab.servers_ns, ip, 80),
-                timeout_s=10,
-            )
-            with lab.link(parse_network("rtt=4ms,rate=100Mbps"), 1, TcpSettings()) as link:
-                yield lab, link, page
-        finally:
-            procs.stop(server)
+    with slow_origin_lab(HOST, docroot, "rtt=4ms,rate=100Mbps") as (lab, link):
+        yield lab, link, page
 
 
 def _loads(lab: Lab, link: Link, page: Page, folder: Path, level: str) -> list[clients.LoadResult]:

@@ -7,28 +7,23 @@ that does not shift and > 0 on one that does; fully loaded comes no earlier than
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from h2lab import clients, procs
+from h2lab import clients
 from h2lab.artifacts import FILMSTRIP_DIR
 from h2lab.clients import LoadContext
 from h2lab.metrics.visual import Frame, visual_metrics
-from h2lab.net import netns
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, Resource
 from h2lab.report.browsertime import export_browsertime
 from h2lab.results import TrialRecord
-from h2lab.spec.network import parse_network
-from h2lab.spec.tcp import TcpSettings
 from h2lab.store.sqlite import artifacts_dir
-from tests.integration.conftest import ROOT, run_experiment
+from tests.integration.conftest import ROOT, run_experiment, slow_origin_lab
 from tests.unit.visualmetrics_reference import run_visualmetrics, write_frames
 
-HERE = Path(__file__).parent
 HOST = "vm.h2lab.test"
 DEMO_PAGE = "synthetic:n=32,size=10KB,origins=2"  # experiments/demo.toml's page
 CORPUS_PAGE = f"warc:{ROOT / 'corpus' / 'warc' / 'wikipedia.warc.gz'}"
@@ -65,21 +60,8 @@ SHIFTS = (
 def lab_page(tmp_path: Path) -> Iterator[tuple[Lab, Link, Path]]:
     docroot = tmp_path / "www"
     docroot.mkdir()
-    with Lab((HOST,)) as lab:
-        ip = lab.origin_ips[HOST]
-        argv = [sys.executable, str(HERE / "slow_origin.py"), ip, "80", str(docroot)]
-        server = procs.spawn(netns.exec_argv(lab.servers_ns, argv))
-        try:
-            procs.wait_until(
-                "slow origin listening",
-                lambda: netns.is_listening(lab.servers_ns, ip, 80),
-                timeout_s=10,
-            )
-            profile = parse_network("rtt=4ms,rate=100Mbps")
-            with lab.link(profile, seed=1, tcp=TcpSettings()) as link:
-                yield lab, link, docroot
-        finally:
-            procs.stop(server)
+    with slow_origin_lab(HOST, docroot, "rtt=4ms,rate=100Mbps") as (lab, link):
+        yield lab, link, docroot
 
 
 def _load(
