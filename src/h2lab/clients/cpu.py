@@ -106,6 +106,7 @@ class CpuGroup:
         """The processes of ``pid``'s tree (it and its descendants) not in the group; one that
         ended meanwhile is not counted."""
         outside = process_tree(pid) - self.members()
+        # read again: a child forked after the first read is in the tree, and in the group
         return sorted(p for p in outside if p not in self.members() and _runs(p))
 
     def throttled_ms(self) -> float | None:

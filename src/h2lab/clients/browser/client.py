@@ -7,6 +7,7 @@ measured is each engine's own (:mod:`h2lab.clients.browser.chromium.client`,
 from __future__ import annotations
 
 import dataclasses
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -77,9 +78,9 @@ class BrowserClient(ClientAdapter, Generic[B, OptionsT]):
             result, cpu_calibration_ms=calibration, cpu_throttled_ms=throttled
         )
 
+    @abstractmethod
     def measured_load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
-        """One page load, the engine's way."""
-        raise NotImplementedError
+        """One page load, the engine's way (each engine's client defines it)."""
 
     def _failure(self, browser: B, protocol: str, exc: BaseException, died: bool) -> H2LabError:
         """Why a load failed: a crashed browser (with its exit signal: its connection closing
