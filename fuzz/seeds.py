@@ -131,6 +131,27 @@ def _traces() -> Iterator[bytes]:
     yield b"+5\n0\n"
 
 
+def _qlogs() -> Iterator[bytes]:
+    rs = b"\x1e"
+    quic_go = (
+        b'{"file_schema":"urn:ietf:params:qlog:file:sequential","qlog_version":"0.3",'
+        b'"trace":{"vantage_point":{"type":"server"}}}\n'
+    )
+    openssl = (
+        b'{"qlog_version":"0.3","qlog_format":"JSON-SEQ","trace":{"common_fields":'
+        b'{"time_format":"delta"},"vantage_point":{"type":"client"}}}\n'
+    )
+    events = [
+        b'{"time":1.2,"name":"recovery:metrics_updated","data":{"congestion_window":40960}}\n',
+        b'{"time":83.3,"name":"recovery:packet_lost","data":{"header":{"packet_number":4}}}\n',
+        b'{"time":84,"name":"recovery:metrics_updated","data":{"congestion_window":28672}}\n',
+    ]
+    yield rs + quic_go + rs + rs.join(events)
+    yield rs + openssl + rs + rs.join(events)
+    yield rs + b"{not json" + rs + events[0]
+    yield b""
+
+
 def _page_specs() -> Iterator[bytes]:
     yield b"n=10,size=10KB,origins=2,seed=1"
     yield b"images:n=20,size=4KB"
@@ -194,6 +215,7 @@ SEEDS: dict[str, Callable[[], Iterable[bytes]]] = {
     "network": _networks,
     "trace": _traces,
     "page-spec": _page_specs,
+    "qlog": _qlogs,
     "cdp": _cdp,
     "bidi": _bidi,
 }

@@ -248,6 +248,15 @@ def run_page_spec(data: bytes) -> None:
     expect(lambda: parse("synthetic:" + text, "fuzz"))
 
 
+def run_qlog(data: bytes) -> None:
+    """A qlog file as the report reads it (a trial's ``qlog/``): any bytes summarize."""
+    from h2lab.metrics.qlog import summarize
+
+    summary = summarize(_file(data, "trace.sqlog"))
+    if summary.lost_packets < 0 or any(b < 0 for _, b in summary.cwnd):
+        raise Finding(f"negative figures: {summary.lost_packets} lost")
+
+
 # ---------------------------------------------------------------- browser messages
 
 
@@ -333,5 +342,6 @@ _add("experiment", "an experiment TOML file", run_experiment)
 _add("network", "a network spec", run_network)
 _add("trace", "a Mahimahi trace file", run_trace)
 _add("page-spec", "a synthetic page spec", run_page_spec)
+_add("qlog", "a qlog file (JSON-SEQ) from a trial's QUIC connections", run_qlog)
 _add("cdp", "Chromium DevTools messages to a tab", run_cdp)
 _add("bidi", "Firefox WebDriver BiDi frames and events", run_bidi)

@@ -26,6 +26,7 @@ type server struct {
 	handler    http.Handler
 	h2         h2Conns
 	tracer     func(context.Context, bool, quic.ConnectionID) qlogTrace
+	ledger     *quicLedger
 	errorLog   *log.Logger
 }
 
@@ -163,10 +164,11 @@ func (s *server) listenH3(addr string, cert tls.Certificate) error {
 		qconf.Tracer = s.tracer
 	}
 	h3 := &http3.Server{
-		Addr:       addr,
-		Handler:    s.handler,
-		TLSConfig:  http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
-		QUICConfig: qconf,
+		Addr:        addr,
+		Handler:     s.handler,
+		TLSConfig:   http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
+		QUICConfig:  qconf,
+		ConnContext: s.ledger.track,
 	}
 	udp, err := net.ListenPacket("udp", addr)
 	if err != nil {

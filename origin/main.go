@@ -38,7 +38,7 @@ var sourceHash = "dev"
 // Config is the JSON file the adapter writes.
 type Config struct {
 	Page     string         `json:"page"`      // page folder (manifest.json, bodies/)
-	StateDir string         `json:"state_dir"` // unserved.log, frames.tsv, qlog/
+	StateDir string         `json:"state_dir"` // unserved.log, frames.tsv, qlog/, control.sock
 	Origins  []OriginConfig `json:"origins"`
 	Ports    Ports          `json:"ports"`
 	// Scheduler is the write scheduler: client, rr, fcfs or rfc9218 (sched.go, h3prio.go).
@@ -211,13 +211,21 @@ func run(configPath string, tlsVersion uint16) error {
 		defer fl.Close()
 		sched = fl.Wrap(sched)
 	}
+	ledger := newQUICLedger()
+	// Without its socket (a path too long for one) the server serves all the same: its trials
+	// count no QUIC packets.
+	if control, err := ledger.serveControl(filepath.Join(cfg.StateDir, "control.sock")); err != nil {
+		fmt.Fprintf(os.Stderr, "h2lab-origin: no control socket: %v\n", err)
+	} else {
+		defer control.Close()
+	}
 	var tracer func(context.Context, bool, quic.ConnectionID) qlogTrace
 	if cfg.Qlog {
-		tracer = qlogTracer(filepath.Join(cfg.StateDir, "qlog"))
+		tracer = qlogTracer(filepath.Join(cfg.StateDir, "qlog"), ledger)
 	}
 
 	srv := &server{errs: make(chan error, 1), cfg: cfg, tlsVersion: tlsVersion, handler: h,
-		tracer: tracer, errorLog: log.New(os.Stderr, "h2lab-origin: ", 0),
+		tracer: tracer, ledger: ledger, errorLog: log.New(os.Stderr, "h2lab-origin: ", 0),
 		h2: h2Conns{
 			srv: &http2.Server{
 				// As nginx's http2_max_concurrent_streams in servers/nginx.py: every stream of

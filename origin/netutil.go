@@ -89,8 +89,9 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 type qlogTrace = qlogwriter.Trace
 
 // qlogTracer writes one qlog file per QUIC connection into dir, <odcid>_server.sqlog (the
-// naming of quic-go's qlog.DefaultConnectionTracer, which only reads the folder from $QLOGDIR).
-func qlogTracer(dir string) func(context.Context, bool, quic.ConnectionID) qlogTrace {
+// naming of quic-go's qlog.DefaultConnectionTracer, which only reads the folder from $QLOGDIR);
+// the ledger flushes the open ones when a trial asks for its totals.
+func qlogTracer(dir string, ledger *quicLedger) func(context.Context, bool, quic.ConnectionID) qlogTrace {
 	return func(_ context.Context, isClient bool, id quic.ConnectionID) qlogTrace {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil
@@ -103,19 +104,37 @@ func qlogTracer(dir string) func(context.Context, bool, quic.ConnectionID) qlogT
 		if err != nil {
 			return nil
 		}
-		seq := qlogwriter.NewConnectionFileSeq(bufferedFile{bufio.NewWriter(f), f}, isClient, id)
+		bf := &bufferedFile{w: bufio.NewWriter(f), f: f, ledger: ledger}
+		ledger.opened(bf)
+		seq := qlogwriter.NewConnectionFileSeq(bf, isClient, id)
 		go seq.Run()
 		return seq
 	}
 }
 
-// bufferedFile flushes its buffer when closed.
+// bufferedFile is a qlog file written through a buffer, flushed on demand (by another
+// goroutine than the writer's: hence the lock) and when closed.
 type bufferedFile struct {
-	*bufio.Writer
-	f *os.File
+	mu     sync.Mutex
+	w      *bufio.Writer
+	f      *os.File
+	ledger *quicLedger
 }
 
-func (b bufferedFile) Close() error {
+func (b *bufferedFile) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.w.Write(p)
+}
+
+func (b *bufferedFile) Flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.w.Flush()
+}
+
+func (b *bufferedFile) Close() error {
+	b.ledger.closed(b)
 	if err := b.Flush(); err != nil {
 		_ = b.f.Close()
 		return err

@@ -65,6 +65,9 @@ EARLY_DATA_LOG = "early-data.log"
 CAPTURE_LOG = "capture.log"
 """tcpdump's output for :data:`CAPTURE_PCAP` (its packet counts, drops by the kernel) and
 h2lab's line on what the file holds (packets, whether the size cap cut it)."""
+QLOG_DIR = "qlog"
+"""A trial's qlog files (``capture = ["qlog"]``): ``<odcid>_server.sqlog`` from the server,
+``<odcid>_client.sqlog`` (curl) from the client, one per QUIC connection, JSON-SEQ."""
 DNS_LOOKUPS = "dns-lookups.tsv"
 """The queries the lab's resolver answered during the trial (``dns_lookups``): one line
 each, its second (Unbound logs whole seconds), name, type and answer; none: no file."""

@@ -164,6 +164,14 @@ class Metrics:
     udp_dropped_packets: int | None = _metric("packets", "UDP datagrams to port 443 dropped", LAB)
     """with ``discovery = "udp-blocked"``, the datagrams to the h3 port the link dropped (the
     browser's QUIC attempts; 0: it never tried); None in other trials"""
+    quic_sent_packets: int | None = _metric("packets", "QUIC packets the server sent", LAB)
+    """over HTTP/3, the packets the server's QUIC connections sent during the trial (their
+    retransmissions included), as the server counts them (the origin's quic-go); None where
+    the server keeps no count"""
+    quic_lost_packets: int | None = _metric("packets", "QUIC packets the server lost", LAB)
+    """of those, the packets the server's loss detection declared lost (RFC 9002): QUIC's
+    counterpart of TCP's ``retransmits``, from the same servers; None where it keeps no
+    count"""
     cpu_calibration_ms: float | None = _metric("ms", "CPU calibration under the quota (ms)", CLIENT)
     """with a client's ``cores=`` option, the wall time of a fixed piece of work
     (:data:`h2lab.clients.cpu.CALIBRATION_LOOPS` loops) run under the client's CPU quota just

@@ -74,12 +74,19 @@ BAD_FILES = {
     "capture-unknown": (
         _experiment().replace("seed = 1\n", 'seed = 1\ncapture = ["pcap", "video"]\n'),
         "capture[1]",
-        "unknown capture 'video' (known: pcap)",
+        "unknown capture 'video' (known: pcap, qlog)",
     ),
     "client-pcap-option": (
         _experiment(client='["chromium:pcap=1"]'),
         "factors.client[0]",
         'pcap is not a client option: capture = ["pcap"]',
+    ),
+    "qlog-of-stacks-that-write-none": (
+        'name = "bad"\nseed = 1\ncapture = ["qlog"]\n\n[factors]\nprotocol = ["h3"]\n'
+        'network = ["cable"]\npage = ["synthetic:n=2,size=1KB"]\nserver = ["caddy"]\n'
+        'client = ["firefox"]\n',
+        "capture",
+        "qlog: neither server caddy nor client firefox writes one",
     ),
     "cores-zero": (
         _experiment(client='["chromium:cores=0"]'),
@@ -460,7 +467,8 @@ def test_bad_capture_flag(runs: Runs) -> None:
     result = runs.results["bad-capture-flag"]
     assert result.returncode == 2, result
     line = _one_line(result.stderr)
-    assert line == "h2lab: command line: --capture: unknown capture 'video' (known: pcap)", line
+    want = "h2lab: command line: --capture: unknown capture 'video' (known: pcap, qlog)"
+    assert line == want, line
     assert result.stdout == ""
 
 

@@ -153,6 +153,8 @@ def record() -> TrialRecord:
         udp_dropped_packets=4,
         cpu_calibration_ms=201.5,
         cpu_throttled_ms=5123.25,
+        quic_sent_packets=8123,
+        quic_lost_packets=81,
     )
 
 

@@ -174,8 +174,8 @@ def test_unknown_network_preset(tmp_path: Path) -> None:
         ("timeout_s = 0\n", "timeout_s", "must be seconds in (0, 3600], got 0"),
         ('timeout_s = "1m"\n', "timeout_s", "must be seconds in (0, 3600], got '1m'"),
         ("timeout_s = 3601\n", "timeout_s", "must be seconds in (0, 3600], got 3601"),
-        ('capture = "tcpdump"\n', "capture", "unknown capture 'tcpdump' (known: pcap)"),
-        ('capture = ["pcap", 1]\n', "capture[1]", "unknown capture 1 (known: pcap)"),
+        ('capture = "tcpdump"\n', "capture", "unknown capture 'tcpdump' (known: pcap, qlog)"),
+        ('capture = ["pcap", 1]\n', "capture[1]", "unknown capture 1 (known: pcap, qlog)"),
         ('capture = ["pcap", "pcap"]\n', "capture", "lists a value twice"),
     ],
 )

@@ -21,7 +21,8 @@ err = Console(stderr=True)
 CAPTURE_HELP = (
     "record this of every trial besides its measurements: pcap = a packet capture of the "
     "client's side (capture.pcap, at most 64 MiB) with the TLS keys beside it (keylog.txt), "
-    "any client (docs/capture.md)"
+    "any client; qlog = each h3 trial's qlog files (qlog/), the server's (origin) and the "
+    "client's (curl) (docs/capture.md)"
 )
 
 

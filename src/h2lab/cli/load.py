@@ -38,12 +38,12 @@ def load(
     out: Annotated[Path, typer.Option(help="results folder")] = Path("h2lab-out/load"),
     as_json: Annotated[bool, typer.Option("--json", help="print trial records as JSON")] = False,
     capture: Annotated[
-        list[str] | None, typer.Option("--capture", metavar="pcap", help=CAPTURE_HELP)
+        list[str] | None, typer.Option("--capture", metavar="pcap|qlog", help=CAPTURE_HELP)
     ] = None,
     **levels: Any,  # one level per factor, by name: its parameters come from _with_factors
 ) -> None:
     """Run K trials of one cell without an experiment file and print the metrics."""
-    from h2lab.runner.levels import validate_factors
+    from h2lab.runner.levels import check_capture, validate_factors
     from h2lab.spec.experiment import Experiment, parse_capture
     from h2lab.store import Store
     from h2lab.store.sqlite import row_of
@@ -72,6 +72,7 @@ def load(
             v for c in capture or [] for v in parse_capture(c, "command line", "--capture")
         ),
     )
+    check_capture(exp, "command line", "--capture")
     run_experiment(None, exp, out)
     store = Store(out)
     try:

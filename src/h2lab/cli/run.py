@@ -254,6 +254,19 @@ def _shown_factors(rows: list[tuple[str, ...]]) -> list[int]:
     ]
 
 
+def _with_capture(exp: Experiment, capture: list[str]) -> Experiment:
+    """The experiment with the command line's ``--capture`` values added to its own."""
+    from h2lab.runner.levels import check_capture
+    from h2lab.spec.experiment import parse_capture
+
+    if not capture:
+        return exp
+    added = tuple(v for c in capture for v in parse_capture(c, "command line", "--capture"))
+    exp = dataclasses.replace(exp, capture=tuple(dict.fromkeys(exp.capture + added)))
+    check_capture(exp, "command line", "--capture")
+    return exp
+
+
 def run(
     experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")],
     out: Annotated[Path, typer.Option("--out", help="results folder (resumes if it exists)")],
@@ -305,7 +318,9 @@ def run(
     capture: Annotated[
         list[str] | None,
         typer.Option(
-            "--capture", metavar="pcap", help=CAPTURE_HELP + " (added to the file's capture list)"
+            "--capture",
+            metavar="pcap|qlog",
+            help=CAPTURE_HELP + " (added to the file's capture list)",
         ),
     ] = None,
 ) -> None:
@@ -316,12 +331,10 @@ def run(
     every attempt of two earlier runs (unless --retry-failed)."""
     from h2lab.report import write_report
     from h2lab.runner.levels import load_experiment
-    from h2lab.spec.experiment import parse_capture, parse_only
+    from h2lab.spec.experiment import parse_only
 
     exp = load_experiment(experiment, quick=quick)
-    if capture:
-        added = tuple(v for c in capture for v in parse_capture(c, "command line", "--capture"))
-        exp = dataclasses.replace(exp, capture=tuple(dict.fromkeys(exp.capture + added)))
+    exp = _with_capture(exp, capture or [])
     selected = parse_only(exp, only or [])
     on = None
     if cluster is not None:

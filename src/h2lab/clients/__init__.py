@@ -35,6 +35,9 @@ class LoadContext:
     """where to leave the TLS keys of this trial's connections (SSLKEYLOGFILE format: the
     trial has a packet capture and speaks TLS); None: no keys wanted. A client that cannot
     log its keys leaves no file (nghttp, OkHttp)"""
+    qlog_dir: Path | None = None
+    """where to leave this trial's qlog files (``capture = ["qlog"]``, an h3 trial), for the
+    clients that write them (:attr:`ClientAdapter.qlog`); None: none asked"""
     discovery: str = "forced"
     """how an h3 trial's browser finds HTTP/3 (the ``discovery`` factor): ``forced``, every lab
     origin known to speak it from the first request; ``alt-svc``, learnt from the servers'
@@ -77,6 +80,8 @@ class ClientAdapter(Protocol):
     mixed_origins: bool = False
     """it speaks h3 to some origins of a page and TCP to the others (:attr:`LoadContext.h3_hosts`,
     the ``h3_origins`` factor); False: every origin over the trial's protocol"""
+    qlog: bool = False
+    """it writes a qlog file per QUIC connection into :attr:`LoadContext.qlog_dir` when asked"""
 
     def version(self) -> str: ...
 

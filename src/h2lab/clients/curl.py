@@ -155,6 +155,9 @@ class Curl(ClientAdapter):
     protocol_note = (
         "curl fetches h2 and h3 only: for HTTP/1.1, h2load keeps browsers' 6 connections"
     )
+    qlog = True
+    """Debian 13's curl runs QUIC on OpenSSL 3.5's stack, which writes a qlog per connection
+    into ``$QLOGDIR`` (``<odcid>_client.sqlog``)"""
 
     def version(self) -> str:
         return debian13.versions().get("curl", "not installed")
@@ -167,8 +170,12 @@ class Curl(ClientAdapter):
         config.write_text(config_text(page, protocol))
         ca = str(LocalCA(ctx.tls_dir).cert_path) if ctx.tls_dir else None
         argv = argv_for(page, protocol, str(config), ca)
-        if ctx.keylog is not None:
-            argv = ["env", f"SSLKEYLOGFILE={ctx.keylog}", *argv]
+        env = [f"SSLKEYLOGFILE={ctx.keylog}"] if ctx.keylog is not None else []
+        if ctx.qlog_dir is not None and protocol == H3:
+            ctx.qlog_dir.mkdir(parents=True, exist_ok=True)
+            env.append(f"QLOGDIR={ctx.qlog_dir}")
+        if env:
+            argv = ["env", *env, *argv]
         out = ctx.artifacts_dir / CURL_OUT
         try:
             procs.run_together([(netns.exec_argv(ctx.netns, argv), out)], ctx.timeout_s)

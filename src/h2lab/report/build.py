@@ -19,7 +19,7 @@ from h2lab.analysis.stats import CI_METHOD
 from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze
 from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
 from h2lab.errors import H2LabError
-from h2lab.report import artifacts, model, svg, timeline
+from h2lab.report import artifacts, model, quic, svg, timeline
 from h2lab.report import html as h
 from h2lab.report.browser_metrics import browser_metrics_part
 from h2lab.report.coverage import coverage_part
@@ -109,7 +109,7 @@ def write_report(
         sections.append(h.section("headers", _headers(trials)))
         sections.append(h.section("browser-metrics", browser_metrics_part(trials)))
         cell = chosen_cell if chosen_cell is not None else model.choose_cell(trials)
-        sections += timed("chosen cell", lambda: _chosen_cell(store, trials, cell))
+        sections += timed("chosen cell", lambda: _chosen_cell(store, trials, cell, out_dir))
         failed = timed("failed requests", lambda: failed_part(store, trials))
         failed += timed("coverage", lambda: coverage_part(store, trials))
         failed += timed("priority signals", lambda: priorities_part(store))
@@ -371,17 +371,21 @@ def _headers(trials: TrialFrame) -> str:
     ) + h.header_table(rows)
 
 
-def _chosen_cell(store: Store, trials: TrialFrame, cell: Cell | None) -> list[str]:
+CHOSEN_SECTIONS = ("waterfalls", "filmstrips", "frames", "quic")
+"""The sections of the chosen cell's median trials."""
+
+
+def _chosen_cell(store: Store, trials: TrialFrame, cell: Cell | None, out_dir: Path) -> list[str]:
     if cell is None:
         line = h.empty("no successful trial: no median trial to show")
-        return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]
+        return [h.section(s, line) for s in CHOSEN_SECTIONS]
     metric, at = model.median_rows(trials, cell)
     ids = trials.latest_ok().number("id")
     by_id = {t.id: t for t in store.trials_by_id([int(ids[r]) for r in at.values()])}
     median = {p: by_id[int(ids[r])] for p, r in at.items()}
     if not median:
         line = h.empty(f"the chosen cell has no successful trial: {cell.describe()}")
-        return [h.section(s, line) for s in ("waterfalls", "filmstrips", "frames")]
+        return [h.section(s, line) for s in CHOSEN_SECTIONS]
     intro = h.note(f"Chosen cell: {cell.describe()}. Per protocol, its median trial by {metric}.")
     rows = {p: timeline.waterfall_rows(store.resources(t.id or 0)) for p, t in median.items()}
     t_max = max((r.end_ms for rs in rows.values() for r in rs), default=1.0)
@@ -405,9 +409,10 @@ def _chosen_cell(store: Store, trials: TrialFrame, cell: Cell | None) -> list[st
     )
     dirs = {p: store.artifacts_dir(t.trial_key, t.attempt) for p, t in median.items()}
     return [
-        h.section("waterfalls", waterfalls),
+        h.section("waterfalls", waterfalls + quic.trial_files(dirs, out_dir)),
         h.section("filmstrips", intro + _filmstrips(dirs)),
         h.section("frames", intro + _frames(dirs, rows)),
+        h.section("quic", intro + quic.quic_part(dirs)),
     ]
 
 

@@ -28,6 +28,7 @@ SECTIONS: dict[str, str] = {
     "waterfalls": "Waterfalls of the median trials",
     "filmstrips": "Filmstrips",
     "frames": "Frame timeline of h2 streams",
+    "quic": "QUIC connections (qlog)",
     "repro": "Reproducibility",
 }
 """Section id -> heading, in page order. Every section is always there; one without data says

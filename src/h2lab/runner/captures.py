@@ -1,6 +1,7 @@
 """What a trial captures on the client's end of its link besides the client's own figures: the
 whole packet capture (``capture = ["pcap"]``, with the TLS keys beside it), and a repeat view's
-QUIC 0-RTT packets (``early_data_packets``)."""
+QUIC 0-RTT packets (``early_data_packets``); and on the server's end, its QUIC connections'
+packets sent and lost and their qlog files (``capture = ["qlog"]``)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from h2lab.artifacts import (
     CAPTURE_PCAP,
     EARLY_DATA_LOG,
     EARLY_DATA_PCAP,
+    QLOG_DIR,
 )
 from h2lab.errors import H2LabError
 from h2lab.metrics.counters import parse_dev
 from h2lab.net import netns
 from h2lab.net.capture import PacketCapture
 from h2lab.runner.matrix import TrialSpec
+from h2lab.servers import Serving
+from h2lab.servers.quic import QuicTotals, counted
 from h2lab.spec.experiment import Capture
 from h2lab.spec.protocols import QUIC, TLS_OVER_TCP
 
@@ -46,6 +50,35 @@ def trial_keylog(artifacts: Path, protocol: str, capture: tuple[Capture, ...]) -
     if "pcap" in capture and protocol in TLS_OVER_TCP | QUIC:
         return artifacts / CAPTURE_KEYLOG
     return None
+
+
+def trial_qlog_dir(artifacts: Path, protocol: str, capture: tuple[Capture, ...]) -> Path | None:
+    """Where an h3 trial's qlog files go (``"qlog"`` captured); None otherwise."""
+    return artifacts / QLOG_DIR if "qlog" in capture and protocol in QUIC else None
+
+
+class QuicCounts:
+    """The packets an h3 trial's server sent and lost over QUIC (read before the load and
+    after it, :class:`~h2lab.servers.quic.QuicLedger`), and its qlog files moved into the
+    trial's (the client's own go there too); nothing for a server that tells none, or over TCP."""
+
+    def __init__(self, serving: Serving | None, protocol: str) -> None:
+        self.ledger = serving.quic if serving is not None and protocol in QUIC else None
+        self.before: QuicTotals | None = None if self.ledger is None else self.ledger.totals()
+        self.after: QuicTotals | None = None
+
+    def end(self, since_s: float, qlog_dir: Path | None) -> None:
+        """After the load: the totals again (which flushes the server's qlog files), then the
+        files written since ``since_s`` into ``qlog_dir`` (when qlog is captured)."""
+        if self.ledger is None:
+            return
+        self.after = self.ledger.totals()
+        if qlog_dir is not None:
+            self.ledger.take_qlogs(since_s, qlog_dir)
+
+    def counted(self) -> tuple[int | None, int | None]:
+        """(sent, lost) packets during the load; (None, None) where not counted."""
+        return counted(self.before, self.after)
 
 
 EARLY_DATA_BPF = "udp dst port 443 and udp[8] & 0xf0 = 0xd0"

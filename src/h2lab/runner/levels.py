@@ -162,10 +162,35 @@ def _check_table(factors: Factors, source: str, prefix: str) -> None:
     check_h3_origins(factors, source, prefix)
 
 
+def check_capture(exp: Experiment, source: str, key: str = "capture") -> None:
+    """With ``qlog`` captured, every h3 trial has a side that writes one: a table with h3 and
+    a server that writes none has only clients that do (and the other way round)."""
+    if "qlog" not in exp.capture:
+        return
+    for factors in exp.matrices:
+        if H3 not in factors.protocol:
+            continue
+        server = next((s for s in factors["server"] if not servers.get(s).qlog), None)
+        client = next((c for c in factors["client"] if not clients.get(c).qlog), None)
+        if server is not None and client is not None:
+            writers = ", ".join(n for n in servers.REGISTRY.names() if _writes_qlog(n))
+            by = _capable(lambda c: c.qlog)
+            raise SpecError(
+                source, key,
+                f"qlog: neither server {server} nor client {client} writes one for an h3 trial "
+                f"(servers that do: {writers}; clients: {by})",
+            )  # fmt: skip
+
+
+def _writes_qlog(name: str) -> bool:
+    return servers.get(servers.REGISTRY.least_spec(name)).qlog
+
+
 def _check_tables(exp: Experiment, source: str) -> Experiment:
     tables = exp.matrices
     for i, factors in enumerate(tables):
         _check_table(factors, source, "factors" if len(tables) == 1 else f"factors[{i}]")
+    check_capture(exp, source)
     return exp
 
 

@@ -122,16 +122,16 @@ class ServerStretch:
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
         self._stack = ExitStack()
-        self._key: tuple[str, str, str, bool, tuple[str, ...]] | None = None
+        self._key: tuple[str, str, str, bool, tuple[str, ...], bool] | None = None
         self.serving: servers.Serving | None = None
         self.error: str | None = None
         """the line of a server that did not start: the trials of its stretch fail with it"""
 
     def get(
         self, page: Page, spec: str, tls_version: str, resumption: bool = False,
-        alt_svc: frozenset[str] = frozenset(),
+        alt_svc: frozenset[str] = frozenset(), qlog: bool = False,
     ) -> None:  # fmt: skip
-        key = (page.digest, spec, tls_version, resumption, tuple(sorted(alt_svc)))
+        key = (page.digest, spec, tls_version, resumption, tuple(sorted(alt_svc)), qlog)
         dead = self.serving is not None and self.serving.exited() is not None
         if self._key == key and not dead:
             return
@@ -145,6 +145,7 @@ class ServerStretch:
             tls_version=tls_version,
             resumption=resumption,
             alt_svc=alt_svc,
+            qlog=qlog,
         )
         try:
             self.serving = self._stack.enter_context(servers.get(spec).serve(page, ctx))
@@ -219,7 +220,10 @@ class LabSession:
             stored = job.attempts.get(t.key, 0)
             for retry in range(1 + job.retries):
                 f = t.factors
-                stretch.get(page, t.server, f.tls, f.view == "repeat", advertised(page, f))
+                stretch.get(
+                    page, t.server, f.tls, f.view == "repeat", advertised(page, f),
+                    "qlog" in job.capture,
+                )  # fmt: skip
                 attempt = stored + 1 + retry
                 record, resources = run_one(
                     lab, links, client, page, t, attempt,

@@ -32,7 +32,14 @@ from h2lab.net.dns import DNS_FOLDER, Answer, Lookups
 from h2lab.net.firewall import UdpDropped, udp_dropped
 from h2lab.pages import Page
 from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
-from h2lab.runner.captures import client_iface, early_data_capture, packet_capture, trial_keylog
+from h2lab.runner.captures import (
+    QuicCounts,
+    client_iface,
+    early_data_capture,
+    packet_capture,
+    trial_keylog,
+    trial_qlog_dir,
+)
 from h2lab.runner.h3_origins import published, told
 from h2lab.runner.matrix import TrialSpec
 from h2lab.spec.experiment import Capture, FailOn
@@ -227,7 +234,8 @@ def run_one(
     # A run killed during this attempt left its files here (the attempt was never stored):
     # start clean, so no log of the lost attempt is read as this one's.
     shutil.rmtree(artifacts, ignore_errors=True)
-    started = clock.now().isoformat(timespec="milliseconds")
+    now = clock.now()
+    started, since_s = now.isoformat(timespec="milliseconds"), now.timestamp()
     t0 = clock.monotonic_s()
     cpu_before = cpu()
     metrics: dict[str, object] = {}
@@ -238,29 +246,22 @@ def run_one(
             raise TrialFailed(stretch.error)
         link = links.get(t.network, t.seed, t.tcp)
         lab.publish_https(published(page, t.factors))
-        ctx = LoadContext(
-            netns=link.client_ns,
-            artifacts_dir=artifacts,
-            timeout_s=timeout_s,
-            hosts={h: lab.origin_ips[h] for h in page.origins},
-            tls_dir=lab.state_dir / "tls",
-            link_generation=links.generation,
-            fail_on=fail_on,
-            keylog=trial_keylog(artifacts, t.protocol, capture),
-            discovery=t.factors.discovery,
-            h3_hosts=told(page, t.factors, t.protocol),
-        )
+        ctx = _load_context(lab, page, t, artifacts, capture, timeout_s, fail_on)
+        ctx = dataclasses.replace(ctx, netns=link.client_ns, link_generation=links.generation)
         with _udp_blocking(lab, t) as blocked:
             _before_the_load(lab, client, page, t, ctx)
             early = early_data_capture(link, artifacts, t)
             with packet_capture(link, artifacts, capture), early or nullcontext():
+                quic = QuicCounts(stretch.serving, t.protocol)
                 before = counters(link, lab.servers_ns)
                 request_log, lookups = servers.RequestLog(lab.state_dir / "server"), Lookups(dns)
                 logged, looked = request_log.mark(), lookups.mark()
                 result = client.load(page, t.protocol, ctx)
                 after = counters(link, lab.servers_ns)
+                quic.end(since_s, ctx.qlog_dir)
             dropped = None if blocked is None else blocked.packets()
         metrics = _measured(result, before, after)
+        metrics["quic_sent_packets"], metrics["quic_lost_packets"] = quic.counted()
         metrics["udp_dropped_packets"] = dropped
         metrics.update(_lookups(lookups.since(looked), artifacts))
         metrics["early_data_packets"] = None if early is None else early.packets()
@@ -278,6 +279,27 @@ def run_one(
         cpu_busy_pct=busy_pct(cpu_before, cpu()), metrics=metrics,
     )  # fmt: skip
     return record, resources
+
+
+def _load_context(
+    lab: TrialLab, page: Page, t: TrialSpec, artifacts: Path, capture: tuple[Capture, ...],
+    timeout_s: float, fail_on: FailOn,
+) -> LoadContext:  # fmt: skip
+    """What the client is told for trial ``t`` (its link's namespace and generation are set
+    once the link is had): the origins' addresses, the CA, how it finds h3 and where, where
+    its keys and qlog go."""
+    return LoadContext(
+        netns="",
+        artifacts_dir=artifacts,
+        timeout_s=timeout_s,
+        hosts={h: lab.origin_ips[h] for h in page.origins},
+        tls_dir=lab.state_dir / "tls",
+        fail_on=fail_on,
+        keylog=trial_keylog(artifacts, t.protocol, capture),
+        qlog_dir=trial_qlog_dir(artifacts, t.protocol, capture),
+        discovery=t.factors.discovery,
+        h3_hosts=told(page, t.factors, t.protocol),
+    )
 
 
 def _before_the_load(

@@ -13,6 +13,7 @@ from h2lab.errors import telling_line
 from h2lab.logtail import read_since
 from h2lab.net import netns, userns
 from h2lab.pages import Page
+from h2lab.servers.quic import QuicLedger
 from h2lab.spec.limits import MAX_TIMEOUT_S
 from h2lab.spec.protocols import TLS_VERSIONS
 from h2lab.spec.registry import Registry
@@ -118,6 +119,9 @@ class ServeContext:
     (``discovery = "alt-svc"``: those of ``h3_origins``; none otherwise, as no h2lab server
     sent one before the factor). Only servers with ``alt-svc`` in
     :attr:`ServerAdapter.discoveries`"""
+    qlog: bool = False
+    """write a qlog file per QUIC connection (``capture = ["qlog"]``), where the server can
+    (:attr:`ServerAdapter.qlog`)"""
 
     def __post_init__(self) -> None:
         if self.tls_version not in TLS_VERSIONS:
@@ -162,12 +166,16 @@ class Serving:
     runner can tell a server that died from a client that failed, keep its logs, and start it
     again for the next trial."""
 
-    def __init__(self, *watched: Watched) -> None:
+    def __init__(self, *watched: Watched, quic: QuicLedger | None = None) -> None:
         self.watched = list(watched)
+        self.quic = quic
+        """its QUIC connections' counts and qlog files, where the server tells them (the
+        origin's)"""
 
     def also(self, other: Serving) -> Serving:
-        """This and ``other`` (a proxy and its backend): dead when either is."""
-        return Serving(*self.watched, *other.watched)
+        """This and ``other`` (a proxy and its backend): dead when either is. Its QUIC counts
+        are the proxy's (none): the proxy ends the client's connections."""
+        return Serving(*self.watched, *other.watched, quic=self.quic)
 
     def exited(self) -> str | None:
         """None while every process runs; else one line: which exited, how, and the telling
@@ -189,6 +197,8 @@ class ServerAdapter(Protocol):
     name: str
     protocols: frozenset[str]
     """protocols it serves (a trial asking another fails validation)"""
+    qlog: bool
+    """whether it writes a qlog file per QUIC connection when asked (:attr:`ServeContext.qlog`)"""
     discoveries: frozenset[str]
     """the ``discovery`` factor's levels it serves (:data:`FORCED_ONLY` for most): ``alt-svc``
     when it can advertise h3 in an ``Alt-Svc`` header, per origin (:attr:`ServeContext.alt_svc`)"""

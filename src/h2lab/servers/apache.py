@@ -334,6 +334,7 @@ class Apache:
     name = "apache"
     protocols = TCP_PROTOCOLS
     discoveries = FORCED_ONLY
+    qlog = False
 
     def __init__(
         self, push: str = "none", early_hints: str = "none", fragment: Fragment | None = None

@@ -252,6 +252,7 @@ class Caddy:
     name = NAME
     protocols = TCP_PROTOCOLS | {H3}
     discoveries: frozenset[str] = frozenset(DISCOVERIES)
+    qlog = False
 
     def version(self) -> str:
         return debian13.versions().get("caddy", "not installed")

@@ -349,6 +349,7 @@ class H2o:
     name = "h2o"
     protocols = TCP_PROTOCOLS
     discoveries = FORCED_ONLY
+    qlog = False
 
     def __init__(self, push: str = "none", fragment: Fragment | None = None) -> None:
         self.push = push

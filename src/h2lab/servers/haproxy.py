@@ -143,6 +143,7 @@ class Haproxy:
         self.backend = backend
         self.tuning = tuning
         self.protocols = backend.protocols - QUIC
+        self.qlog = False
         self.discoveries = FORCED_ONLY
 
     def version(self) -> str:

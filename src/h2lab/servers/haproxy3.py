@@ -98,6 +98,7 @@ class Haproxy3:
     name = NAME
     protocols = TCP_PROTOCOLS | {H3}
     discoveries = FORCED_ONLY
+    qlog = False
 
     def __init__(self, backend_spec: str, backend: ServerAdapter) -> None:
         self.backend_spec = backend_spec

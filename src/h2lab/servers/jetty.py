@@ -135,6 +135,7 @@ class Jetty:
     name = NAME
     protocols = TCP_PROTOCOLS | QUIC
     discoveries = FORCED_ONLY
+    qlog = False
 
     def version(self) -> str:
         """``h2lab-jetty <source hash> jetty 12.0.36 quiche 0.24.5 java 17.0.15``."""

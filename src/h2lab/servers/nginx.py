@@ -285,6 +285,7 @@ class Nginx:
         self.build = build
         self.name = build.name
         self.protocols = TCP_PROTOCOLS | {H3} if build.h3 else TCP_PROTOCOLS
+        self.qlog = False
         self.discoveries: frozenset[str] = frozenset(DISCOVERIES) if build.h3 else FORCED_ONLY
 
     def version(self) -> str:

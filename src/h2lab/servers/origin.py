@@ -40,6 +40,7 @@ from h2lab.servers import (
     register,
 )
 from h2lab.servers.process import Launch, serve_process
+from h2lab.servers.quic import QuicLedger
 from h2lab.spec.factors import DISCOVERIES
 from h2lab.spec.options import DURATION, SIZE, Parser, choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
@@ -194,7 +195,7 @@ def render_config(
         "delay_ms": dict(opts.delay_ms),
         "think_ms": opts.think_ms,
         "framelog": opts.framelog,
-        "qlog": opts.qlog,
+        "qlog": opts.qlog or ctx.qlog,
         "notsent_lowat_bytes": opts.notsent_lowat_bytes,
         "early_data": opts.early_data,
         "alt_svc": sorted(ctx.alt_svc),
@@ -270,6 +271,7 @@ class Origin:
     name = "origin"
     protocols = TCP_PROTOCOLS | QUIC
     discoveries: frozenset[str] = frozenset(DISCOVERIES)
+    qlog = True
 
     def __init__(self, options: OriginOptions) -> None:
         self.options = options
@@ -293,6 +295,7 @@ class Origin:
         # the origin prints READY_LINE once every listener is bound (origin/main.go)
         launch = Launch(BINARY, argv, log, tail_chars=1000, udp=True, ready_line=READY_LINE)
         with serve_process(ctx, launch, page.origins) as serving:
+            serving.quic = QuicLedger(ctx.state_dir)
             yield serving
 
 

@@ -47,8 +47,9 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
     "fail_on": ('"document" | "any" (default "document")', "a browser trial fails when its "
                 "document fails (a failed subresource is a resources row with its error), or "
                 "when any request fails"),
-    "capture": ('["pcap"]', "record every trial's packets on the client's side of the link "
-                "(at most 64 MiB) with its TLS keys; not a factor"),
+    "capture": ('["pcap", "qlog"]', "record every trial's packets on the client's side of the "
+                "link (at most 64 MiB) with its TLS keys; qlog: every h3 trial's qlog files, "
+                "the server's and the client's where they write one; not a factor"),
     "compare": ("table", "a factor besides the protocol, compared level by level: [compare] "
                 "below"),
     "factors": ("table, or array of tables", "the factor matrix: every list crossed with every "
@@ -58,10 +59,12 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
 """Every top-level key of an experiment file with its type and what it does, for
 docs/reference.md (:mod:`h2lab.reference`): the keys validation accepts."""
 TOP_KEYS = set(KEY_DOCS)
-Capture = Literal["pcap"]
-CAPTURES: tuple[Capture, ...] = ("pcap",)
+Capture = Literal["pcap", "qlog"]
+CAPTURES: tuple[Capture, ...] = ("pcap", "qlog")
 """What a run may record of every trial besides its measurements: ``pcap``, the packets on
-the client's side of the link (:mod:`h2lab.net.capture`), with the TLS keys beside them."""
+the client's side of the link (:mod:`h2lab.net.capture`), with the TLS keys beside them;
+``qlog``, each h3 trial's QUIC connections as the server and the client log them (those of
+them that write qlog: :func:`h2lab.runner.levels.check_capture`)."""
 OUTLIER_RULES = ("none", "2sd")
 FailOn = Literal["document", "any"]
 """When a browser's trial fails: its document failed (a failed subresource is recorded, not

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 # 9: failed_requests, resource error; 10: resource priority_field, priority_update, from_cache,
 # trial view, early_data_packets; 11: resource_segments (resource rows sealed into Parquet);
 # 12: dns_lookups, dns_nxdomain; 13: udp_dropped_packets; 14: cpu_calibration_ms,
-# cpu_throttled_ms
-SCHEMA_VERSION = 14
+# cpu_throttled_ms; 15: quic_sent_packets, quic_lost_packets
+SCHEMA_VERSION = 15
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 

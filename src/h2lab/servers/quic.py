@@ -1,0 +1,85 @@
+"""What a server tells a trial of its QUIC connections: the packets they sent and lost, and the
+qlog files they wrote. The origin answers on a Unix socket in its state folder
+(``control.sock``, origin/quicstats.go): one JSON line of totals since it started, its open
+qlog files flushed before it answers. A trial reads the totals before and after its load, as it
+reads TCP's retransmits from the kernel (:mod:`h2lab.runner.trial`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+CONTROL_SOCKET = "control.sock"
+QLOG_DIR = "qlog"
+"""The folder of the server's qlog files in its state folder, one per QUIC connection."""
+ANSWER_MAX_BYTES = 4096
+TIMEOUT_S = 2.0
+"""Longest wait for the answer (a server too busy to answer in it leaves the count None)."""
+
+
+@dataclass(frozen=True)
+class QuicTotals:
+    """A server's counts since it started, over all its QUIC connections."""
+
+    connections: int
+    sent_packets: int
+    lost_packets: int
+
+
+class QuicLedger:
+    """A server's QUIC counts and qlog files, read over its control socket at ``state_dir``."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.socket = state_dir / CONTROL_SOCKET
+        self.qlog_dir = state_dir / QLOG_DIR
+
+    def totals(self) -> QuicTotals | None:
+        """The totals now (the open qlog files flushed); None when the server does not answer
+        (no socket: its path too long for one; or not in :data:`TIMEOUT_S`)."""
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(TIMEOUT_S)
+                s.connect(str(self.socket))
+                data = b""
+                while len(data) < ANSWER_MAX_BYTES and not data.endswith(b"\n"):
+                    chunk = s.recv(ANSWER_MAX_BYTES)
+                    if not chunk:
+                        break
+                    data += chunk
+            answer = json.loads(data)
+            return QuicTotals(
+                int(answer["connections"]), int(answer["sent_packets"]), int(answer["lost_packets"])
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def take_qlogs(self, since_s: float, into: Path) -> list[Path]:
+        """Move the qlog files written since ``since_s`` (a ``time.time()``) into ``into``: a
+        trial's connections' (a file still open goes on being written where it is moved to, the
+        same file). Call :meth:`totals` first: it flushes them."""
+        if not self.qlog_dir.is_dir():
+            return []
+        moved = []
+        for f in sorted(self.qlog_dir.iterdir()):
+            try:
+                recent = f.is_file() and f.stat().st_mtime >= since_s
+            except OSError:
+                continue
+            if recent:
+                into.mkdir(parents=True, exist_ok=True)
+                moved.append(Path(shutil.move(f, into / f.name)))
+        return moved
+
+
+def counted(before: QuicTotals | None, after: QuicTotals | None) -> tuple[int | None, int | None]:
+    """(sent, lost) packets between two readings; (None, None) unless both were read. Lost can
+    fall (quic-go takes back a loss when the packet was only late): it stays at least 0."""
+    if before is None or after is None:
+        return None, None
+    sent = after.sent_packets - before.sent_packets
+    lost = after.lost_packets - before.lost_packets
+    return max(0, sent), max(0, lost)

@@ -1,0 +1,96 @@
+"""``capture = ["qlog"]`` and the QUIC packet counts (issue #55, item 3): over a link losing 2 %
+of its packets, an h3 trial from the origin to curl keeps both ends' qlog files (JSON-SEQ with
+a version in their header), the trial's stored ``quic_lost_packets`` is not 0 and within 20 %
+of the losses the server's qlog shows, and the report links the files and draws the window.
+A server that counts nothing (nginx 1.26) stores None, as does the origin over TCP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from h2lab.artifacts import QLOG_DIR
+from h2lab.metrics.qlog import summarize
+from h2lab.report import write_report
+from h2lab.runner.matrix import expand
+from h2lab.runner.run import run_trials
+from h2lab.spec.experiment import Experiment, validate_factors
+from h2lab.store import Store
+
+NETWORK = "rtt=40ms,rate=20Mbps,loss=2%"
+PAGE = "synthetic:n=8,size=100KB"
+"""about 650 packets from the server per trial: some 13 lost at 2 %"""
+
+
+def _run(out: Path, name: str, factors: dict[str, list[str]]) -> Store:
+    exp = Experiment(
+        name=name,
+        factors=validate_factors(
+            "test", {"network": [NETWORK], "page": [PAGE], "client": ["curl"], **factors}
+        ),
+        seed=55,
+        repetitions=2,
+        capture=("qlog",),
+    )
+    store = Store(out)
+    run_trials(expand(exp), store, timeout_s=60, capture=exp.capture)
+    return store
+
+
+def _header(path: Path) -> dict[str, object]:
+    """The first JSON-SEQ record of a qlog file: its header."""
+    first = path.read_bytes().split(b"\x1e")[1]
+    header = json.loads(first)
+    assert isinstance(header, dict)
+    return header
+
+
+def test_origin_h3_keeps_both_qlogs_and_counts_the_losses_they_show(tmp_path: Path) -> None:
+    store = _run(tmp_path, "qlog", {"protocol": ["h2s", "h3"], "server": ["origin"]})
+    try:
+        trials = store.trials(experiment="qlog")
+        assert [t.error for t in trials if t.status != "ok"] == []
+        h3 = [t for t in trials if t.protocol == "h3"]
+        assert len(h3) == 2
+        kept = []
+        for t in h3:
+            folder = store.artifacts_dir(t.trial_key, t.attempt) / QLOG_DIR
+            servers = sorted(folder.glob("*_server.sqlog"))
+            clients = sorted(folder.glob("*_client.sqlog"))
+            assert len(servers) == len(clients) == 1, sorted(folder.iterdir())
+            kept.append(servers[0].name)
+            for f in servers + clients:
+                header = _header(f)
+                assert header["qlog_version"] == "0.3", (
+                    header
+                )  # quic-go keeps it beside its file_schema
+            server = summarize(servers[0])
+            assert (server.vantage, summarize(clients[0]).vantage) == ("server", "client")
+            sent = servers[0].read_bytes().count(b'"name":"transport:packet_sent"')
+            assert t.quic_lost_packets is not None and t.quic_lost_packets > 0
+            assert abs(t.quic_lost_packets - server.lost_packets) <= 0.2 * server.lost_packets
+            assert t.quic_sent_packets == sent, (t.quic_sent_packets, sent)
+            assert server.cwnd and server.cwnd[0][1] == 40960  # quic-go's 32 x 1280 bytes
+        for t in trials:
+            if t.protocol == "h2s":
+                assert (t.quic_sent_packets, t.quic_lost_packets) == (None, None)
+                assert not (store.artifacts_dir(t.trial_key, t.attempt) / QLOG_DIR).exists()
+    finally:
+        store.close()
+    report = write_report(tmp_path).read_text()
+    # the median h3 trial's files, one of the two
+    assert any(f'/{QLOG_DIR}/{n}">{QLOG_DIR}/{n}</a>' in report for n in kept)
+    assert "packet(s) declared lost" in report and "congestion window (bytes)" in report
+
+
+def test_a_server_that_counts_nothing_stores_none_and_curl_still_writes(tmp_path: Path) -> None:
+    store = _run(tmp_path, "qlog-nginx", {"protocol": ["h3"], "server": ["nginx@1.26"]})
+    try:
+        trials = store.trials(experiment="qlog-nginx")
+        assert [t.error for t in trials if t.status != "ok"] == []
+        for t in trials:
+            assert (t.quic_sent_packets, t.quic_lost_packets) == (None, None)
+            folder = store.artifacts_dir(t.trial_key, t.attempt) / QLOG_DIR
+            assert [p.name.endswith("_client.sqlog") for p in folder.iterdir()] == [True]
+    finally:
+        store.close()
