@@ -108,6 +108,7 @@ func (s *server) clientTimeout() time.Duration {
 }
 
 func (s *server) tune(c net.Conn) net.Conn {
+	s.ledger.accepted(congestionOf(c))
 	if s.cfg.NotsentLowatBytes > 0 {
 		setNotsentLowat(c, s.cfg.NotsentLowatBytes)
 	}

@@ -49,6 +49,10 @@ type Config struct {
 	ThinkMS    float64            `json:"think_ms"` // delay before every response
 	FrameLog   bool               `json:"framelog"` // write <state_dir>/frames.tsv
 	Qlog       bool               `json:"qlog"`     // write <state_dir>/qlog/<odcid>_server.sqlog
+	// QuicCC asks quic-go for "cubic" or "reno" ("": its own, Reno); QuicInitcwndPackets for
+	// an initial window in packets (0: its own, 32). Only in a build with the overlay.
+	QuicCC              string `json:"quic_cc"`
+	QuicInitcwndPackets int    `json:"quic_initcwnd_packets"`
 	// EarlyData accepts 0-RTT requests over HTTP/3 (quic-go's Allow0RTT, off by default).
 	EarlyData bool `json:"early_data"`
 	// AltSvc are the hosts whose every response advertises HTTP/3 on the h3 port in an
@@ -210,6 +214,9 @@ func run(configPath string, tlsVersion uint16) error {
 		}
 		defer fl.Close()
 		sched = fl.Wrap(sched)
+	}
+	if err := setQUICCongestionControl(cfg.QuicCC, cfg.QuicInitcwndPackets); err != nil {
+		return err
 	}
 	ledger := newQUICLedger()
 	// Without its socket (a path too long for one) the server serves all the same: its trials

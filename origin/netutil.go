@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"github.com/quic-go/quic-go"
 	_ "github.com/quic-go/quic-go/qlog" // registers the QUIC qlog event schema
@@ -34,6 +35,32 @@ func setNotsentLowat(c net.Conn, n int) {
 	_ = raw.Control(func(fd uintptr) {
 		_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpNotsentLowat, n)
 	})
+}
+
+// tcpCongestion is TCP_CONGESTION from linux/tcp.h.
+const tcpCongestion = 13
+
+// congestionOf is the congestion control the kernel gave an accepted TCP connection ("" when
+// it cannot be read).
+func congestionOf(c net.Conn) string {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return ""
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var name [16]byte
+	size := uint32(len(name))
+	_ = raw.Control(func(fd uintptr) {
+		_, _, errno := syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP,
+			tcpCongestion, uintptr(unsafe.Pointer(&name[0])), uintptr(unsafe.Pointer(&size)), 0)
+		if errno != 0 {
+			size = 0
+		}
+	})
+	return string(bytes.TrimRight(name[:min(int(size), len(name))], "\x00"))
 }
 
 // tunedListener applies tune to every accepted connection.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"sync"
@@ -22,10 +23,12 @@ type quicLedger struct {
 	connections  uint64
 	qlogs        map[*bufferedFile]struct{}
 	qlogsWritten uint64
+	tcpCC        map[string]uint64 // accepted TCP connections by their congestion control
 }
 
 func newQUICLedger() *quicLedger {
-	return &quicLedger{live: map[*quic.Conn]struct{}{}, qlogs: map[*bufferedFile]struct{}{}}
+	return &quicLedger{live: map[*quic.Conn]struct{}{}, qlogs: map[*bufferedFile]struct{}{},
+		tcpCC: map[string]uint64{}}
 }
 
 // track is http3.Server's ConnContext: c is counted while it lives, and its last counts are
@@ -54,13 +57,20 @@ type quicTotals struct {
 	LostPackets uint64 `json:"lost_packets"`
 	// QlogFiles is how many qlog files were written (each flushed before the answer).
 	QlogFiles uint64 `json:"qlog_files"`
+	// CC and InitialWindowBytes are what quic-go's last sender was made with ("reno" or
+	// "cubic"; "" before the first connection, or in a build without the overlay).
+	CC                 string `json:"cc"`
+	InitialWindowBytes int64  `json:"initial_window_bytes"`
+	// TCPCC counts the TCP connections accepted so far by the congestion control the kernel
+	// gave each (read from the socket: TCP_CONGESTION).
+	TCPCC map[string]uint64 `json:"tcp_cc"`
 }
 
 func (l *quicLedger) totals() quicTotals {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := quicTotals{Connections: l.connections, SentPackets: l.closedSent,
-		LostPackets: l.closedLost, QlogFiles: l.qlogsWritten}
+		LostPackets: l.closedLost, QlogFiles: l.qlogsWritten, TCPCC: maps.Clone(l.tcpCC)}
 	for c := range l.live {
 		s := c.ConnectionStats()
 		t.SentPackets += s.PacketsSent
@@ -69,7 +79,18 @@ func (l *quicLedger) totals() quicTotals {
 	for f := range l.qlogs {
 		_ = f.Flush()
 	}
+	t.CC, t.InitialWindowBytes = quicCongestionControl()
 	return t
+}
+
+// accepted counts a TCP connection the kernel gave congestion control cc.
+func (l *quicLedger) accepted(cc string) {
+	if cc == "" {
+		return
+	}
+	l.mu.Lock()
+	l.tcpCC[cc]++
+	l.mu.Unlock()
 }
 
 func (l *quicLedger) opened(f *bufferedFile) {

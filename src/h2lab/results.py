@@ -172,6 +172,12 @@ class Metrics:
     """of those, the packets the server's loss detection declared lost (RFC 9002): QUIC's
     counterpart of TCP's ``retransmits``, from the same servers; None where it keeps no
     count"""
+    quic_initial_window_bytes: int | None = _metric(
+        "bytes", "QUIC initial congestion window of the server", LAB
+    )
+    """over HTTP/3, the initial congestion window the server's QUIC stack gave its senders, as
+    it reports it (the origin's quic-go: 40,960 bytes unless ``origin:initcwnd=``); None where
+    the server tells none"""
     cpu_calibration_ms: float | None = _metric("ms", "CPU calibration under the quota (ms)", CLIENT)
     """with a client's ``cores=`` option, the wall time of a fixed piece of work
     (:data:`h2lab.clients.cpu.CALIBRATION_LOOPS` loops) run under the client's CPU quota just
@@ -240,6 +246,14 @@ class TrialRecord(Metrics):
     emulator_drops: int | None = None
     """packets Rattan's sockets dropped during the trial because they were full: lost by the
     emulator, not by the asked loss model (0 on a faithful link; None: not recorded)"""
+    server_tcp_cc: str | None = None
+    """the TCP congestion control the server's connections ran, read back: from each socket
+    it accepted during the trial (TCP_CONGESTION, where the server reports it: the origin;
+    several joined by ``+``), else from the servers' namespace's sysctl for a trial over TCP
+    (what every accepted socket takes: no h2lab server sets its own); None: not read"""
+    server_quic_cc: str | None = None
+    """over HTTP/3, the congestion control the server's QUIC stack ran, as it reports it
+    (``newreno`` or ``cubic``: the origin's quic-go); None where the server tells none"""
     machine: str | None = None
     """the machine that ran the trial: its host name, with the first 12 hex digits of the Ray
     node beside it for a trial run on a cluster (``host/node``); None: not recorded"""

@@ -400,4 +400,3 @@ def test_a_connection_waits_client_timeout_s_for_its_client(
         proc.wait(timeout=10)
         assert proc.stdout is not None
         proc.stdout.close()
-

@@ -88,6 +88,16 @@ BAD_FILES = {
         "capture",
         "qlog: neither server caddy nor client firefox writes one",
     ),
+    "quic-cc-a-stack-cannot-run": (
+        _experiment(protocol='["h3"]', server='["origin:cc=bbr"]', client='["curl"]'),
+        "factors.server[0]",
+        "origin:cc=bbr: cc: expected one of cubic, newreno, got 'bbr'",
+    ),
+    "quic-cc-of-a-stack-without-one": (
+        _experiment(protocol='["h3"]', server='["nginx@1.26:cc=cubic"]', client='["curl"]'),
+        "factors.server[0]",
+        "nginx@1.26:cc=cubic: no option 'cc'",
+    ),
     "cores-zero": (
         _experiment(client='["chromium:cores=0"]'),
         "factors.client[0]",

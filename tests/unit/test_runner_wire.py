@@ -121,6 +121,8 @@ def record() -> TrialRecord:
         cpu_saturated=True,
         emulator_drops=4,
         machine="lab-a/0123456789ab",
+        server_tcp_cc="bbr",
+        server_quic_cc="cubic",
         pdt_ms=123.4,
         plt_ms=234.5,
         speed_index_ms=345.6,
@@ -155,6 +157,7 @@ def record() -> TrialRecord:
         cpu_throttled_ms=5123.25,
         quic_sent_packets=8123,
         quic_lost_packets=81,
+        quic_initial_window_bytes=12800,
     )
 
 

@@ -29,6 +29,15 @@ def test_each_origin_gets_its_four_listeners_and_certificate() -> None:
     assert conf.count("frontend ") == len(IPS)
 
 
+def test_cc_sets_quic_cc_algo_on_every_quic_listener() -> None:
+    certs = {h: Path(f"/srv/{h}.pem") for h in IPS}
+    conf = haproxy3.render_config(IPS, BACKENDS, certs, "1.3", "/p", quic_cc="newreno")
+    assert conf.count("alpn h3 quic-cc-algo newreno\n") == len(IPS)
+    assert "quic-cc-algo" not in haproxy3.render_config(IPS, BACKENDS, certs, "1.3", "/p")
+    server = get_server("haproxy@3.0:backend=nginx,cc=cubic")
+    assert isinstance(server, haproxy3.Haproxy3) and server.quic_cc == "cubic"
+
+
 def test_the_level_serves_h3_and_forwards_over_h2c() -> None:
     server = get_server("haproxy@3.0:backend=nginx")
     assert server.name == "haproxy@3.0" and server.protocols == TCP_PROTOCOLS | {H3}
@@ -41,6 +50,7 @@ def test_the_level_serves_h3_and_forwards_over_h2c() -> None:
         ("haproxy@3.0:backend=nginx,buffer=1MB", r"no option 'buffer' \(haproxy@3.0 takes"),
         ("haproxy@3.0:backend=haproxy@3.0", "cannot have HAProxy as its backend"),
         ("haproxy@3.0:backend=nosuch", "unknown server 'nosuch'"),
+        ("haproxy@3.0:backend=nginx,cc=bbr", "cc: expected one of cubic, newreno, got 'bbr'"),
     ],
 )
 def test_bad_specs_name_the_reason(spec: str, reason: str) -> None:

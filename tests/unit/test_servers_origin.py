@@ -114,6 +114,18 @@ def test_config_names_every_origin_with_its_address_and_certificate(tmp_path: Pa
     )
     assert render_config(page, learnt, LocalCA(tmp_path / "tls"), opts)["alt_svc"] == ["b.test"]
     assert get_server("origin").discoveries == {"forced", "alt-svc", "https-rr", "udp-blocked"}
+    assert (config["quic_cc"], config["quic_initcwnd_packets"]) == ("", 0)  # quic-go's own
+    asked = parse_options({"cc": "newreno", "initcwnd": "10"})
+    config = render_config(page, ctx, LocalCA(tmp_path / "tls"), asked)
+    assert (config["quic_cc"], config["quic_initcwnd_packets"]) == ("reno", 10)  # quic-go's name
+    assert (
+        render_config(page, ctx, LocalCA(tmp_path / "tls"), parse_options({"cc": "cubic"}))[
+            "quic_cc"
+        ]
+        == "cubic"
+    )
+    qlog = ServeContext(ctx.netns, ctx.origin_ips, ctx.state_dir, ctx.tls_dir, qlog=True)
+    assert render_config(page, qlog, LocalCA(tmp_path / "tls"), asked)["qlog"] is True
 
 
 def test_source_hash_changes_with_sources_not_with_tests(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from h2lab.artifacts import CAPTURE_KEYLOG, CAPTURE_PCAP, PAGE_HAR, QLOG_DIR
+from h2lab.artifacts import CAPTURE_KEYLOG, CAPTURE_PCAP, NETLOG, PAGE_HAR, QLOG_DIR
 from h2lab.metrics.qlog import QlogSummary, summarize
 from h2lab.report import html as h
 from h2lab.report import svg
@@ -20,12 +20,12 @@ MAX_QLOG_FILES = 200
 
 
 def trial_files(dirs: Mapping[str, Path], out_dir: Path) -> str:
-    """One line per protocol linking its median trial's HAR, packet capture, TLS keys and qlog
-    files, where it kept them; "" when none kept any."""
+    """One line per protocol linking its median trial's HAR, packet capture, TLS keys, qlog
+    files and Chromium NetLog, where it kept them; "" when none kept any."""
     lines = []
     for protocol, folder in dirs.items():
         found = [folder / n for n in (PAGE_HAR, CAPTURE_PCAP, CAPTURE_KEYLOG)]
-        found += qlog_files(folder)
+        found += qlog_files(folder) + sorted(folder.glob(NETLOG.format(n="*")))[:4]
         links = [
             f'<a href="{h.e(os.path.relpath(p, out_dir))}">{h.e(p.relative_to(folder))}</a>'
             for p in found

@@ -24,7 +24,7 @@ from h2lab.net import netns
 from h2lab.net.capture import PacketCapture
 from h2lab.runner.matrix import TrialSpec
 from h2lab.servers import Serving
-from h2lab.servers.quic import QuicTotals, counted
+from h2lab.servers.quic import QUIC_GO_NAMES, QuicTotals, counted, tcp_congestion
 from h2lab.spec.experiment import Capture
 from h2lab.spec.protocols import QUIC, TLS_OVER_TCP
 
@@ -57,13 +57,17 @@ def trial_qlog_dir(artifacts: Path, protocol: str, capture: tuple[Capture, ...])
     return artifacts / QLOG_DIR if "qlog" in capture and protocol in QUIC else None
 
 
-class QuicCounts:
-    """The packets an h3 trial's server sent and lost over QUIC (read before the load and
-    after it, :class:`~h2lab.servers.quic.QuicLedger`), and its qlog files moved into the
-    trial's (the client's own go there too); nothing for a server that tells none, or over TCP."""
+class ServerCounts:
+    """What a trial's server tells of its connections during the load (read before and after
+    it: :class:`~h2lab.servers.quic.QuicLedger`): over h3 the QUIC packets sent and lost and
+    what its QUIC stack ran, the congestion control of the TCP connections it accepted; and
+    its qlog files, moved into the trial's (the client's own go there too). A server that
+    tells nothing gives the namespace's TCP congestion control (the kernel's, which every
+    socket it accepts takes: no h2lab server sets its own) for a trial over TCP."""
 
-    def __init__(self, serving: Serving | None, protocol: str) -> None:
-        self.ledger = serving.quic if serving is not None and protocol in QUIC else None
+    def __init__(self, serving: Serving | None, protocol: str, servers_ns: str) -> None:
+        self.ledger = serving.quic if serving is not None else None
+        self.protocol, self.servers_ns = protocol, servers_ns
         self.before: QuicTotals | None = None if self.ledger is None else self.ledger.totals()
         self.after: QuicTotals | None = None
 
@@ -76,9 +80,30 @@ class QuicCounts:
         if qlog_dir is not None:
             self.ledger.take_qlogs(since_s, qlog_dir)
 
-    def counted(self) -> tuple[int | None, int | None]:
-        """(sent, lost) packets during the load; (None, None) where not counted."""
-        return counted(self.before, self.after)
+    def metrics(self) -> dict[str, object]:
+        """The trial's ``quic_*`` metrics and ``server_tcp_cc``, ``server_quic_cc``."""
+        quic = self.protocol in QUIC and self.after is not None
+        sent, lost = counted(self.before, self.after) if quic else (None, None)
+        ran = self.after if quic and self.after is not None and self.after.cc else None
+        tcp = tcp_congestion(self.before, self.after)
+        if tcp is None and self.protocol not in QUIC:
+            tcp = namespace_congestion(self.servers_ns)
+        return {
+            "quic_sent_packets": sent,
+            "quic_lost_packets": lost,
+            "quic_initial_window_bytes": None if ran is None else ran.initial_window_bytes,
+            "server_quic_cc": None if ran is None else QUIC_GO_NAMES.get(ran.cc, ran.cc),
+            "server_tcp_cc": tcp,
+        }
+
+
+def namespace_congestion(ns: str) -> str | None:
+    """The TCP congestion control namespace ``ns`` gives a socket (its sysctl, read there)."""
+    path = Path("/proc/sys/net/ipv4/tcp_congestion_control")
+    try:
+        return netns.run_in_netns(ns, path.read_text).strip()[:20] or None
+    except (OSError, H2LabError):
+        return None
 
 
 EARLY_DATA_BPF = "udp dst port 443 and udp[8] & 0xf0 = 0xd0"

@@ -33,7 +33,7 @@ from h2lab.net.firewall import UdpDropped, udp_dropped
 from h2lab.pages import Page
 from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
 from h2lab.runner.captures import (
-    QuicCounts,
+    ServerCounts,
     client_iface,
     early_data_capture,
     packet_capture,
@@ -252,16 +252,16 @@ def run_one(
             _before_the_load(lab, client, page, t, ctx)
             early = early_data_capture(link, artifacts, t)
             with packet_capture(link, artifacts, capture), early or nullcontext():
-                quic = QuicCounts(stretch.serving, t.protocol)
+                said = ServerCounts(stretch.serving, t.protocol, lab.servers_ns)
                 before = counters(link, lab.servers_ns)
                 request_log, lookups = servers.RequestLog(lab.state_dir / "server"), Lookups(dns)
                 logged, looked = request_log.mark(), lookups.mark()
                 result = client.load(page, t.protocol, ctx)
                 after = counters(link, lab.servers_ns)
-                quic.end(since_s, ctx.qlog_dir)
+                said.end(since_s, ctx.qlog_dir)
             dropped = None if blocked is None else blocked.packets()
         metrics = _measured(result, before, after)
-        metrics["quic_sent_packets"], metrics["quic_lost_packets"] = quic.counted()
+        metrics.update(said.metrics())
         metrics["udp_dropped_packets"] = dropped
         metrics.update(_lookups(lookups.since(looked), artifacts))
         metrics["early_data_packets"] = None if early is None else early.packets()

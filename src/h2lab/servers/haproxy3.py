@@ -36,12 +36,14 @@ from h2lab.servers import (
 from h2lab.servers import REGISTRY as SERVERS
 from h2lab.servers.haproxy import SOURCE_IP, backend_ips, lan_route
 from h2lab.servers.process import Launch, serve_process
-from h2lab.spec.options import REQUIRED, option
+from h2lab.spec.options import REQUIRED, choice, option
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.spec.registry import Nested
 from h2lab.tls import LocalCA
 
 NAME = "haproxy@3.0"
+QUIC_CCS = ("cubic", "newreno")
+"""``quic-cc-algo``'s algorithms in HAProxy 3.0 (``bbr`` came in 3.1; ``nocc`` is a debug mode)."""
 UPSTREAM_DIR = "upstream"
 """The backend's state folder: not :data:`~h2lab.servers.BACKEND_DIR`, whose request log the
 runner reads as the client's request header bytes (right behind ``haproxy``'s TCP mode, where
@@ -54,10 +56,12 @@ def render_config(
     certs: Mapping[str, Path],
     tls_version: str,
     pid_file: str,
+    quic_cc: str = "",
 ) -> str:
     """Pure: haproxy.cfg with a frontend per origin (its four listeners, its certificate:
     ``certs`` holds a file with the certificate and its key) and a backend per origin."""
     sections = []
+    cc = f" quic-cc-algo {quic_cc}" if quic_cc else ""
     tls = f"ssl crt {{crt}} ssl-min-ver TLSv{tls_version} ssl-max-ver TLSv{tls_version}"
     for k, (host, ip) in enumerate(origin_ips.items(), start=1):
         crt = str(certs[host])
@@ -68,7 +72,7 @@ frontend f{k}
     bind {ip}:{PORTS[H1C]}
     bind {ip}:{PORTS[H2S]} {tls.format(crt=crt)} alpn h2,http/1.1
     bind {ip}:{PORTS[H2C]} proto h2
-    bind quic4@{ip}:{PORTS[H3]} ssl crt {crt} alpn h3
+    bind quic4@{ip}:{PORTS[H3]} ssl crt {crt} alpn h3{cc}
     default_backend b{k}
 
 backend b{k}
@@ -100,9 +104,10 @@ class Haproxy3:
     discoveries = FORCED_ONLY
     qlog = False
 
-    def __init__(self, backend_spec: str, backend: ServerAdapter) -> None:
+    def __init__(self, backend_spec: str, backend: ServerAdapter, quic_cc: str = "") -> None:
         self.backend_spec = backend_spec
         self.backend = backend
+        self.quic_cc = quic_cc
 
     def version(self) -> str:
         mine = debian13.versions().get("haproxy", "not installed")
@@ -128,7 +133,9 @@ class Haproxy3:
             certs[host].write_bytes(pair.cert.read_bytes() + pair.key.read_bytes())
         conf = ctx.state_dir / "haproxy.cfg"
         pid = str(ctx.state_dir / "haproxy.pid")
-        conf.write_text(render_config(origin_ips, backends, certs, ctx.tls_version, pid))
+        conf.write_text(
+            render_config(origin_ips, backends, certs, ctx.tls_version, pid, self.quic_cc)
+        )
         haproxy = debian13.argv("haproxy")
         procs.run(ctx.exec_argv([*haproxy, "-c", "-q", "-f", str(conf)]))
         argv = [*haproxy, "-db", "-f", str(conf)]
@@ -158,6 +165,14 @@ class Options:
         "(any server that serves h2c; its own options joined by ';'; required)",
         "backend=nginx",
     )
+    quic_cc: str = option(
+        choice(*QUIC_CCS),
+        "",
+        "QUIC's congestion control over h3 (quic-cc-algo; default: HAProxy's own, cubic; 3.0 "
+        "has no bbr and does not report which it ran)",
+        "cc=newreno",
+        key="cc",
+    )
 
     def __post_init__(self) -> None:
         if H2C not in self.backend.adapter.protocols:
@@ -166,4 +181,4 @@ class Options:
             )
 
 
-register(NAME, lambda o: Haproxy3(o.backend.spec, o.backend.adapter), Options)
+register(NAME, lambda o: Haproxy3(o.backend.spec, o.backend.adapter, o.quic_cc), Options)

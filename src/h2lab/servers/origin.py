@@ -37,12 +37,13 @@ from h2lab.servers import (
     WRITE_TIMEOUT_S,
     ServeContext,
     Serving,
+    quicgo,
     register,
 )
 from h2lab.servers.process import Launch, serve_process
 from h2lab.servers.quic import QuicLedger
-from h2lab.spec.factors import DISCOVERIES
-from h2lab.spec.options import DURATION, SIZE, Parser, choice, option
+from h2lab.spec.factors import DISCOVERIES, MAX_INITCWND_PACKETS
+from h2lab.spec.options import DURATION, SIZE, Parser, choice, integer, option
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, QUIC, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
@@ -69,6 +70,9 @@ RULES = ("critical-css", "css-js", "images", "all")
 """Push / early-hint rules of seed 000 §6.2, Fig. 6."""
 CLASSES = ("html", "css", "js", "image", "font", "other")
 """Content classes a delay can name (``delay_<class>``), as origin/page.go classifies types."""
+QUIC_CCS = ("cubic", "newreno")
+"""The congestion controls quic-go has (its ``reno`` sender is NewReno as RFC 9002 gives it),
+which the origin's build lets a trial choose (:mod:`h2lab.servers.quicgo`)."""
 _FLAGS = {"0": False, "1": True, "no": False, "yes": True, "false": False, "true": True}
 
 
@@ -164,6 +168,21 @@ class OriginOptions:
         key="notsent_lowat",
     )
     """0: the kernel's default"""
+    quic_cc: str = option(
+        choice(*QUIC_CCS),
+        "",
+        "QUIC's congestion control over h3 (default: quic-go's own, Reno; docs/origin.md)",
+        "cc=cubic",
+        key="cc",
+    )
+    quic_initcwnd_packets: int = option(
+        integer(1, MAX_INITCWND_PACKETS),
+        0,
+        "QUIC's initial congestion window over h3, in packets of 1,280 bytes (default: "
+        "quic-go's own, 32)",
+        "initcwnd=10",
+        key="initcwnd",
+    )
     early_data: bool = option(
         FLAG,
         False,
@@ -198,6 +217,8 @@ def render_config(
         "qlog": opts.qlog or ctx.qlog,
         "notsent_lowat_bytes": opts.notsent_lowat_bytes,
         "early_data": opts.early_data,
+        "quic_cc": {"newreno": "reno"}.get(opts.quic_cc, opts.quic_cc),
+        "quic_initcwnd_packets": opts.quic_initcwnd_packets,
         "alt_svc": sorted(ctx.alt_svc),
         "client_timeout_s": WRITE_TIMEOUT_S,
         "idle_timeout_s": IDLE_TIMEOUT_S,
@@ -205,10 +226,12 @@ def render_config(
 
 
 def source_hash(src: Path = SOURCE_DIR) -> str:
-    """12 hex digits over go.mod, go.sum and every non-test ``.go`` file (names and bytes)."""
+    """12 hex digits over go.mod, go.sum, every non-test ``.go`` file and the quic-go patch
+    (names and bytes)."""
     h = hashlib.sha256()
     files = [src / "go.mod", src / "go.sum"]
     files += sorted(p for p in src.rglob("*.go") if not p.name.endswith("_test.go"))
+    files += sorted(src.glob(f"{quicgo.OVERLAY_DIR}/*.patch"))
     for f in files:
         h.update(str(f.relative_to(src)).encode() + b"\0")
         h.update(hashlib.sha256(f.read_bytes()).digest())
@@ -222,10 +245,15 @@ def go_binary() -> str:
     return found
 
 
-def build_argv(go: str, output: Path, digest: str, package: str = ".") -> list[str]:
-    """The ``go build`` command, run in :data:`SOURCE_DIR`."""
+def build_argv(
+    go: str, output: Path, digest: str, package: str = ".", modfile: Path | None = None
+) -> list[str]:
+    """The ``go build`` command, run in :data:`SOURCE_DIR`; with the module file that builds
+    with the patched quic-go (:mod:`h2lab.servers.quicgo`), and its tag."""
+    tags = BUILD_TAGS if modfile is None else f"{BUILD_TAGS},{quicgo.TAG}"
+    extra = [] if modfile is None else [f"-modfile={modfile}"]
     return [
-        go, "build", "-trimpath", "-tags", BUILD_TAGS,
+        go, "build", "-trimpath", "-tags", tags, *extra,
         "-ldflags", f"-X main.sourceHash={digest}", "-o", str(output), package,
     ]  # fmt: skip
 
@@ -246,13 +274,18 @@ def ensure_built(src: Path = SOURCE_DIR, command: str = "") -> Path:
     target = cache_root() / f"origin-{digest}" / name
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{name}.tmp-{os.getpid()}")
-    argv = build_argv(go_binary(), tmp, digest, f"./cmd/{command}" if command else ".")
+    go = go_binary()
+    module = quicgo.module_dir(go, src, build_env())
+    modfile = quicgo.write_module(module, src, target.parent / f"quic-go-{os.getpid()}")
+    argv = build_argv(go, tmp, digest, f"./cmd/{command}" if command else ".", modfile)
     try:
         proc = subprocess.run(
             argv, cwd=src, env=build_env(), capture_output=True, timeout=BUILD_TIMEOUT_S
         )
     except subprocess.TimeoutExpired as exc:
         raise ProcessFailed(argv, None, f"go build timed out after {BUILD_TIMEOUT_S} s") from exc
+    finally:
+        shutil.rmtree(modfile.parent, ignore_errors=True)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise ProcessFailed(argv, proc.returncode, proc.stderr.decode(errors="replace")[-2000:])

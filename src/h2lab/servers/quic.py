@@ -1,8 +1,10 @@
-"""What a server tells a trial of its QUIC connections: the packets they sent and lost, and the
-qlog files they wrote. The origin answers on a Unix socket in its state folder
-(``control.sock``, origin/quicstats.go): one JSON line of totals since it started, its open
-qlog files flushed before it answers. A trial reads the totals before and after its load, as it
-reads TCP's retransmits from the kernel (:mod:`h2lab.runner.trial`).
+"""What a server tells a trial of its connections: the packets its QUIC connections sent and
+lost, the congestion control and initial window its QUIC stack ran, the congestion control the
+kernel gave each TCP connection it accepted, and the qlog files it wrote. The origin answers on
+a Unix socket in its state folder (``control.sock``, origin/quicstats.go): one JSON line of
+totals since it started, its open qlog files flushed before it answers. A trial reads the
+totals before and after its load, as it reads TCP's retransmits from the kernel
+(:mod:`h2lab.runner.trial`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CONTROL_SOCKET = "control.sock"
 QLOG_DIR = "qlog"
@@ -23,11 +26,17 @@ TIMEOUT_S = 2.0
 
 @dataclass(frozen=True)
 class QuicTotals:
-    """A server's counts since it started, over all its QUIC connections."""
+    """A server's counts since it started, over all its QUIC connections; what its QUIC stack's
+    last sender was made with; its accepted TCP connections by congestion control."""
 
     connections: int
     sent_packets: int
     lost_packets: int
+    cc: str = ""
+    """``reno`` or ``cubic`` (quic-go's names); "": no connection yet"""
+    initial_window_bytes: int = 0
+    tcp_cc: tuple[tuple[str, int], ...] = ()
+    """(algorithm, connections accepted with it so far), by name"""
 
 
 class QuicLedger:
@@ -50,11 +59,8 @@ class QuicLedger:
                     if not chunk:
                         break
                     data += chunk
-            answer = json.loads(data)
-            return QuicTotals(
-                int(answer["connections"]), int(answer["sent_packets"]), int(answer["lost_packets"])
-            )
-        except (OSError, ValueError, KeyError, TypeError):
+            return _totals(json.loads(data))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def take_qlogs(self, since_s: float, into: Path) -> list[Path]:
@@ -73,6 +79,30 @@ class QuicLedger:
                 into.mkdir(parents=True, exist_ok=True)
                 moved.append(Path(shutil.move(f, into / f.name)))
         return moved
+
+
+def _totals(answer: dict[str, Any]) -> QuicTotals:
+    tcp = answer.get("tcp_cc") or {}
+    return QuicTotals(
+        int(answer["connections"]), int(answer["sent_packets"]), int(answer["lost_packets"]),
+        cc=str(answer.get("cc", ""))[:20],
+        initial_window_bytes=int(answer.get("initial_window_bytes", 0)),
+        tcp_cc=tuple(sorted((str(k)[:20], int(v)) for k, v in dict(tcp).items()))[:16],
+    )  # fmt: skip
+
+
+def tcp_congestion(before: QuicTotals | None, after: QuicTotals | None) -> str | None:
+    """The congestion controls of the TCP connections accepted between two readings, joined
+    by ``+`` (``cubic``); None unless both were read and some were accepted."""
+    if before is None or after is None:
+        return None
+    earlier = dict(before.tcp_cc)
+    names = [name for name, n in after.tcp_cc if n > earlier.get(name, 0)]
+    return "+".join(names) or None
+
+
+QUIC_GO_NAMES = {"reno": "newreno", "cubic": "cubic"}
+"""quic-go's senders by the names h2lab uses (its Reno is NewReno as RFC 9002 gives it)."""
 
 
 def counted(before: QuicTotals | None, after: QuicTotals | None) -> tuple[int | None, int | None]:

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 # 9: failed_requests, resource error; 10: resource priority_field, priority_update, from_cache,
 # trial view, early_data_packets; 11: resource_segments (resource rows sealed into Parquet);
 # 12: dns_lookups, dns_nxdomain; 13: udp_dropped_packets; 14: cpu_calibration_ms,
-# cpu_throttled_ms; 15: quic_sent_packets, quic_lost_packets
+# cpu_throttled_ms; 15: quic_sent_packets, quic_lost_packets, quic_initial_window_bytes,
+# server_tcp_cc, server_quic_cc
 SCHEMA_VERSION = 15
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
@@ -67,6 +68,8 @@ TRIAL_COLUMNS: dict[str, str] = {
     "cpu_saturated": "INTEGER",
     "emulator_drops": "INTEGER",
     "machine": "TEXT",
+    "server_tcp_cc": "TEXT",
+    "server_quic_cc": "TEXT",
 }
 """Every column of ``trials``: the factors' (:data:`h2lab.spec.factors.FACTORS`; a factor
 added later has its default level as the column default, which older rows take) and the
