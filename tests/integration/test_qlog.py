@@ -94,3 +94,24 @@ def test_a_server_that_counts_nothing_stores_none_and_curl_still_writes(tmp_path
             assert [p.name.endswith("_client.sqlog") for p in folder.iterdir()] == [True]
     finally:
         store.close()
+
+
+def test_firefox_writes_its_own_qlog_beside_the_servers(tmp_path: Path) -> None:
+    """neqo's qlog (a preference, into the browser's TMPDIR) moved into each h3 trial's."""
+    factors = {"network": [NETWORK], "page": ["synthetic:n=8,size=20KB"], "client": ["firefox"],
+               "server": ["origin"], "protocol": ["h3"]}  # fmt: skip
+    exp = Experiment(name="ff", factors=validate_factors("test", factors), seed=5, repetitions=2,
+                     capture=("qlog",))  # fmt: skip
+    store = Store(tmp_path)
+    try:
+        run_trials(expand(exp), store, timeout_s=60, capture=exp.capture)
+        trials = store.trials()
+        assert [t.error for t in trials if t.status != "ok"] == []
+        for t in trials:
+            folder = store.artifacts_dir(t.trial_key, t.attempt) / QLOG_DIR
+            mine = sorted(folder.glob("o1.h2lab.test_*.qlog.sqlog"))
+            assert len(mine) == 1 and len(list(folder.glob("*_server.sqlog"))) == 1
+            assert _header(mine[0])["qlog_version"] == "0.3"
+            assert summarize(mine[0]).vantage == "client" and summarize(mine[0]).events > 100
+    finally:
+        store.close()

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 H2LAB = str(ROOT / ".venv" / "bin" / "h2lab")
 SEEDS = sorted((ROOT / "experiments" / "seeds").glob("*.toml"))
-BEYOND = [ROOT / "experiments" / "h3-where.toml"]
+BEYOND = [ROOT / "experiments" / "h3-where.toml", ROOT / "experiments" / "h3-field.toml"]
 """experiments beyond the seeds whose quick variant runs here too (REPRODUCTION.md)"""
 QUICK_BUDGET_S = 60.0
 """per quick run: a line says when one takes longer, never a failure (these run at the idle

@@ -84,9 +84,9 @@ BAD_FILES = {
     "qlog-of-stacks-that-write-none": (
         'name = "bad"\nseed = 1\ncapture = ["qlog"]\n\n[factors]\nprotocol = ["h3"]\n'
         'network = ["cable"]\npage = ["synthetic:n=2,size=1KB"]\nserver = ["caddy"]\n'
-        'client = ["firefox"]\n',
+        'client = ["chromium"]\n',
         "capture",
-        "qlog: neither server caddy nor client firefox writes one",
+        "qlog: neither server caddy nor client chromium writes one",
     ),
     "quic-cc-a-stack-cannot-run": (
         _experiment(protocol='["h3"]', server='["origin:cc=bbr"]', client='["curl"]'),

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from h2lab.runner import captures
 from h2lab.runner.captures import ServerCounts, trial_qlog_dir
 from h2lab.servers import Serving
 from h2lab.servers.quic import QuicTotals
@@ -36,14 +33,14 @@ AFTER = QuicTotals(4, 765, 14, "reno", 40960, (("bbr", 2), ("cubic", 4)))
 def _counts(protocol: str, *readings: QuicTotals | None) -> tuple[ServerCounts, FakeLedger]:
     ledger = FakeLedger(*readings)
     serving = Serving(quic=ledger)  # type: ignore[arg-type]
-    return ServerCounts(serving, protocol, "ns"), ledger
+    return ServerCounts(serving, protocol), ledger
 
 
 def test_h3_counts_the_packets_and_names_what_quic_go_ran(tmp_path: Path) -> None:
     counts, ledger = _counts("h3", BEFORE, AFTER)
     counts.end(12.5, tmp_path / "qlog")
     assert ledger.taken == [(12.5, tmp_path / "qlog")]
-    assert counts.metrics() == {
+    assert counts.metrics("cubic") == {
         "quic_sent_packets": 665,
         "quic_lost_packets": 12,
         "quic_initial_window_bytes": 40960,
@@ -52,30 +49,29 @@ def test_h3_counts_the_packets_and_names_what_quic_go_ran(tmp_path: Path) -> Non
     }
 
 
-def test_over_tcp_only_the_tcp_congestion_control(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_over_tcp_only_the_tcp_congestion_control() -> None:
     counts, _ = _counts("h2s", BEFORE, AFTER)
     counts.end(0.0, None)
-    assert counts.metrics() == {
+    assert counts.metrics("reno") == {
         "quic_sent_packets": None,
         "quic_lost_packets": None,
         "quic_initial_window_bytes": None,
         "server_quic_cc": None,
         "server_tcp_cc": "bbr",
     }
-    monkeypatch.setattr(captures, "namespace_congestion", lambda ns: f"reno of {ns}")
     quiet, _ = _counts("h2s", BEFORE, BEFORE)  # no connection accepted: the namespace's
     quiet.end(0.0, None)
-    assert quiet.metrics()["server_tcp_cc"] == "reno of ns"
-    told_nothing = ServerCounts(Serving(), "h1s", "ns2")
+    assert quiet.metrics("reno")["server_tcp_cc"] == "reno"
+    told_nothing = ServerCounts(Serving(), "h1s")
     told_nothing.end(0.0, None)
-    assert told_nothing.metrics()["server_tcp_cc"] == "reno of ns2"
-    assert ServerCounts(None, "h3", "ns").metrics()["server_tcp_cc"] is None
+    assert told_nothing.metrics("bbr")["server_tcp_cc"] == "bbr"
+    assert ServerCounts(None, "h3").metrics("bbr")["server_tcp_cc"] is None  # over QUIC
 
 
 def test_a_server_that_does_not_answer_counts_nothing() -> None:
     counts, _ = _counts("h3", None, AFTER)
     counts.end(0.0, None)
-    got = counts.metrics()
+    got = counts.metrics(None)
     assert (got["quic_sent_packets"], got["quic_lost_packets"]) == (None, None)
     assert got["server_quic_cc"] == "newreno"  # the second reading still says what ran
 

@@ -22,7 +22,7 @@ CAPTURE_HELP = (
     "record this of every trial besides its measurements: pcap = a packet capture of the "
     "client's side (capture.pcap, at most 64 MiB) with the TLS keys beside it (keylog.txt), "
     "any client; qlog = each h3 trial's qlog files (qlog/), the server's (origin) and the "
-    "client's (curl) (docs/capture.md)"
+    "client's (curl, firefox) (docs/capture.md)"
 )
 
 

@@ -17,6 +17,7 @@ and counted, and the window is kept only where it changed (at most :data:`MAX_PO
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,3 +135,22 @@ def _event(out: QlogSummary, event: dict[str, Any], t_ms: float) -> None:
             return
         if (not out.cwnd or out.cwnd[-1][1] != cwnd) and len(out.cwnd) < MAX_POINTS:
             out.cwnd.append((t_ms, cwnd))
+
+
+def take_written_since(folder: Path, since_s: float, into: Path, pattern: str = "*") -> list[Path]:
+    """Move the files under ``folder`` matching ``pattern`` (a glob, recursive with ``**``)
+    written since ``since_s`` (a ``time.time()``) into ``into``, each by its name: a trial's
+    connections' qlog files. A file still open goes on being written where it is moved to
+    (the same file: a rename on one file system)."""
+    if not folder.is_dir():
+        return []
+    moved = []
+    for f in sorted(folder.glob(pattern)):
+        try:
+            recent = f.is_file() and not f.is_symlink() and f.stat().st_mtime >= since_s
+        except OSError:
+            continue
+        if recent:
+            into.mkdir(parents=True, exist_ok=True)
+            moved.append(Path(shutil.move(f, into / f.name)))
+    return moved

@@ -65,9 +65,9 @@ class ServerCounts:
     tells nothing gives the namespace's TCP congestion control (the kernel's, which every
     socket it accepts takes: no h2lab server sets its own) for a trial over TCP."""
 
-    def __init__(self, serving: Serving | None, protocol: str, servers_ns: str) -> None:
+    def __init__(self, serving: Serving | None, protocol: str) -> None:
         self.ledger = serving.quic if serving is not None else None
-        self.protocol, self.servers_ns = protocol, servers_ns
+        self.protocol = protocol
         self.before: QuicTotals | None = None if self.ledger is None else self.ledger.totals()
         self.after: QuicTotals | None = None
 
@@ -80,14 +80,15 @@ class ServerCounts:
         if qlog_dir is not None:
             self.ledger.take_qlogs(since_s, qlog_dir)
 
-    def metrics(self) -> dict[str, object]:
-        """The trial's ``quic_*`` metrics and ``server_tcp_cc``, ``server_quic_cc``."""
+    def metrics(self, namespace_tcp_cc: str | None) -> dict[str, object]:
+        """The trial's ``quic_*`` metrics and ``server_tcp_cc``, ``server_quic_cc``
+        (``namespace_tcp_cc``: the servers namespace's, :func:`namespace_congestion`)."""
         quic = self.protocol in QUIC and self.after is not None
         sent, lost = counted(self.before, self.after) if quic else (None, None)
         ran = self.after if quic and self.after is not None and self.after.cc else None
         tcp = tcp_congestion(self.before, self.after)
         if tcp is None and self.protocol not in QUIC:
-            tcp = namespace_congestion(self.servers_ns)
+            tcp = namespace_tcp_cc
         return {
             "quic_sent_packets": sent,
             "quic_lost_packets": lost,

@@ -36,6 +36,7 @@ from h2lab.runner.captures import (
     ServerCounts,
     client_iface,
     early_data_capture,
+    namespace_congestion,
     packet_capture,
     trial_keylog,
     trial_qlog_dir,
@@ -142,6 +143,8 @@ class Counters:
     active_opens: int
     retransmits: int
     emulator_drops: int | None
+    tcp_cc: str | None = None
+    """the TCP congestion control the servers namespace gives a socket (its sysctl)"""
 
 
 CounterReader = Callable[[TrialLink, str], Counters]
@@ -150,7 +153,7 @@ CounterReader = Callable[[TrialLink, str], Counters]
 
 def read_counters(link: TrialLink, servers_ns: str) -> Counters:
     """The link's counters now: bytes on the client's veth, the client's TCP opens, the
-    servers' retransmits, Rattan's drops."""
+    servers' retransmits, Rattan's drops; and the servers' TCP congestion control."""
     devs = parse_dev(netns.read_proc_net(link.client_ns, "dev"))
     iface = devs[client_iface(devs)]
     client_tcp = parse_snmp(netns.read_proc_net(link.client_ns, "snmp"))
@@ -161,6 +164,7 @@ def read_counters(link: TrialLink, servers_ns: str) -> Counters:
         active_opens=client_tcp["ActiveOpens"],
         retransmits=server_tcp["RetransSegs"],
         emulator_drops=link.emulator_drops(),
+        tcp_cc=namespace_congestion(servers_ns),
     )
 
 
@@ -252,7 +256,7 @@ def run_one(
             _before_the_load(lab, client, page, t, ctx)
             early = early_data_capture(link, artifacts, t)
             with packet_capture(link, artifacts, capture), early or nullcontext():
-                said = ServerCounts(stretch.serving, t.protocol, lab.servers_ns)
+                said = ServerCounts(stretch.serving, t.protocol)
                 before = counters(link, lab.servers_ns)
                 request_log, lookups = servers.RequestLog(lab.state_dir / "server"), Lookups(dns)
                 logged, looked = request_log.mark(), lookups.mark()
@@ -261,7 +265,7 @@ def run_one(
                 said.end(since_s, ctx.qlog_dir)
             dropped = None if blocked is None else blocked.packets()
         metrics = _measured(result, before, after)
-        metrics.update(said.metrics())
+        metrics.update(said.metrics(after.tcp_cc))
         metrics["udp_dropped_packets"] = dropped
         metrics.update(_lookups(lookups.since(looked), artifacts))
         metrics["early_data_packets"] = None if early is None else early.packets()

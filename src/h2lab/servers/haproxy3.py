@@ -170,7 +170,7 @@ class Options:
         "",
         "QUIC's congestion control over h3 (quic-cc-algo; default: HAProxy's own, cubic; 3.0 "
         "has no bbr and does not report which it ran)",
-        "cc=newreno",
+        "backend=nginx,cc=newreno",
         key="cc",
     )
 

@@ -10,11 +10,12 @@ totals before and after its load, as it reads TCP's retransmits from the kernel
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from h2lab.metrics.qlog import take_written_since
 
 CONTROL_SOCKET = "control.sock"
 QLOG_DIR = "qlog"
@@ -65,20 +66,8 @@ class QuicLedger:
 
     def take_qlogs(self, since_s: float, into: Path) -> list[Path]:
         """Move the qlog files written since ``since_s`` (a ``time.time()``) into ``into``: a
-        trial's connections' (a file still open goes on being written where it is moved to, the
-        same file). Call :meth:`totals` first: it flushes them."""
-        if not self.qlog_dir.is_dir():
-            return []
-        moved = []
-        for f in sorted(self.qlog_dir.iterdir()):
-            try:
-                recent = f.is_file() and f.stat().st_mtime >= since_s
-            except OSError:
-                continue
-            if recent:
-                into.mkdir(parents=True, exist_ok=True)
-                moved.append(Path(shutil.move(f, into / f.name)))
-        return moved
+        trial's connections'. Call :meth:`totals` first: it flushes them."""
+        return take_written_since(self.qlog_dir, since_s, into)
 
 
 def _totals(answer: dict[str, Any]) -> QuicTotals:

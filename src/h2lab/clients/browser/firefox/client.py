@@ -47,6 +47,7 @@ import re
 import shlex
 import socket
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,7 @@ from h2lab.clients.browser.options import DEVICES
 from h2lab.clients.browser.pool import Running, stop_process
 from h2lab.clients.browser.result import keep_failed_log, write_artifacts
 from h2lab.errors import H2LabError, ProcessFailed, TrialFailed, telling_line
+from h2lab.metrics.qlog import take_written_since
 from h2lab.net import netns, userns
 from h2lab.pages import Page
 from h2lab.spec.factors import DISCOVERIES
@@ -108,10 +110,17 @@ ENVIRONMENT = {
 CA_NICKNAME = "h2lab local CA"
 
 
+QLOG_PREF = "network.http.http3.enable_qlog"
+"""neqo then writes a qlog file per HTTP/3 connection into ``$TMPDIR/qlog_<pid>/`` (the socket
+process's), named ``<host>_<uuid>.qlog.sqlog``: measured on firefox-esr 153."""
+
+
 @dataclass
 class _Browser(Running[BidiConnection]):
     chrome: str
     """the browser window's chrome context (where the frames are recorded)"""
+    qlog_root: Path | None = None
+    """its ``TMPDIR``, where neqo writes its qlog files, when it was started to write them"""
     tabs: list[Tab] = field(default_factory=list)
     """the trial's tab (the events' listener routes to the last one)"""
 
@@ -121,6 +130,7 @@ class Firefox(BrowserClient[_Browser, Options]):
     protocols = PROTOCOLS
     discoveries: frozenset[str] = frozenset(DISCOVERIES)
     mixed_origins = True
+    qlog = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -136,6 +146,8 @@ class Firefox(BrowserClient[_Browser, Options]):
 
     def _browser(self, protocol: str, ctx: LoadContext) -> _Browser:
         prefs = profile_prefs(protocol, ctx.hosts, ctx.discovery, ctx.h3_hosts)
+        if ctx.qlog_dir is not None:
+            prefs[QLOG_PREF] = True
         keys = ctx.keylog is not None
         key = json.dumps([prefs, str(ctx.tls_dir), keys], sort_keys=True)
         prime = ALT_SVC_MAPPING in prefs
@@ -160,6 +172,10 @@ class Firefox(BrowserClient[_Browser, Options]):
         keylog = self._browsers.workdir() / f"keylog-{files.n}.txt"
         if keys:
             env["SSLKEYLOGFILE"] = str(keylog)
+        qlog_root = self._browsers.workdir() / f"tmp-{files.n}" if QLOG_PREF in prefs_js else None
+        if qlog_root is not None:
+            qlog_root.mkdir(parents=True, exist_ok=True)
+            env["TMPDIR"] = str(qlog_root)
         with open(files.log, "wb") as out:
             proc = subprocess.Popen(
                 [str(files.wrapper), *args],
@@ -186,8 +202,9 @@ class Firefox(BrowserClient[_Browser, Options]):
             said = telling_line(log.read_text(errors="replace")) if log.exists() else ""
             raise TrialFailed(f"firefox did not start: {said or exc}") from None
         handle = _Browser(
-            proc, bidi, ctx.netns, ctx.link_generation, files.status_file, files.pid_file, chrome
-        )
+            proc, bidi, ctx.netns, ctx.link_generation, files.status_file, files.pid_file, chrome,
+            qlog_root=qlog_root,
+        )  # fmt: skip
         handle.keys = KeylogSlices(keylog) if keys else None
         bidi.listen(lambda method, params: _route(handle, method, params))
         return handle
@@ -202,6 +219,7 @@ class Firefox(BrowserClient[_Browser, Options]):
 
     def measured_load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
         self.check_protocol(protocol)
+        since_s = time.time()
         handle = self._browser(protocol, ctx)
         self._browsers.used(protocol, handle)
         _wait_quiet(handle.proc.pid)
@@ -229,6 +247,8 @@ class Firefox(BrowserClient[_Browser, Options]):
             handle.tabs = []
             handle.take_keys(ctx.keylog)
         dispose(handle.connection, tab)
+        if handle.qlog_root is not None and ctx.qlog_dir is not None:
+            take_written_since(handle.qlog_root, since_s, ctx.qlog_dir, "qlog_*/*.sqlog")
         o = self.options
         analysis = analyse(raw, url, network=o.network, mode=o.speed_index, idle=o.idle_ms > 0)
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
