@@ -118,3 +118,23 @@ def test_a_real_group_holds_a_process_tree_and_sees_one_moved_out() -> None:
         shell.wait()
         group.remove()
     assert not group.path.exists()
+
+
+@pytest.mark.parametrize("v2", [True, False])
+def test_a_group_made_at_the_idle_class_takes_the_least_weight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v2: bool
+) -> None:
+    """A group competes with its siblings by weight, not by its processes' class: made by an
+    idle-class run, it must not take a core's share from the work beside it."""
+    root = _v1(tmp_path)
+    if v2:
+        root = tmp_path / "v2"
+        root.mkdir()
+        (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+        (root / "cgroup.subtree_control").write_text("cpu\n")
+    monkeypatch.setattr(cpu, "idle_class", lambda: True)
+    group = cpu.CpuGroup(1, root)
+    name = "cpu.weight" if v2 else "cpu.shares"
+    assert (group.path / name).read_text() == f"{cpu.LEAST_WEIGHT[v2]}\n"
+    monkeypatch.setattr(cpu, "idle_class", lambda: False)
+    assert not (cpu.CpuGroup(1, root).path / name).exists()

@@ -54,7 +54,7 @@ def test_round_trip_from_either_csv_writer(tmp_path: Path, writer: str) -> None:
 
     done = restore_store(out)
 
-    assert (done.trials, done.resources, done.resources_csv) == (3, 2, True)
+    assert (done.trials, done.resources, done.resources_from) == (3, 2, "resources.csv")
     restored = Store(out)
     try:
         assert _contents(restored) == want
@@ -76,7 +76,7 @@ def test_trials_without_resources_csv(tmp_path: Path) -> None:
     out.mkdir()
     shutil.copy(tmp_path / "trials.csv", out)
     done = restore_store(out)
-    assert (done.trials, done.resources, done.resources_csv) == (3, 0, False)
+    assert (done.trials, done.resources, done.resources_from) == (3, 0, None)
     restored = Store(out)
     try:
         assert [t.trial_key for t in restored.trials(include_warmup=True)] == [
@@ -156,7 +156,7 @@ def test_refuses_a_folder_that_has_a_store(tmp_path: Path) -> None:
 
 
 def test_needs_a_trials_csv(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match=r"no trials\.csv to restore from"):
+    with pytest.raises(SpecError, match=r"no trials\.csv \(or trials\.parquet\) to restore from"):
         restore_store(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
@@ -172,3 +172,88 @@ def test_an_empty_store_file_is_no_store(tmp_path: Path) -> None:
         assert [t.pdt_ms for t in s.trials()] == [123.5]
     finally:
         s.close()
+
+
+def _checksum(rows: list[list[dict[str, Any]]]) -> str:
+    import hashlib
+    import json
+
+    flat = sorted(json.dumps(r, sort_keys=True, default=str) for trial in rows for r in trial)
+    return hashlib.sha256("\n".join(flat).encode()).hexdigest()[:16]
+
+
+def test_a_store_past_the_csv_bound_restores_its_resources_from_parquet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #56: the export of a store past CSV_ROWS_MAX resource rows has resources.parquet
+    only; restore reads it, sealed rows and unsealed alike, and every row comes back."""
+    from h2lab.report import export
+
+    monkeypatch.setattr(export, "CSV_ROWS_MAX", 5)
+    s = Store(tmp_path / "a")
+    many = tuple(dataclasses.replace(RES[0], url=f"https://o1.h2lab.test/{i}") for i in range(4))
+    s.add_trial(record("a|h2s"), many)
+    s.add_trial(record("b|h2s"), many)
+    assert s.seal_if_due(rows=8) is not None  # the first 8 rows in a segment
+    s.add_trial(record("c|h2s"), many[:2])
+    want = _contents(s)
+    s.close()
+    export_tables(tmp_path / "a" / "results.sqlite", tmp_path / "a")
+    assert not (tmp_path / "a" / "resources.csv").exists()
+    out = tmp_path / "b"
+    out.mkdir()
+    shutil.copy(tmp_path / "a" / "trials.csv", out)
+    shutil.copy(tmp_path / "a" / "resources.parquet", out)
+    done = restore_store(out)
+    assert (done.trials, done.resources, done.resources_from) == (3, 10, "resources.parquet")
+    restored = Store(out)
+    try:
+        got = _contents(restored)
+    finally:
+        restored.close()
+    assert got == want and _checksum(got[1]) == _checksum(want[1])
+    print(f"restored {done.resources} resource rows, checksum {_checksum(got[1])}")
+
+
+def test_trials_restore_from_parquet_and_two_exports_that_disagree_are_refused(
+    tmp_path: Path,
+) -> None:
+    s = _filled(tmp_path / "a")
+    want = _contents(s)
+    s.close()
+    export_tables(tmp_path / "a" / "results.sqlite", tmp_path / "a")
+    only_parquet = tmp_path / "b"
+    only_parquet.mkdir()
+    for name in ("trials.parquet", "resources.parquet"):
+        shutil.copy(tmp_path / "a" / name, only_parquet)
+    done = restore_store(only_parquet)
+    assert (done.trials, done.resources) == (3, 2)
+    restored = Store(only_parquet)
+    try:
+        assert _contents(restored) == want
+    finally:
+        restored.close()
+    both = tmp_path / "c"
+    both.mkdir()
+    for name in ("trials.csv", "resources.csv", "resources.parquet"):
+        shutil.copy(tmp_path / "a" / name, both)
+    lines = (both / "resources.csv").read_text().splitlines(keepends=True)
+    (both / "resources.csv").write_text("".join(lines[:-1]))  # one row cut off
+    with pytest.raises(SpecError) as err:
+        restore_store(both)
+    assert "1 rows, but resources.parquet has 2" in err.value.line()
+    assert not (both / "results.sqlite").exists()
+
+
+def test_a_file_that_is_not_parquet_is_refused_in_one_line(tmp_path: Path) -> None:
+    s = _filled(tmp_path)
+    export_tables(s.path, tmp_path)
+    s.close()
+    out = tmp_path / "kept"
+    out.mkdir()
+    shutil.copy(tmp_path / "trials.csv", out)
+    (out / "resources.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(SpecError) as err:
+        restore_store(out)
+    assert "resources.parquet: file: not a Parquet file" in err.value.line()
+    assert not (out / "results.sqlite").exists()

@@ -52,7 +52,7 @@ def export(
 
 
 def restore(out: Annotated[Path, typer.Argument(help="results folder")]) -> None:
-    """Rebuild OUT/results.sqlite from OUT/trials.csv (and resources.csv when there).
+    """Rebuild OUT/results.sqlite from OUT/trials.csv and resources.csv (or their .parquet).
 
     For a results folder kept without its store (reproduction/ keeps only the CSV): after a
     restore, `h2lab run` with the same experiment resumes and skips every trial stored ok."""
@@ -60,9 +60,9 @@ def restore(out: Annotated[Path, typer.Argument(help="results folder")]) -> None
 
     done = restore_store(out)
     resources = (
-        f"{done.resources} resource rows"
-        if done.resources_csv
-        else "no resources.csv: restored trials have no per-resource rows"
+        f"{done.resources} resource rows from {done.resources_from}"
+        if done.resources_from
+        else "no resources.csv or resources.parquet: restored trials have no per-resource rows"
     )
     console.print(f"restored {done.trials} trial rows into {out / 'results.sqlite'} ({resources})")
 
