@@ -33,11 +33,11 @@ from h2lab.store import Store
 DEMO_PAGE = "synthetic:n=32,size=10KB,origins=2"
 TARGETS: dict[str, tuple[float, float | None]] = {
     "chromium": (0.25, 0.4),
-    "firefox:visual=0": (0.6, 1.0),
+    "firefox:visual=0": (0.6, None),
     "firefox": (1.5, None),
 }
 """client -> (median, p90) overhead targets in s (issue #43; Firefox's with and without its
-frames, issue #56: None, no target)."""
+frames, issue #56, medians only: the p90 of 20 trials is a browser's launch, 2 of them)."""
 CLIENTS = "chromium,chromium:restart=1,firefox"
 
 

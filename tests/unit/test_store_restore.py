@@ -68,13 +68,19 @@ def test_round_trip_from_either_csv_writer(tmp_path: Path, writer: str) -> None:
         restored.close()
 
 
-def test_trials_without_resources_csv(tmp_path: Path) -> None:
+def _kept_trials_csv(tmp_path: Path) -> Path:
+    """A folder that kept only the trials.csv of a filled store's export."""
     s = _filled(tmp_path)
     export_tables(s.path, tmp_path)
     s.close()
     out = tmp_path / "kept"
     out.mkdir()
     shutil.copy(tmp_path / "trials.csv", out)
+    return out
+
+
+def test_trials_without_resources_csv(tmp_path: Path) -> None:
+    out = _kept_trials_csv(tmp_path)
     done = restore_store(out)
     assert (done.trials, done.resources, done.resources_from) == (3, 0, None)
     restored = Store(out)
@@ -246,12 +252,7 @@ def test_trials_restore_from_parquet_and_two_exports_that_disagree_are_refused(
 
 
 def test_a_file_that_is_not_parquet_is_refused_in_one_line(tmp_path: Path) -> None:
-    s = _filled(tmp_path)
-    export_tables(s.path, tmp_path)
-    s.close()
-    out = tmp_path / "kept"
-    out.mkdir()
-    shutil.copy(tmp_path / "trials.csv", out)
+    out = _kept_trials_csv(tmp_path)
     (out / "resources.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(SpecError) as err:
         restore_store(out)

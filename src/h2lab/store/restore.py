@@ -59,6 +59,21 @@ def _convert(kind: str, text: str) -> Any:
     return text
 
 
+def _layout(
+    path: Path, header: list[str], columns: dict[str, str], required: set[str]
+) -> tuple[list[int | None], list[Any]]:
+    """Where each store column is in a file's ``header`` (None: not there) and its value when
+    not; a column the store does not know, or a required one missing, refused in one line."""
+    unknown = [c for c in header if c not in columns]
+    if unknown:
+        raise SpecError(path, unknown[0], "not a column of the results store")
+    missing = sorted(required - set(header))
+    if missing:
+        raise SpecError(path, missing[0], "required column missing from the header")
+    order = [header.index(c) if c in header else None for c in columns]
+    return order, [ADDED_DEFAULTS.get(c) for c in columns]
+
+
 def _rows(path: Path, columns: dict[str, str], required: set[str]) -> Iterator[tuple[Any, ...]]:
     """The file's rows as tuples in the order of ``columns`` (defaults filled in)."""
     csv.field_size_limit(sys.maxsize)  # config_json of a large page spec
@@ -67,15 +82,8 @@ def _rows(path: Path, columns: dict[str, str], required: set[str]) -> Iterator[t
         header = next(reader, None)
         if header is None:
             raise SpecError(path, "header", "empty file: no header row")
-        unknown = [c for c in header if c not in columns]
-        if unknown:
-            raise SpecError(path, unknown[0], "not a column of the results store")
-        missing = sorted(required - set(header))
-        if missing:
-            raise SpecError(path, missing[0], "required column missing from the header")
+        order, defaults = _layout(path, header, columns, required)
         kinds = [columns[c] for c in header]
-        order = [header.index(c) if c in header else None for c in columns]
-        defaults = [ADDED_DEFAULTS.get(c) for c in columns]
         for lineno, fields in enumerate(reader, start=2):
             if len(fields) != len(header):
                 raise SpecError(
@@ -101,14 +109,7 @@ def _parquet_rows(
     """A Parquet file's rows as tuples in the order of ``columns`` (defaults filled in), a
     batch at a time."""
     header = _parquet_file(path).schema_arrow.names
-    unknown = [c for c in header if c not in columns]
-    if unknown:
-        raise SpecError(path, unknown[0], "not a column of the results store")
-    missing = sorted(required - set(header))
-    if missing:
-        raise SpecError(path, missing[0], "required column missing from the file")
-    order = [header.index(c) if c in header else None for c in columns]
-    defaults = [ADDED_DEFAULTS.get(c) for c in columns]
+    order, defaults = _layout(path, header, columns, required)
     for batch in _parquet_file(path).iter_batches(batch_size=PARQUET_BATCH_ROWS):
         values = [batch.column(i).to_pylist() for i in range(len(header))]
         for row in zip(*values, strict=True):
