@@ -5,6 +5,7 @@ syntax error fails ``h2lab validate`` with the server's own message, leaving not
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -114,3 +115,46 @@ def test_bad_fragment_on_the_command_line_is_relative_to_the_working_directory(
     assert done.returncode == 2
     assert done.stderr.strip() == f"h2lab: {frag}: nginx -t: [emerg] " + said.format(path=frag)
     assert not (tmp_path / "out").exists()  # refused before any trial
+
+
+def _run_from(folder: Path, out: Path, repetitions: int) -> subprocess.CompletedProcess[str]:
+    """``h2lab run`` of a two-level experiment whose nginx reads ``conf/frag.conf`` beside it."""
+    (folder / "conf").mkdir(parents=True, exist_ok=True)
+    (folder / "conf" / "frag.conf").write_text(FRAGMENTS["nginx"][1])
+    exp = folder / "exp.toml"
+    exp.write_text(f"""name = "moved"
+repetitions = {repetitions}
+[factors]
+protocol = ["h2s"]
+network = ["rtt=10ms,rate=50Mbps"]
+page = ["{PAGE}"]
+server = ["nginx", "nginx:conf=conf/frag.conf"]
+client = ["curl"]
+""")
+    done = _h2lab("run", str(exp), "--out", str(out), cwd=folder)
+    print(done.stdout[-2000:], done.stderr[-2000:])
+    return done
+
+
+def _keys(out: Path) -> list[tuple[str, str]]:
+    import sqlite3
+
+    with sqlite3.connect(out / "results.sqlite") as db:
+        return sorted(db.execute("SELECT trial_key, server FROM trials WHERE status = 'ok'"))
+
+
+def test_the_same_fragment_from_another_folder_resumes_without_new_keys(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert _run_from(tmp_path / "a", out, repetitions=1).returncode == 0
+    first = _keys(out)
+    assert len(first) == 2
+    conf = next(s for _, s in first if s != "nginx")
+    assert re.fullmatch(r"nginx:conf=frag\.conf@sha256:[0-9a-f]{12}", conf)  # content, not path
+    assert str(tmp_path) not in "".join(k for k, _ in first)
+    # another checkout: the same file elsewhere; a second repetition is the only new work
+    done = _run_from(tmp_path / "b", out, repetitions=2)
+    assert done.returncode == 0
+    assert "that this file does not have" not in done.stdout + done.stderr  # no strangers
+    keys = _keys(out)
+    assert len(keys) == 4 and set(first) <= set(keys)
+    assert len({s for _, s in keys}) == 2  # one level per configuration, wherever it lay

@@ -207,8 +207,12 @@ def test_report_compares_on_the_experiments_factor_or_the_one_asked(tmp_path: Pa
         store.add_trial(on(NONE, "h2s", r, 100.0 + r))
         store.add_trial(on(PUSH, "h2s", r, 70.0 + r))
     store.close()
-    text = write_report(tmp_path).read_text()
-    assert "no factor to compare besides the protocol" in _section(text, "compare")
+    # no [compare]: the server varied, so it is compared against its first level (sorted:
+    # no experiment.json lists them)
+    body = _section(write_report(tmp_path).read_text(), "compare")
+    first, other = sorted((NONE, PUSH))
+    assert "compared against its first level" in body and f"server against {first}:" in body
+    assert f"<td>{other}</td><td>{first}</td>" in body and "5 pairs" in body
 
     text = write_report(tmp_path, compare=("server", (NONE,))).read_text()
     body = _section(text, "compare")

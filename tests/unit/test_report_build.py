@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,6 +17,7 @@ from h2lab.clients import ResourceTiming
 from h2lab.report import NoResults, write_report
 from h2lab.report.build import NO_FILMSTRIP
 from h2lab.report.html import SECTIONS
+from h2lab.results import TrialRecord
 from h2lab.store import Store
 from tests.unit.test_report_model import trial
 
@@ -241,3 +243,45 @@ def test_box_plots_say_they_aggregate_every_value_and_cap_the_dots(tmp_path: Pat
     boxes = section_html(write_report(tmp_path).read_text(), "boxes")
     assert "from all its values (6 trials in all, none sampled)" in boxes
     assert "at most the 40 most extreme per box" in boxes
+
+
+SERVERS = ("origin", "caddy", "nginx@1.26", "haproxy@3.0", "jetty")
+
+
+def _on(server: str, t: TrialRecord) -> TrialRecord:
+    block = t.block.replace("|nginx|", f"|{server}|")
+    return dataclasses.replace(
+        t, cell=t.cell.replace("server", server), block=block, trial_key=f"{block}|h3"
+    )
+
+
+def test_five_servers_over_one_protocol_are_compared_against_the_first(tmp_path: Path) -> None:
+    """No [compare]: the verdicts give s per server against the first the file lists, with its
+    CI, and the box plots draw one box per server instead of pooling them."""
+    store = Store(tmp_path)
+    for i, server in enumerate(SERVERS):
+        for r in range(6):
+            store.add_trial(_on(server, trial("h3", r, 100.0 * (1 + i / 4) + r)))
+    store.close()
+    meta = {"name": "servers", "levels": {"server": list(SERVERS)}}
+    (tmp_path / "experiment.json").write_text(json.dumps(meta))
+    text = write_report(tmp_path, rng_seed=2).read_text()
+    verdicts = section_html(text, "verdicts")
+    assert "no cell has both an h1 and an h2" not in verdicts
+    assert "server against origin:" in verdicts
+    rows = re.findall(r"<tr>(.*?)</tr>", verdicts.split("<tbody>", 1)[1], re.S)
+    assert len(rows) == 4  # caddy, nginx, haproxy, jetty: each against origin
+    for i, server in enumerate(SERVERS[1:], start=1):
+        (row,) = [r for r in rows if f"<td>{server}</td><td>origin</td>" in r]
+        # s = (1 + i/4): its median and a CI around it, 'baseline faster'
+        m = re.search(r"(\d\.\d+) \[(\d\.\d+), (\d\.\d+)\]", row)
+        assert m, row
+        median, low, high = (float(x) for x in m.groups())
+        assert low <= median <= high and abs(median - (1 + i / 4)) < 0.05
+        assert "baseline faster" in row
+    compare = section_html(text, "compare")
+    assert "against its first level" in compare and "server against origin:" in compare
+    boxes = section_html(text, "boxes")
+    assert "pdt_ms per server" in boxes
+    for server in SERVERS:
+        assert f">{server}<" in boxes  # one group, its one box, per server

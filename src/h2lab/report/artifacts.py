@@ -4,11 +4,13 @@ visual progress, frame logs), the experiment file, and the machine it runs on.""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import os
 import platform
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,6 +126,8 @@ class ExperimentInfo:
     """the experiment's ``outlier_rule`` (None: every value kept)"""
     compare: tuple[str, tuple[str, ...]] | None = None
     """the experiment's ``[compare]``: (factor, baselines)"""
+    levels: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """each factor the experiment lists with several levels: its levels in the file's order"""
 
 
 def experiment_info(out_dir: Path) -> ExperimentInfo:
@@ -149,7 +153,18 @@ def experiment_info(out_dir: Path) -> ExperimentInfo:
         text,
         "2sd" if data.get("outlier_rule") == "2sd" else None,
         _compare_of(data.get("compare")),
+        _levels_of(data.get("levels")),
     )
+
+
+def _levels_of(value: object) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(k): tuple(str(v) for v in lv)
+        for k, lv in value.items()
+        if isinstance(lv, list) and len(lv) > 1
+    }
 
 
 def _compare_of(value: object) -> tuple[str, tuple[str, ...]] | None:

@@ -19,7 +19,7 @@ from h2lab.analysis.stats import CI_METHOD
 from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze
 from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
 from h2lab.errors import H2LabError
-from h2lab.report import artifacts, model, quic, svg, timeline
+from h2lab.report import artifacts, model, quic, svg, timeline, varied
 from h2lab.report import html as h
 from h2lab.report.browser_metrics import browser_metrics_part
 from h2lab.report.coverage import coverage_part
@@ -86,19 +86,15 @@ def write_report(
         views = model.metric_views(trials)
         info = artifacts.experiment_info(out_dir)
         rule = info.outlier_rule
-        analyses = timed(
-            "analysis",
-            lambda: {
-                v.metric: analyze(v.trials, rng, metric=v.metric, outlier_rule=rule) for v in views
-            },
-        )
-        browsers = model.browser_clients(trials)
-        primary = model.primary_verdicts(analyses, browsers)
+        analyses = timed("analysis", lambda: _analyses(views, rng, rule))
+        primary = model.primary_verdicts(analyses, model.browser_clients(trials))
+        chosen = compare or info.compare
+        compared = timed("compare", lambda: _comparisons(views, rng, rule, chosen, info.levels))
         sections = timed(
             "figures",
             lambda: [
-                h.section("verdicts", _verdicts(views, analyses)),
-                h.section("compare", _compare(views, rng, rule, compare, info.compare)),
+                h.section("verdicts", _verdicts(views, analyses, compared)),
+                h.section("compare", _compare(compared, views, chosen, info.compare)),
                 h.section("cdf", _cdfs(views, analyses)),
                 h.section("boxes", _boxes(views)),
                 h.section("factors", _factors(views, trials)),
@@ -152,8 +148,46 @@ def _metric_title(view: model.MetricView[TrialFrame]) -> str:
     return f"{model.METRIC_NAMES[view.metric]} — {view.metric}, clients: {clients}"
 
 
+def _analyses(
+    views: Sequence[model.MetricView[TrialFrame]],
+    rng: np.random.Generator,
+    rule: OutlierRule | None,
+) -> dict[str, Analysis]:
+    """Each metric view's verdicts (h2 against h1 per cell)."""
+    return {v.metric: analyze(v.trials, rng, metric=v.metric, outlier_rule=rule) for v in views}
+
+
+Comparison = tuple[str, tuple[str, ...], list[model.CompareRow]]
+"""One factor against its baselines: (factor, baselines, rows)."""
+
+
+def _comparisons(
+    views: Sequence[model.MetricView[TrialFrame]],
+    rng: np.random.Generator,
+    rule: OutlierRule | None,
+    chosen: tuple[str, tuple[str, ...]] | None,
+    listed: Mapping[str, tuple[str, ...]],
+) -> list[list[Comparison]]:
+    """Per metric view, the comparisons of the factor ``chosen`` (``[compare]`` or
+    ``--compare``), else of each factor that varied among the view's trials
+    (:func:`h2lab.report.varied.compared`)."""
+    out = []
+    for v in views:
+        factors = [chosen] if chosen else varied.compared(v.trials.cells, listed)
+        mine = []
+        for factor, baselines in factors:
+            ratios = compare_levels(
+                v.trials, rng, factor, baselines, metric=v.metric, outlier_rule=rule
+            )
+            mine.append((factor, baselines, [model.compare_row(r) for r in ratios]))
+        out.append(mine)
+    return out
+
+
 def _verdicts(
-    views: Sequence[model.MetricView[TrialFrame]], analyses: Mapping[str, Analysis]
+    views: Sequence[model.MetricView[TrialFrame]],
+    analyses: Mapping[str, Analysis],
+    compared: Sequence[Sequence[Comparison]],
 ) -> str:
     if not views:
         return h.empty(NO_METRIC)
@@ -166,60 +200,88 @@ def _verdicts(
             "complete blocks: 'too few blocks'. Method: docs/statistics.md."
         )
     ]
-    for v in views:
+    for i, v in enumerate(views):
         a = analyses[v.metric]
         parts.append(h.h3(_metric_title(v)))
         rows = model.verdict_rows(a)
         if rows:
             parts.append(h.verdict_table(rows))
         else:
-            parts.append(h.empty("no cell has both an h1 and an h2 protocol to compare"))
+            parts.append(_verdicts_of_levels(compared[i]))
         paired = {x.cell for x in a.verdicts}
         alone = {s.cell for s in a.cell_stats} - paired
-        if alone:
+        if alone and rows:
             parts.append(h.note(f"{len(alone)} cell(s) without an h1/h2 pair are not in the table"))
     return "".join(parts)
 
 
-def _compare(
-    views: Sequence[model.MetricView[TrialFrame]],
-    rng: np.random.Generator,
-    rule: OutlierRule | None,
-    asked: tuple[str, tuple[str, ...]] | None,
-    designed: tuple[str, tuple[str, ...]] | None,
-) -> str:
-    chosen = asked or designed
-    if chosen is None:
+def _verdicts_of_levels(compared: Sequence[Comparison]) -> str:
+    """Where no cell has two protocols: what the experiment varied, against its baseline."""
+    tables = [(f, b, rows) for f, b, rows in compared if rows]
+    if not tables:
         return h.empty(
-            "no factor to compare besides the protocol (experiment key [compare], or "
-            "h2lab report DIR --compare FACTOR=BASELINE)"
+            "no cell has both an h1 and an h2 protocol to compare, and no other factor varied"
         )
-    if not views:
-        return h.empty(NO_METRIC)
-    factor, baselines = chosen
-    named = " or ".join(baselines)
-    how = (
-        "they ran back to back with one loss seed ([compare] in the experiment)"
-        if chosen == designed
-        else "paired by repetition number only: the experiment did not name this factor in "
-        "[compare], so the two did not share a seed or run back to back"
-    )
     parts = [
         h.note(
-            f"Every level of {factor} against {named}, per cell and protocol: s = "
+            "No cell has two protocols: the verdicts are those of the factors the experiment "
+            "varied, each level against its baseline (s = metric(level)/metric(baseline) per "
+            "repetition; 'Paired comparison' says how)."
+        )
+    ]
+    for factor, baselines, rows in tables:
+        parts.append(h.note(f"{factor} against {' or '.join(baselines)}:"))
+        parts.append(h.compare_table(factor, rows))
+    return "".join(parts)
+
+
+def _compare(
+    compared: Sequence[Sequence[Comparison]],
+    views: Sequence[model.MetricView[TrialFrame]],
+    chosen: tuple[str, tuple[str, ...]] | None,
+    designed: tuple[str, tuple[str, ...]] | None,
+) -> str:
+    if not views:
+        return h.empty(NO_METRIC)
+    if not any(compared):
+        return h.empty(
+            "no factor to compare besides the protocol: nothing else varied (experiment key "
+            "[compare], or h2lab report DIR --compare FACTOR=BASELINE)"
+        )
+    if chosen is None:
+        how = (
+            "paired by repetition number only: with no [compare] in the experiment, each "
+            "factor that varied is compared against its first level (h2lab report DIR "
+            "--compare FACTOR=BASELINE picks another), its trials did not share a seed or run "
+            "back to back"
+        )
+    elif chosen == designed:
+        how = "they ran back to back with one loss seed ([compare] in the experiment)"
+    else:
+        how = (
+            "paired by repetition number only: the experiment did not name this factor in "
+            "[compare], so the two did not share a seed or run back to back"
+        )
+    parts = [
+        h.note(
+            "Every level of a factor against its baseline, per cell and protocol: s = "
             "metric(level)/metric(baseline) per repetition, the baseline's trial being the one "
-            f"of the same repetition in the cell that differs only in {factor}; {how}. "
+            f"of the same repetition in the cell that differs only in that factor; {how}. "
             f"Median s with its 95% CI ({CI_METHOD}); 'level faster' when the whole "
             "CI is ≤ 0.95, 'baseline faster' when ≥ 1.05, else 'tie'."
         )
     ]
-    for v in views:
-        rows = compare_levels(v.trials, rng, factor, baselines, metric=v.metric, outlier_rule=rule)
+    for v, mine in zip(views, compared, strict=True):
         parts.append(h.h3(_metric_title(v)))
-        if not rows:
-            parts.append(h.empty(f"no cell has both {named} and another level of {factor}"))
-            continue
-        parts.append(h.compare_table(factor, [model.compare_row(r) for r in rows]))
+        if not mine:
+            parts.append(h.empty("no factor but the protocol varied among these trials"))
+        for factor, baselines, rows in mine:
+            named = " or ".join(baselines)
+            if not rows:
+                parts.append(h.empty(f"no cell has both {named} and another level of {factor}"))
+                continue
+            parts.append(h.note(f"{factor} against {named}:"))
+            parts.append(h.compare_table(factor, rows))
     return "".join(parts)
 
 
@@ -242,12 +304,24 @@ def _cdfs(views: Sequence[model.MetricView[TrialFrame]], analyses: Mapping[str, 
 def _boxes(views: Sequence[model.MetricView[TrialFrame]]) -> str:
     if not views:
         return h.empty(NO_METRIC)
-    parts = [h.note("Box: quartiles and median; whiskers: furthest values within 1.5 IQR.")]
+    parts = [
+        h.note(
+            "Box: quartiles and median; whiskers: furthest values within 1.5 IQR. One group per "
+            "combination of the factors that varied (the network alone when none did), one box "
+            "per protocol: no box pools two levels of a factor that varied."
+        )
+    ]
     for v in views:
+        factors = varied.box_factors(v.trials.cells)
         parts.append(h.h3(_metric_title(v)))
-        groups = model.values_by(v.trials, v.metric, "network")
+        groups = model.values_by(v.trials, v.metric, factors)
         parts.append(h.note(_box_sizes(groups)))
-        parts.append(svg.box_chart(groups, y_label=v.metric, title=f"{v.metric} per network"))
+        if len(groups) > varied.MAX_BOX_GROUPS:
+            left = len(groups) - varied.MAX_BOX_GROUPS
+            parts.append(h.note(f"{left} more groups not drawn (every value is in trials.csv)"))
+            groups = dict(list(groups.items())[: varied.MAX_BOX_GROUPS])
+        title = f"{v.metric} per {' × '.join(factors)}"
+        parts.append(svg.box_chart(groups, y_label=v.metric, title=title))
     return "".join(parts)
 
 

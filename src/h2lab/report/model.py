@@ -245,15 +245,19 @@ def compare_row(r: LevelRatio) -> CompareRow:
 # ------------------------------------------------------------------------ distributions
 
 
-def values_by(trials: TrialsIn, metric: str, factor: str) -> dict[str, dict[str, np.ndarray]]:
-    """Level of ``factor`` (as text) -> protocol -> values of ``metric`` (successful trials
-    with a value, in id order)."""
+def values_by(
+    trials: TrialsIn, metric: str, factors: str | Sequence[str]
+) -> dict[str, dict[str, np.ndarray]]:
+    """Level of ``factors`` (as text; several joined by `` · ``) -> protocol -> values of
+    ``metric`` (successful trials with a value, in id order)."""
+    names = (factors,) if isinstance(factors, str) else tuple(factors)
     f = as_frame(trials).latest_ok()
     values = f.number(metric)
     has = ~np.isnan(values)
-    texts = [str(c[factor]) for c in f.cells]
+    texts = [" · ".join(c.text(n) for n in names) for c in f.cells]
     levels = sorted(set(texts))
-    level_of_cell = np.array([levels.index(t) for t in texts] + [0], np.int64)[:-1]
+    index = {t: i for i, t in enumerate(levels)}
+    level_of_cell = np.array([index[t] for t in texts] + [0], np.int64)[:-1]
     protocols = f.text("protocol")
     width = len(protocols.values)
     key = level_of_cell[f.cell[has]] * width + protocols.codes[has]

@@ -50,8 +50,18 @@ class TrialSpec:
     @property
     def key(self) -> str:
         """Stable identity of the trial across reruns (resume skips stored keys)."""
+        return self._key(self.cell)
+
+    @property
+    def key_by_conf_path(self) -> str:
+        """The key h2lab 0.8 gave this trial: a server's ``conf=`` by its absolute path, not its
+        content (:func:`h2lab.spec.options.portable`); a store holding such keys is rekeyed
+        when a run resumes it (:func:`h2lab.runner.start.rekey_conf_paths`)."""
+        return self._key(self.cell.replace("server", self.factors.server))
+
+    def _key(self, cell: Cell) -> str:
         warm = f"warmup{self.warmup}|" if self.warmup else ""
-        return f"{warm}{self.block}|{self.protocol}"
+        return f"{warm}{pair_block(cell, self.repetition)}|{self.protocol}"
 
     # the levels the runner acts on
     @property

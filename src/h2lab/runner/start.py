@@ -12,7 +12,8 @@ from pathlib import Path
 
 from h2lab.artifacts import EXPERIMENT_FILE
 from h2lab.runner.matrix import TrialSpec, expand, select
-from h2lab.spec.experiment import Experiment
+from h2lab.spec.experiment import Experiment, factor_levels
+from h2lab.spec.factors import COMPARABLE
 from h2lab.store import Store
 
 
@@ -24,6 +25,16 @@ class StartedRun:
     """keys of trials stored ok under the experiment's name that it does not have (sorted):
     kept, and reported beside the run's (an edited file, or page paths resolved from another
     folder: a key holds the page spec with a file path resolved from the current folder)"""
+
+
+def listed_levels(exp: Experiment) -> dict[str, list[str]]:
+    """Each factor listed with more than one level, its levels as stored in the order the file
+    lists them: the report compares the others against the first (issue #56)."""
+    levels = {
+        name: list(dict.fromkeys(v for f in exp.matrices for v in factor_levels(f, name)))
+        for name in COMPARABLE
+    }
+    return {name: lv for name, lv in levels.items() if len(lv) > 1}
 
 
 def write_meta(out: Path, exp: Experiment, exp_path: Path | None, n_trials: int) -> None:
@@ -42,6 +53,7 @@ def write_meta(out: Path, exp: Experiment, exp_path: Path | None, n_trials: int)
                 "fail_on": exp.fail_on,
                 "capture": list(exp.capture),
                 "compare": dataclasses.asdict(exp.compare) if exp.compare else None,
+                "levels": listed_levels(exp),
                 "trials": n_trials,
                 "text": exp_path.read_text() if exp_path else None,
             },
@@ -59,7 +71,16 @@ def start_run(
     store = Store(out)
     try:
         write_meta(out, exp, exp_path, len(trials))
+        rekey_conf_paths(store, exp.name, trials)
         strangers = sorted(store.done_keys(exp.name) - {t.key for t in trials})
     finally:
         store.close()
     return StartedRun(select(trials, only), strangers)
+
+
+def rekey_conf_paths(store: Store, experiment: str, trials: list[TrialSpec]) -> int:
+    """Give the stored trials of ``experiment`` whose key names a server's ``conf=`` file by
+    its absolute path (h2lab 0.8) the key that names it by content, so a store written before
+    resumes, and its report sees one level per configuration; how many attempts were moved."""
+    moves = {t.key_by_conf_path: (t.key, str(t.cell["server"])) for t in trials}
+    return store.rekey(experiment, {old: new for old, new in moves.items() if old != new[0]})

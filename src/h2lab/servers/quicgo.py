@@ -48,11 +48,17 @@ def read_patch(text: str) -> tuple[str, str, str]:
 
 
 def module_dir(go: str, src: Path, env: Mapping[str, str]) -> Path:
-    """quic-go's folder in the module cache, as go.mod pins it (offline: ``-mod=readonly``)."""
-    argv = [go, "list", "-m", "-f", "{{.Dir}}", MODULE]
-    done = subprocess.run(argv, cwd=src, env=dict(env), capture_output=True, text=True, timeout=120)
-    if done.returncode != 0 or not done.stdout.strip():
-        raise ProcessFailed(argv, done.returncode, done.stderr[-2000:])
+    """quic-go's folder in the module cache, as go.mod and go.sum pin it: downloaded first when
+    the cache lacks it (a fresh machine: ``go list -m`` then names no folder; ``go build``
+    would have fetched it, but the copy is made before the build)."""
+    for argv in ([go, "mod", "download", MODULE], [go, "list", "-m", "-f", "{{.Dir}}", MODULE]):
+        done = subprocess.run(
+            argv, cwd=src, env=dict(env), capture_output=True, text=True, timeout=300
+        )
+        if done.returncode != 0:
+            raise ProcessFailed(argv, done.returncode, done.stderr[-2000:])
+    if not done.stdout.strip():
+        raise ProcessFailed(argv, done.returncode, f"no folder for {MODULE}: {done.stderr[-500:]}")
     return Path(done.stdout.strip())
 
 

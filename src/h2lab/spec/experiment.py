@@ -351,6 +351,16 @@ def parse_capture(raw: object, source: str, key: str) -> tuple[Capture, ...]:
     return tuple(values)
 
 
+def _as_stored(factor: str, level: str, source: str, key: str) -> str:
+    """A level named in ``[compare]`` or ``--only`` as the trials store it: a network by its
+    name, a server's ``conf=`` by its file's content (relative to the experiment file)."""
+    if factor == "network":
+        return parse_network(level, source, field=key).name
+    if factor == "server" and "conf=" in level:
+        return str(BY_NAME["server"].stored(BY_NAME["server"].parse(level, source, key)))
+    return level
+
+
 def _compare(source: str, raw: object, matrices: tuple[Factors, ...]) -> Compare | None:
     if raw is None:
         return None
@@ -373,9 +383,7 @@ def _compare(source: str, raw: object, matrices: tuple[Factors, ...]) -> Compare
         key = f"compare.baseline[{i}]" if isinstance(given, list) else "compare.baseline"
         if isinstance(b, bool) or not isinstance(b, str | int):
             raise SpecError(source, key, f"must be a level of {factor}, got {b!r}")
-        level = str(b)
-        if factor == "network":
-            level = parse_network(level, source, field=key).name
+        level = _as_stored(factor, str(b), source, key)
         if not any(level in lv for lv in levels):
             raise SpecError(source, key, f"{level!r} is not a level of {factor} (levels: {known})")
         if not any(level in lv and len(lv) > 1 for lv in levels):
@@ -475,8 +483,7 @@ def parse_only(exp: Experiment, texts: list[str]) -> dict[str, frozenset[str]]:
                 why = f"{level!r} matches no level of {factor} (levels: {known})"
                 raise SpecError("--only", text, why)
         else:
-            if factor == "network":
-                level = parse_network(level, "--only", field=text).name
+            level = _as_stored(factor, level, "--only", text)
             if level not in levels:
                 why = f"{level!r} is not a level of {factor} (levels: {known})"
                 raise SpecError("--only", text, why)

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from h2lab.errors import SpecError
 from h2lab.spec.network import NetworkProfile, parse_network
-from h2lab.spec.options import base_dir, resolve_paths
+from h2lab.spec.options import base_dir, portable, resolve_paths
 from h2lab.spec.protocols import QUIC, TLS_VERSIONS
 from h2lab.spec.tcp import CONGESTION_CONTROLS, TcpSettings
 
@@ -244,6 +244,7 @@ class TrialFactors:
     server: str = field(
         metadata=_is(Factor(
             "server", "server", str, "server adapter spec", _server, default="nginx",
+            stored=portable,
             usage="options after the name, NAME:key=value,... (docs/reference.md); conf=FILE "
             "adds your config fragment to a server that takes it",
         ))

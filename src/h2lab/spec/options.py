@@ -9,12 +9,15 @@ docs/reference.md lists the same declarations (:mod:`h2lab.reference`). A cross-
 (``per_host`` at most ``max``) is the dataclass's ``__post_init__`` raising ValueError.
 
 Also here: ``name:key=value,...`` split once (:func:`parse_named`), and a server spec's
-``conf=FILE`` made absolute against its experiment file's folder (:func:`resolve_paths`).
+``conf=FILE`` made absolute against its experiment file's folder (:func:`resolve_paths`), and
+written by its content for a trial's key (:func:`portable`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,14 +258,56 @@ def parse_named(spec: str, source: str, field: str, kind: str) -> tuple[str, dic
 
 
 def resolve_paths(spec: str, base: Path, source: str = "server", field: str = "server") -> str:
-    """``spec`` with a relative ``conf=`` made absolute against ``base`` (the experiment
+    """``spec`` with a relative ``conf=`` (its own, or a nested spec's:
+    ``haproxy:backend=nginx:conf=x.conf``) made absolute against ``base`` (the experiment
     file's folder); any other spec as written."""
-    name, options = parse_named(spec, source, field, "server")
-    value = options.get(CONF_OPTION)
-    if value is None or Path(value).is_absolute():
+    parse_named(spec, source, field, "server")  # a malformed spec is refused here, in one line
+    return _map_conf(spec, lambda v: v if Path(v).is_absolute() else str((base / v).resolve()))
+
+
+def portable(spec: str) -> str:
+    """``spec`` as a trial's key and the store carry it: each ``conf=/abs/dir/x.conf`` written
+    ``conf=x.conf@sha256:0123456789ab`` (its file's name and the first 12 hex digits of its
+    SHA-256), so one configuration has one key wherever its file lies: a results folder moved
+    to another machine, or the experiment run from another checkout, resumes (issue #56). The
+    path stays out: where a file lies is not what a trial ran with, its content is. A ``conf=``
+    that names no readable file is left as written (validation says so)."""
+    return _map_conf(spec, _by_content)
+
+
+def _by_content(value: str) -> str:
+    path = Path(value)
+    if not path.is_absolute():
+        return value
+    try:
+        return f"{path.name}@sha256:{_digest(path)}"
+    except OSError:
+        return value
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: Path) -> str:
+    """12 hex digits of ``path``'s SHA-256, read once per process: a trial's key is taken
+    many times during a run, and must not change under it if the file is edited meanwhile
+    (the server's recorded version has the digest of what it read)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def _map_conf(spec: str, change: Callable[[str], str], sep: str = ",") -> str:
+    """``spec`` with each ``conf=`` value passed through ``change``, the rest as written. A
+    nested spec (an option's value ``name:k=v;k=v``) is walked too."""
+    name, colon, rest = spec.partition(":")
+    if not colon or f"{CONF_OPTION}=" not in rest:
         return spec
-    options[CONF_OPTION] = str((base / value).resolve())
-    return f"{name}:" + ",".join(f"{k}={v}" for k, v in options.items())
+    parts = []
+    for part in rest.split(sep):
+        key, eq, value = part.partition("=")
+        if eq and key.strip() == CONF_OPTION and value.strip():
+            value = change(value.strip())
+        elif eq and sep == "," and ":" in value:
+            value = _map_conf(value, change, ";")
+        parts.append(f"{key}{eq}{value}")
+    return f"{name}:{sep.join(parts)}"
 
 
 def base_dir(source: str) -> Path:

@@ -263,6 +263,28 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    def rekey(self, experiment: str, moves: Mapping[str, tuple[str, str]]) -> int:
+        """Give each stored attempt of ``experiment`` keyed by a key of ``moves`` its new key
+        and ``server`` level (``old key -> (new key, server)``), its artifacts' folder renamed
+        to match; how many attempts moved. Folders first, then the rows in one transaction:
+        stopped between the two, the next call finds the folders moved and moves the rows."""
+        rows = self._db.execute(
+            "SELECT id, trial_key, attempt FROM trials WHERE experiment = ?", (experiment,)
+        ).fetchall()
+        moved = [(i, key, attempt) for i, key, attempt in rows if key in moves]
+        for _, key, attempt in moved:
+            old, new = self.artifacts_dir(key, attempt), self.artifacts_dir(moves[key][0], attempt)
+            if old.is_dir() and not new.exists():
+                old.rename(new)
+        with self._db:
+            self._db.executemany(
+                "UPDATE trials SET trial_key = ?, server = ?, config_json = CASE WHEN "
+                "json_valid(config_json) THEN json_set(config_json, '$.server', ?) "
+                "ELSE config_json END WHERE id = ?",
+                [(moves[k][0], moves[k][1], moves[k][1], i) for i, k, _ in moved],
+            )
+        return len(moved)
+
     def failed_attempts(self, experiment: str) -> dict[str, int]:
         """Failed attempts per trial key of ``experiment`` that has no successful row."""
         rows = self._db.execute(
