@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import resource
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from h2lab.pages.importers.common import (
     MAX_PAGE_BYTES,
     MAX_RATIO,
     RATIO_FREE_BYTES,
-    BodyTooLarge,
+    Bomb,
     bomb_cap,
     decode_body,
 )
@@ -31,9 +32,10 @@ def _peak_rss_bytes() -> int:
 @pytest.mark.parametrize(
     ("name", "where"),
     [
-        ("br-body.warc", "record 0"),
-        ("gzip2-body.warc", "record 0"),
-        ("gzip-twice.warc.gz", "warc"),
+        # the body's record is skipped, and with it the only response
+        ("br-body.warc", "warc: no response records (1 unusable; the first: skipped record 0"),
+        ("gzip2-body.warc", "warc: no response records (1 unusable; the first: skipped record 0"),
+        ("gzip-twice.warc.gz", "warc: decodes to more than"),  # the WARC itself is the bomb
     ],
 )
 def test_a_1kb_warc_bomb_is_refused_fast_naming_the_limit(
@@ -57,11 +59,22 @@ def test_a_1kb_warc_bomb_is_refused_fast_naming_the_limit(
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temporary file left
 
 
-@pytest.mark.parametrize(("coding", "name"), [("br", "br.bin"), ("gzip, gzip", "gzip2.bin")])
-def test_decode_body_stops_a_bomb_at_its_ratio_cap(coding: str, name: str) -> None:
+@pytest.mark.parametrize(
+    ("coding", "name", "layers"),
+    [("br", "br.bin", "br"), ("gzip, gzip", "gzip2.bin", "gzip, gzip")],
+)
+def test_decode_body_stops_a_bomb_at_its_ratio_cap(coding: str, name: str, layers: str) -> None:
     raw = (bombs.FOLDER / name).read_bytes()
-    with pytest.raises(BodyTooLarge, match=f"over {MAX_RATIO} times its {len(raw)} encoded"):
+    with pytest.raises(Bomb, match=f"over {MAX_RATIO} times its {len(raw)} encoded") as info:
         decode_body(raw, None, coding, MAX_PAGE_BYTES)
+    assert f"(layers: {layers}; a decompression bomb;" in str(info.value)
+
+
+def test_a_deflate_bomb_is_not_tried_again_as_raw_deflate() -> None:
+    """zlib-format deflate past the cap is a bomb, not a cue to read it as raw deflate."""
+    raw = zlib.compress(bytes(RATIO_FREE_BYTES + 1), 9)
+    with pytest.raises(Bomb, match=f"more than {RATIO_FREE_BYTES} bytes"):
+        decode_body(raw, None, "deflate", MAX_PAGE_BYTES)
 
 
 def test_the_ratio_cap_lets_real_bodies_through() -> None:

@@ -264,7 +264,13 @@ def test_check_url_refuses_spaces() -> None:
     assert check_url("https://a.test/p?q=1#frag", "x.har", "f") == "https://a.test/p?q=1"
 
 
-def test_a_warc_gzipped_twice_is_read_with_a_note(tmp_path: Path) -> None:
+def test_a_warc_gzipped_twice_is_read_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a temporary folder of its own: another test reading a WARC gzipped twice meanwhile
+    # has its inner copy in the shared one
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     once = tmp_path / "once.warc.gz"
     once.write_bytes(warc_bytes(small_site()))
     twice = tmp_path / "twice.warc.gz"

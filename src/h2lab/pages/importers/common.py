@@ -54,13 +54,53 @@ def bomb_cap(encoded_bytes: int) -> int:
     return max(RATIO_FREE_BYTES, encoded_bytes * MAX_RATIO)
 
 
-def bomb_reason(decoded_bytes: int, encoded_bytes: int) -> str:
-    """The note for an input refused by :func:`bomb_cap`: the limit, named."""
+def bomb_reason(decoded_bytes: int, encoded_bytes: int, layers: Iterable[str] = ()) -> str:
+    """The note for an input refused by :func:`bomb_cap`: the limit, named (and the layers of
+    coding undone to get there, outermost first, when there are any)."""
     return (
         f"decodes to more than {decoded_bytes} bytes, over {MAX_RATIO} times its "
-        f"{encoded_bytes} encoded bytes (a decompression bomb; the limit is "
-        "h2lab.pages.importers.common.MAX_RATIO)"
+        f"{encoded_bytes} encoded bytes ({_layers_said(layers)}a decompression bomb; the limit "
+        "is h2lab.pages.importers.common.MAX_RATIO)"
     )
+
+
+def _layers_said(layers: Iterable[str]) -> str:
+    said = ", ".join(layers)
+    return f"layers: {said}; " if said else ""
+
+
+class RatioBudget:
+    """What the bodies decoded from one input file may add up to, over every layer of coding
+    (the file's gzip, gzip of that, each body's codings): :func:`bomb_cap` of the file's size
+    on disk. Held per layer only, a 4 KB gzipped WARC holding a 2 MB gzip body of 2 GiB is
+    within 1000 times at each layer and half a million times over together.
+
+    Every byte decoding gives is counted, that of a body kept and that of a body refused (the
+    work was done: without this, a file of many small bombs would cost 16 MB of inflating
+    each). And no body may take more than half of what is left (:meth:`share`), so a bomb,
+    refused, has spent at most half and the bodies after it still decode: the bodies refused
+    cost at most the budget in all. Honest captures, whose bodies decode to 3 to 100 times
+    their file, never come near half of 1000 times it."""
+
+    def __init__(self, disk_bytes: int, layers: Iterable[str] = ()) -> None:
+        self.disk_bytes = disk_bytes
+        self.cap = bomb_cap(disk_bytes)
+        self.layers = tuple(layers)
+        """the file's own codings, outermost first (``file gzip``, ``warc gzip``)"""
+        self.used = 0
+
+    def share(self) -> int:
+        """Most bytes the next body may decode to: half of what is left."""
+        return max(0, self.cap - self.used) // 2
+
+    def reason(self, share: int, layers: Iterable[str]) -> str:
+        """The note for a body refused at ``share`` bytes."""
+        return (
+            f"decodes to more than {share} bytes: half of what is left of the {self.cap} "
+            f"bytes the capture's {self.disk_bytes} bytes on disk may decode to "
+            f"({_layers_said(layers)}a decompression bomb; the limit is "
+            "h2lab.pages.importers.common.MAX_RATIO)"
+        )
 
 
 @dataclass(frozen=True)
@@ -255,6 +295,9 @@ def dechunk(data: bytes) -> bytes:
 
 
 def _inflate(data: bytes, wbits: int, limit: int, name: str) -> bytes:
+    """``data`` inflated, member after member for gzip; past ``limit`` bytes of output,
+    :class:`BodyTooLarge` (zlib is asked for at most ``limit + 1`` bytes: memory stays
+    bounded, whatever the input would give)."""
     out = bytearray()
     while True:
         d = zlib.decompressobj(wbits)
@@ -272,6 +315,9 @@ def _inflate(data: bytes, wbits: int, limit: int, name: str) -> bytes:
 
 
 def _unbrotli(data: bytes, limit: int) -> bytes:
+    """``data`` un-brotlied; past ``limit`` bytes of output, :class:`BodyTooLarge` (brotli stops
+    at ``output_buffer_limit`` give or take one output block, keeping the rest of its input:
+    16.7 MB for a limit of 16 MB, measured with brotli 1.2)."""
     d = brotli.Decompressor()
     try:
         out: bytes = d.process(data, output_buffer_limit=limit + 1)
@@ -288,6 +334,11 @@ class BodyTooLarge(DecodeError):
     """A body past what the page may still hold: the capture is too big, not one record bad."""
 
 
+class Bomb(DecodeError):
+    """A body past a ratio bound (:func:`bomb_cap` of its own size, or its share of its file's
+    :class:`RatioBudget`): a decompression bomb, which costs its record, not the capture."""
+
+
 KNOWN_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br"})
 
 
@@ -297,29 +348,51 @@ def decode_body(
     content_encoding: str | None,
     limit: int,
     notes: list[str] | None = None,
+    ratio: RatioBudget | None = None,
 ) -> bytes:
     """The body a client would see: transfer codings undone (chunked), then content codings
     (gzip, x-gzip, deflate, br) in reverse order of application. A body declared chunked
     that does not start with a chunk-size line is taken as already de-chunked. An empty body
     stays empty whatever its headers say (204, 304, HEAD). Decoded output above ``limit`` bytes
-    and a truncated or corrupt stream raise :class:`DecodeError`. An unknown content coding
-    (recorders write ``null``, ``utf-8``, ``none``) is passed through as identity, as a browser
-    takes it, with a line in ``notes``; without ``notes`` it raises. Whatever ``limit``, the
-    body may not decode to more than :func:`bomb_cap` of its raw size (a bomb is
-    :class:`BodyTooLarge` in milliseconds)."""
+    (what the page may still hold) raises :class:`BodyTooLarge`; a truncated or corrupt stream,
+    :class:`DecodeError`. An unknown content coding (recorders write ``null``, ``utf-8``,
+    ``none``) is passed through as identity, as a browser takes it, with a line in ``notes``;
+    without ``notes`` it raises. Whatever ``limit``, the body may not decode to more than
+    :func:`bomb_cap` of its raw size, nor to more than its share of ``ratio``, the budget of
+    the file it comes from (which counts what it decoded, kept or not): past either, a
+    :class:`Bomb`, in milliseconds, since every layer stops at the least of the three."""
     if notes is not None:
         unknown = [c for c in codings(content_encoding) if c not in KNOWN_CODINGS]
         if unknown:
             notes.append(f"Content-Encoding {', '.join(unknown)!r} unknown: taken as identity")
             kept = [c for c in codings(content_encoding) if c in KNOWN_CODINGS]
             content_encoding = ", ".join(kept) or None
-    cap = bomb_cap(len(raw))
-    if cap < limit:
-        try:
-            return _decode(raw, transfer_encoding, content_encoding, cap)
-        except BodyTooLarge:
-            raise BodyTooLarge(bomb_reason(cap, len(raw))) from None
-    return _decode(raw, transfer_encoding, content_encoding, limit)
+    own = bomb_cap(len(raw))
+    share = ratio.share() if ratio is not None else own
+    cap = min(limit, own, share)
+    try:
+        body = _decode(raw, transfer_encoding, content_encoding, cap)
+    except BodyTooLarge:
+        if ratio is not None:
+            ratio.used += cap  # the inflating was done: refused, it still counts
+        if cap == limit:
+            raise  # the page is full: not this body's fault alone
+        layers = [*(ratio.layers if ratio else ()), *_layers(transfer_encoding, content_encoding)]
+        if ratio is None or cap == own:
+            raise Bomb(bomb_reason(own, len(raw), layers)) from None
+        raise Bomb(ratio.reason(share, layers)) from None
+    if ratio is not None:
+        ratio.used += len(body)
+    return body
+
+
+def _layers(transfer_encoding: str | None, content_encoding: str | None) -> list[str]:
+    """The codings :func:`_decode` undoes, in the order it undoes them (chunking, which
+    cannot inflate, left out)."""
+    steps = codings(transfer_encoding)
+    if steps and steps[-1] == "chunked":
+        steps.pop()
+    return list(reversed(steps + codings(content_encoding)))
 
 
 def _decode(
@@ -342,6 +415,8 @@ def _decode(
             # RFC 9110 says zlib format; some servers send raw deflate (no header)
             try:
                 body = _inflate(body, zlib.MAX_WBITS, limit, "deflate")
+            except BodyTooLarge:
+                raise  # a zlib-format bomb: no second try as raw deflate
             except DecodeError:
                 body = _inflate(body, -zlib.MAX_WBITS, limit, "deflate")
         elif coding == "br":

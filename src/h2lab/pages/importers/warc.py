@@ -29,6 +29,7 @@ from h2lab.errors import SpecError
 from h2lab.pages.importers.common import (
     MAX_PAGE_BYTES,
     Capture,
+    RatioBudget,
     bomb_cap,
     bomb_reason,
     finish,
@@ -43,16 +44,17 @@ MAX_WARC_DECODED_BYTES = 2 * MAX_PAGE_BYTES
 twice over, as for a HAR file; a small file is held to :func:`~.common.bomb_cap` of its size."""
 
 
-def _check_gzip_complete(path: Path, data: Path | None = None) -> None:
+def _check_gzip_complete(path: Path, data: Path | None = None) -> bool:
     """A ``.warc.gz`` is a series of gzip members; warcio stops quietly where the file ends,
     even inside a member. Inflate the file once (output discarded) to find that, and to refuse
     one that inflates past :data:`MAX_WARC_DECODED_BYTES` or :func:`~.common.bomb_cap` of the
-    size of ``path`` (the file the user named; ``data``, if given, is what to read)."""
+    size of ``path`` (the file the user named, on disk, however many layers lie between;
+    ``data``, if given, is what to read). Whether it is gzip at all."""
     try:
         encoded = path.stat().st_size
         with (data or path).open("rb") as fh:
             if fh.read(2) != b"\x1f\x8b":
-                return
+                return False
             cap = min(MAX_WARC_DECODED_BYTES, bomb_cap(encoded))
             fh.seek(0)
             in_member = _inflate_all(fh, path, cap, encoded)
@@ -62,6 +64,7 @@ def _check_gzip_complete(path: Path, data: Path | None = None) -> None:
         raise SpecError(path, "warc", f"corrupt gzip data: {exc}") from exc
     if in_member:
         raise SpecError(path, "warc", "file is truncated (it ends inside a gzip member)")
+    return True
 
 
 def _inflate_all(fh: BinaryIO, path: Path, cap: int, encoded: int) -> bool:
@@ -94,13 +97,15 @@ def _inflate_all(fh: BinaryIO, path: Path, cap: int, encoded: int) -> bool:
 def read_warc(path: Path) -> Capture:
     """Read every response of a WARC file. Errors name the file and the record
     (``record N <target URI>``, N counting from 0 over all records). A file gzipped twice (a
-    gzip member holding a ``.warc.gz``) is unwrapped once, with a note."""
-    _check_gzip_complete(path)
+    gzip member holding a ``.warc.gz``) is unwrapped once, with a note. Whatever its layers of
+    gzip, the bodies decoded from it are held together to :func:`~.common.bomb_cap` of its size
+    on disk (:class:`~.common.RatioBudget`): a record past that is skipped with a note."""
+    gzipped = _check_gzip_complete(path)
     inner = _unwrap_double_gzip(path)
     if inner is None:
-        return _read_warc(path, path)
+        return _read_warc(path, path, ("warc gzip",) if gzipped else ())
     try:
-        capture = _read_warc(path, inner)
+        capture = _read_warc(path, inner, ("file gzip", "warc gzip"))
     finally:
         inner.unlink(missing_ok=True)
     note = "the file is gzipped twice: read the gzipped WARC inside it"
@@ -118,6 +123,8 @@ def _unwrap_double_gzip(path: Path) -> Path | None:
         return None  # not gzip at all: the WARC reader says what it is
     fd, name = tempfile.mkstemp(prefix="h2lab-warc-", suffix=".warc.gz")
     try:
+        # streamed, and no bigger than bomb_cap of the file: _check_gzip_complete(path) has
+        # inflated this layer already (read_warc), within that
         with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as outer:
             shutil.copyfileobj(outer, out, _READ_CHUNK)
         _check_gzip_complete(path, Path(name))
@@ -154,10 +161,11 @@ def looks_like(path: Path) -> str:
     return "it looks like text" if printable > 0.95 else "it looks like binary data"
 
 
-def _read_warc(path: Path, data: Path) -> Capture:
-    """:func:`read_warc` of the WARC in ``data`` (``path``: the file the user named)."""
-    records = WarcPass(path)
+def _read_warc(path: Path, data: Path, layers: tuple[str, ...]) -> Capture:
+    """:func:`read_warc` of the WARC in ``data`` (``path``: the file the user named, whose
+    size on disk bounds what its bodies decode to; ``layers``: the gzip between the two)."""
     try:
+        records = WarcPass(path, RatioBudget(path.stat().st_size, layers))
         fh = data.open("rb")
     except OSError as exc:
         raise SpecError(path, "warc", f"cannot read: {exc.strerror}") from exc

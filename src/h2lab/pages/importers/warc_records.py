@@ -19,8 +19,10 @@ from warcio.limitreader import LimitReader
 from h2lab.errors import SpecError
 from h2lab.pages.importers.common import (
     BodyTooLarge,
+    Bomb,
     Budget,
     DecodeError,
+    RatioBudget,
     Recorded,
     check_url,
     clean_content_type,
@@ -71,9 +73,10 @@ def _status(head: HttpHead) -> int:
 
 
 def _body(
-    raw: bytes, head: HttpHead, path: Path, field: str, budget: Budget
+    raw: bytes, head: HttpHead, path: Path, field: str, budget: Budget, ratio: RatioBudget
 ) -> tuple[bytes, list[str]]:
-    """The decoded body, and lines on what decoding let pass."""
+    """The decoded body, and lines on what decoding let pass. A bomb costs its record; a body
+    past what the page may still hold costs the capture (a page too big for the lab)."""
     said: list[str] = []
     try:
         body = decode_body(
@@ -82,7 +85,10 @@ def _body(
             head.get("content-encoding"),
             budget.remaining_bytes,
             said,
+            ratio,
         )
+    except Bomb as exc:
+        raise Unusable(str(exc)) from None
     except BodyTooLarge as exc:
         raise SpecError(path, field, f"cannot decode body: {exc}") from exc
     except DecodeError as exc:
@@ -93,9 +99,10 @@ def _body(
 class WarcPass:
     """Collects what each record of one WARC gives; :meth:`served` then says what to serve."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, ratio: RatioBudget) -> None:
         self.path = path
         self.budget = Budget(path)
+        self.ratio = ratio  # what the bodies may decode to, against the file's size on disk
         self.responses: list[Found] = []  # usable response records
         self.revisits: list[Revisit] = []
         self.methods: dict[str, str] = {}  # record id -> method of its request
@@ -151,7 +158,7 @@ class WarcPass:
         head = _head(record)
         raw = _read_all(record, self.path, field, self.budget.remaining_bytes)
         status = _status(head)
-        body, said = _body(raw, head, self.path, field, self.budget)
+        body, said = _body(raw, head, self.path, field, self.budget, self.ratio)
         self.budget.take(len(body), field)
         response = Recorded(
             url=url,
