@@ -115,10 +115,11 @@ def write_report(
     finally:
         store.close()
     # Not in a thread beside the analysis (as it was for a day): its read-only connection
-    # takes the file as immutable when no -wal has content, and the store's own connection,
-    # open meanwhile, may write it (its schema, a checkpoint at close): a Bus error in one run
-    # of the unit tests. Once the store is closed, nothing else of this process writes it, nor
-    # holds a lock the export's connection would release as it closes (above).
+    # takes the file as immutable when no run holds the folder's lock and no -wal has content
+    # (store/tables.py: opening), and the store's own connection, open meanwhile, may write it
+    # (its schema, a checkpoint at close): a Bus error in one run of the unit tests. Once the
+    # store is closed, nothing else of this process writes it, nor holds a lock the export's
+    # connection would release as it closes (above).
     timed("export", lambda: export_tables(out_dir / RESULTS_DB, out_dir))
     return path
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import queue
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from h2lab.store.segments import SEGMENTS_DIR, Segment, batches, registered
 from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
-from h2lab.store.tables import arrow_schema, connect_read_only, read_batches, table_columns
+from h2lab.store.tables import arrow_schema, read, read_batches, table_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
@@ -139,12 +140,12 @@ def export_table(db_path: Path, table: str, out_dir: Path) -> list[Path]:
 def _counted(db_path: Path, table: str) -> tuple[list[Segment], int]:
     """The segments of ``table`` (resources only; none in a small store) and its rows, sealed
     and not."""
-    db = connect_read_only(db_path)
-    try:
+
+    def query(db: sqlite3.Connection) -> tuple[list[Segment], int]:
         sealed = registered(db) if table == "resources" else []
-        rows = int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-    finally:
-        db.close()
+        return sealed, int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    sealed, rows = read(db_path, query)  # one snapshot: a seal moves rows from table to segment
     return sealed, rows + sum(s.rows for s in sealed)
 
 

@@ -12,7 +12,13 @@ from h2lab.spec.factors import Cell
 from h2lab.store.frame import EXACT_COLUMNS, NUMBER_COLUMNS, TEXT_COLUMNS, Texts, TrialFrame
 from h2lab.store.reader import _default
 from h2lab.store.sqlite import FACTOR_COLUMNS, TRIAL_COLUMNS
-from h2lab.store.tables import arrow_schema, arrow_type, read_batches, table_columns
+from h2lab.store.tables import (
+    again_if_run_started,
+    arrow_schema,
+    arrow_type,
+    read_batches,
+    table_columns,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -89,7 +95,9 @@ def read_trial_frame(db_path: Path) -> TrialFrame:
     wanted = (*FACTOR_COLUMNS, *TEXT_COLUMNS, *NUMBER_COLUMNS)
     columns = {c: TRIAL_COLUMNS[c] for c in wanted}
     where = "warmup = 0" if "warmup" in have else ""
-    batches = list(read_batches(db_path, "trials", columns, where=where, order="id", have=have))
+    batches = again_if_run_started(
+        lambda: list(read_batches(db_path, "trials", columns, where=where, order="id", have=have))
+    )
     table = pa.Table.from_batches(batches, schema=arrow_schema(columns))
     for c in set(wanted) - have:
         default = _default(c, TRIAL_COLUMNS[c], db_path)

@@ -1,13 +1,16 @@
 """Read a results store without writing to it: for commands that only look (``h2lab compare``).
 
 :class:`~h2lab.store.sqlite.Store` creates its folder, tables and WAL files and upgrades an
-older schema in place; reading two folders to compare them must leave both as they were. The
-database is opened read-only, and *immutable* when no ``-wal`` file with content is beside
-it (every transaction is then in the main file): SQLite then neither creates ``-wal``/``-shm``
-files nor marks the ``-shm`` of a folder whose writer left one. A ``-wal`` with content (a run
-still writing, or killed) is read through, and then its ``-shm`` is written to, as by any
-reader. Columns an older h2lab did not write take their schema default; columns a newer one
-added are not read.
+older schema in place; reading two folders to compare them must leave both as they were, and
+must not read torn pages of a store that ``h2lab run`` is writing meanwhile. The database is
+opened as :func:`h2lab.store.tables.opening` decides: *immutable* when the folder is finished
+(no run holds its lock, no ``-wal`` file with content beside it), so SQLite neither creates
+``-wal``/``-shm`` files nor marks the ``-shm`` of a folder whose writer left one, and the read
+is made again should a run start meanwhile; *WAL-aware* otherwise (a run still writing, or a
+``-wal`` left by one killed), reading through the ``-wal`` and writing its ``-shm`` as any
+reader does. The table's columns and its rows are read in one read transaction: one snapshot.
+Columns an older h2lab did not write take their schema default; columns a newer one added are
+not read.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from h2lab.results import TrialRecord
 from h2lab.spec.factors import BY_COLUMN
 from h2lab.store.restore import ADDED_DEFAULTS
 from h2lab.store.sqlite import TRIAL_COLUMNS, record_of
-from h2lab.store.tables import connect_read_only
+from h2lab.store.tables import CannotOpen
+from h2lab.store.tables import read as read_store
 
 
 def _default(column: str, kind: str, db_path: Path) -> Any:
@@ -46,23 +50,26 @@ def read_trials(out_dir: Path) -> list[TrialRecord]:
         raise SpecError(out_dir, RESULTS_DB, "no such folder")
     if not db_path.is_file():
         raise SpecError(out_dir, RESULTS_DB, "no results store in this folder")
-    try:
-        db = connect_read_only(db_path)
-    except sqlite3.Error as exc:
-        raise SpecError(db_path, "file", f"cannot be opened: {exc}") from None
-    try:
+
+    def query(db: sqlite3.Connection) -> tuple[list[str], list[tuple[Any, ...]]]:
         have = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
         if not have:
-            raise SpecError(db_path, "trials", "no trials table: not an h2lab results store")
+            return [], []
         read = [c for c in TRIAL_COLUMNS if c in have]
-        defaults = {c: _default(c, k, db_path) for c, k in TRIAL_COLUMNS.items() if c not in have}
         where = " WHERE warmup = 0" if "warmup" in have else ""
         rows = db.execute(f"SELECT {', '.join(read)} FROM trials{where} ORDER BY id").fetchall()
+        return read, rows
+
+    try:
+        columns, rows = read_store(db_path, query)
+    except CannotOpen as exc:
+        raise SpecError(db_path, "file", f"cannot be opened: {exc}") from None
     except sqlite3.Error as exc:
         raise SpecError(db_path, "trials", f"not a readable results store ({exc})") from None
-    finally:
-        db.close()
+    if not columns:
+        raise SpecError(db_path, "trials", "no trials table: not an h2lab results store")
+    defaults = {c: _default(c, k, db_path) for c, k in TRIAL_COLUMNS.items() if c not in columns}
     try:
-        return [record_of({**defaults, **dict(zip(read, r, strict=True))}) for r in rows]
+        return [record_of({**defaults, **dict(zip(columns, r, strict=True))}) for r in rows]
     except (TypeError, ValueError) as exc:
         raise SpecError(db_path, "trials", f"a row does not fit the schema ({exc})") from None
