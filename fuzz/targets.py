@@ -88,9 +88,17 @@ def _text(data: bytes) -> str:
 
 def run_warc(data: bytes) -> None:
     from h2lab.pages.importers import read_warc
+    from h2lab.pages.importers.common import bomb_cap
 
     path = _file(data, "capture.warc.gz")
-    expect(lambda: read_warc(path))
+
+    def read_bounded() -> None:
+        # every layer together is held to the file's size on disk (issue #56)
+        decoded = read_warc(path).body_bytes
+        if decoded > bomb_cap(len(data)):
+            raise Finding(f"{len(data)} bytes decoded to {decoded}: past bomb_cap of the file")
+
+    expect(read_bounded)
 
 
 def run_har(data: bytes) -> None:

@@ -89,3 +89,33 @@ def test_h2lab_run_into_a_folder_another_run_holds_is_refused_and_writes_nothing
         holder.stdout.close()
     with run_lock(out):
         assert (out / RUN_LOCK).read_text() == f"{os.getpid()}\n"
+
+
+def test_a_reader_testing_the_lock_does_not_refuse_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader of the store takes the lock shared for an instant (store.tables.opening): a
+    run that meets it waits for it instead of being refused as if by another run."""
+    import fcntl
+    import threading
+
+    from h2lab.store import lock
+
+    monkeypatch.setattr(lock, "READERS_WAIT_S", 5.0)  # a loaded machine fires the timer late
+    out = tmp_path / "out"
+    out.mkdir()
+    fd = os.open(out / RUN_LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    threading.Timer(0.2, os.close, (fd,)).start()  # the reader is done in 0.2 s
+    t0 = time.monotonic()
+    with run_lock(out):
+        waited = time.monotonic() - t0
+    assert waited > 0.15  # it waited for the reader, and then ran
+    monkeypatch.setattr(lock, "READERS_WAIT_S", 0.3)
+    fd = os.open(out / RUN_LOCK, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # a shared lock that stays: refused after the wait
+    try:
+        with pytest.raises(SpecError, match="another h2lab run"), run_lock(out):
+            pass
+    finally:
+        os.close(fd)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,9 +33,7 @@ def run_lock(out: Path) -> Iterator[None]:
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out / RUN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _lock_exclusively(fd):
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             raise SpecError(
                 "command line",
@@ -47,3 +46,30 @@ def run_lock(out: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # and with it the lock
+
+
+READERS_WAIT_S = 1.0
+"""How long a run waits for readers' tests of the lock to pass: a reader of the store takes it
+shared for two system calls (:func:`h2lab.store.tables.opening`), so a run that meets one must
+not be refused as if by another run."""
+
+
+def _lock_exclusively(fd: int) -> bool:
+    """Take the lock on ``fd`` exclusively; False when another run holds it. Held shared (only
+    readers testing it, who can take it shared beside each other), it is tried again for up to
+    :data:`READERS_WAIT_S`."""
+    deadline = time.monotonic() + READERS_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # held exclusively: a run
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
