@@ -51,6 +51,8 @@ class Body:
     data: bytes
     headers: tuple[tuple[str, str], ...] = ()
     """response headers to replay (see manifest.KEPT_HEADERS)"""
+    method: str = "GET"
+    status: int = 200
 
     @property
     def ref(self) -> str:

@@ -58,6 +58,11 @@ headers that would make the browser leave the lab or change protocol on its own:
 ``alt-svc`` (would try HTTP/3), ``strict-transport-security`` (would turn h1c into https),
 ``content-security-policy`` (``upgrade-insecure-requests`` does the same), reporting headers."""
 
+REPLAYED_HEADERS = KEPT_HEADERS | {"set-cookie"}
+"""Headers a stored page may hold: those kept from captures, and ``Set-Cookie`` in the pages
+of journeys' sites, which are written to keep it (``PageWriter(cookies=True)``): a cookie set
+in a replay changes every later request's header bytes, which seed 000's Table 2 measures, so
+captures of single pages drop it."""
 
 PAGE_ID_LEN = 16
 MAX_MANIFEST_BYTES = 64 << 20
@@ -219,10 +224,14 @@ class PageWriter:
     """Collects a page's resources and bodies, then writes it under :func:`pages_root` as one
     atomic rename. Use as a context manager: leaving it by an exception removes every file."""
 
-    def __init__(self, name: str, source: str = "", root: Path | None = None) -> None:
+    def __init__(
+        self, name: str, source: str = "", root: Path | None = None, *, cookies: bool = False
+    ) -> None:
         self.name = name
         self.source = source
         self.root = root or pages_root()
+        self.kept = REPLAYED_HEADERS if cookies else KEPT_HEADERS
+        """response headers kept: ``Set-Cookie`` too for a journey's site (``cookies``)"""
         self._tmp: Path | None = None
         self._resources: list[Resource] = []
         self._schemes: dict[str, str] = {}
@@ -269,9 +278,7 @@ class PageWriter:
             target = self._tmp / "bodies" / sha
             if not target.exists():
                 target.write_bytes(body)
-        kept = tuple(
-            (k.lower(), v) for k, v in headers if k.lower() in KEPT_HEADERS and "\n" not in v
-        )
+        kept = tuple((k.lower(), v) for k, v in headers if k.lower() in self.kept and "\n" not in v)
         res = Resource(
             origin=host,
             path=parts.path or "/",
@@ -425,7 +432,7 @@ def _resource(r: object, at: str, schemes: Mapping[str, str], where: str) -> Res
     if size < 0:
         raise SpecError(where, f"{at}.size_bytes", "must be >= 0")
     confine.check_body(sha, size, where, at)
-    confine.check_headers(headers, KEPT_HEADERS, where, at)
+    confine.check_headers(headers, REPLAYED_HEADERS, where, at)
     method = _need(r, "method", str, at, where)
     confine.check_request(method, parts.path or "/", parts.query, where, at)
     content_type = _need(r, "content_type", str, at, where)

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from h2lab.errors import SpecError
-from h2lab.pages import gen_cssjs, gen_images, gen_mix
+from h2lab.pages import gen_cssjs, gen_images, gen_mix, gen_shop
 from h2lab.pages.gen_common import (
     ASSET_CACHE,
     MAX_ORIGINS,
@@ -144,6 +144,8 @@ def bodies(spec: PageSpec) -> Iterator[Body]:
         return _cacheable(gen_images.build(spec))
     if isinstance(spec, gen_cssjs.CssJsSpec):
         return _cacheable(gen_cssjs.build(spec))
+    if isinstance(spec, gen_shop.ShopSpec):
+        return gen_shop.build(spec)  # its pages are not assets: it says which are
     return _cacheable(gen_mix.build(spec))
 
 
@@ -166,6 +168,8 @@ def layout(spec: PageSpec) -> tuple[tuple[str, ...], tuple[Resource, ...], str]:
             size_bytes=len(b.data),
             content_type=b.content_type,
             headers=b.headers,
+            method=b.method,
+            status=b.status,
         )
         for b in items
     )
@@ -218,7 +222,8 @@ def materialize(spec: PageSpec) -> Page:
     stored = _stored(spec)
     if stored is not None:
         return stored
-    with PageWriter(spec.name, source_of(spec)) as writer:
+    cookies = isinstance(spec, gen_shop.ShopSpec)  # a journey's site keeps its cookies
+    with PageWriter(spec.name, source_of(spec), cookies=cookies) as writer:
         try:
             for b in bodies(spec):
                 writer.add(
@@ -226,6 +231,8 @@ def materialize(spec: PageSpec) -> Page:
                     b.data,
                     content_type=b.content_type,
                     headers=b.headers,
+                    method=b.method,
+                    status=b.status,
                 )
         except ValueError as exc:  # a body budget too small for its content
             raise SpecError(spec.name, "page", str(exc)) from exc

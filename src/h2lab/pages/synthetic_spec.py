@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from h2lab.errors import SpecError, UnitError
-from h2lab.pages import gen_cssjs, gen_images, gen_mix
+from h2lab.pages import gen_cssjs, gen_images, gen_mix, gen_shop
 from h2lab.pages.gen_common import MAX_ORIGINS
 from h2lab.units import format_size, parse_size_bytes
 
@@ -49,10 +49,11 @@ PageSpec = (
     | gen_mix.AwpSpec
     | gen_mix.HaSpec
     | gen_mix.CustomSpec
+    | gen_shop.ShopSpec
 )
 """Every parsed synthetic spec."""
 
-GENERATORS = ("images", "cssjs", "awp", "httparchive2024", "mix")
+GENERATORS = ("images", "cssjs", "awp", "httparchive2024", "mix", "shop")
 
 
 def parse(spec: str, source: str = "page", field: str = "page") -> PageSpec:
@@ -70,6 +71,8 @@ def parse(spec: str, source: str = "page", field: str = "page") -> PageSpec:
             return gen_mix.parse_ha(rest, spec, source, field)
         if head == gen_mix.MIX_KIND:
             return gen_mix.parse_mix(rest, spec, source, field)
+        if head == gen_shop.KIND:
+            return gen_shop.parse(rest, spec, source, field)
         if ":" in body or "," in body:
             raise SpecError(
                 source, f"{field}.generator", f"unknown {head!r} (known: {', '.join(GENERATORS)})"
