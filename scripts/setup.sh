@@ -104,6 +104,12 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 .venv/bin/python -c "from h2lab.servers.jetty import ensure_built; ensure_built()" \
   || { say "building the Jetty server failed"; exit 1; }
 
+# Caddy 2.11 (caddy/: the stock command from the Go module proxy, as go.mod pins it), for
+# caddy@2.11, whose HTTP/3 writes qlog (Debian 13's 2.6 does not): a binary under
+# $CACHE/caddy-<source hash>, built once (about 2.5 min of one core).
+.venv/bin/python -c "from h2lab.servers.caddy_build import ensure_built; ensure_built()" \
+  || { say "building Caddy 2.11 failed"; exit 1; }
+
 # Debian 13's nginx 1.26 (QUIC), HAProxy 3.0 (QUIC), curl 8.14 (HTTP/3) and Caddy 2.6 (quic-go
 # 0.50), which Debian 12 lacks: their files once, under $CACHE/debian13-<hash>, each version
 # checked; h2lab runs them through that folder's own loader (src/h2lab/debian13.py; the
@@ -118,13 +124,14 @@ UV_PYTHON_DOWNLOADS=never "$UV" sync --frozen --python /usr/bin/python3.11 --qui
 SYSTEM="${H2LAB_SYSTEM_CACHE:-/var/cache/h2lab}"
 if [ "$(id -u)" = 0 ] && [ -z "${H2LAB_NO_SYSTEM:-}" ] \
    && [ "$(realpath -m "$SYSTEM")" != "$(realpath -m "$CACHE")" ]; then
-  read -r origin okhttp jetty debian13 < <(.venv/bin/python -c '
+  read -r origin okhttp jetty debian13 caddy < <(.venv/bin/python -c '
 from h2lab import debian13
 from h2lab.clients import okhttp_build
-from h2lab.servers import jetty, origin
+from h2lab.servers import caddy_build, jetty, origin
 print(f"origin-{origin.source_hash(origin.SOURCE_DIR)}",
-      okhttp_build.jar_path().parent.name, jetty.jar_path().parent.name, debian13.root().name)')
-  for name in "rattan-$RATTAN_VERSION/bin" "$origin" "$okhttp" "$jetty" "$debian13"; do
+      okhttp_build.jar_path().parent.name, jetty.jar_path().parent.name, debian13.root().name,
+      caddy_build.folder_name())')
+  for name in "rattan-$RATTAN_VERSION/bin" "$origin" "$okhttp" "$jetty" "$debian13" "$caddy"; do
     [ -e "$SYSTEM/$name" ] || [ ! -d "$CACHE/$name" ] && continue
     say "publishing $name in $SYSTEM (for every user of this machine)"
     mkdir -p "$(dirname "$SYSTEM/$name")"

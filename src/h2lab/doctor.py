@@ -81,6 +81,12 @@ def checks() -> list[Check]:
             str(built) if built is not None else f"{looked_in(relative)}: make setup",
         )
     )
+    from h2lab.servers import caddy_build
+
+    relative = f"{caddy_build.folder_name()}/{caddy_build.BINARY}"
+    built = find_build(relative)
+    detail = str(built) if built is not None else f"{looked_in(relative)}: make setup"
+    out.append(Check(programs.CADDY_211.doctor, built is not None, detail))
     out += _okhttp_checks()
     out += _debian13_checks()
     cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")

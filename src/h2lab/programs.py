@@ -148,6 +148,8 @@ RATTAN = Program("rattan", BUILT, version_args=("--version",), pattern=r"rattan 
                  doctor="rattan")  # fmt: skip
 ORIGIN = Program("h2lab-origin", BUILT, version_args=("-version",), pattern=r"^(h2lab-origin .+)",
                  doctor="h2lab origin (Go)")  # fmt: skip
+CADDY_211 = Program("caddy@2.11", BUILT, version_args=("version",), pattern=r"^v?(\d+\.\d+\.\d+)",
+                    doctor="caddy@2.11 (Go)")  # fmt: skip
 OKHTTP = Program("h2lab-okhttp", BUILT, version_args=("-version",), pattern=r"^(h2lab-okhttp .+)",
                  doctor="h2lab okhttp (JVM)")  # fmt: skip
 

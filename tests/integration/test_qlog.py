@@ -115,3 +115,27 @@ def test_firefox_writes_its_own_qlog_beside_the_servers(tmp_path: Path) -> None:
             assert summarize(mine[0]).vantage == "client" and summarize(mine[0]).events > 100
     finally:
         store.close()
+
+
+def test_caddy_211_writes_a_qlog_per_connection(tmp_path: Path) -> None:
+    """Caddy 2.11 (built by setup: Debian 13's 2.6 writes none) leaves its server qlog beside
+    curl's in each h3 trial, in quic-go 0.63's format: JSON-SEQ whose header names its
+    ``file_schema`` (the qlog drafts since main-schema 10 dropped ``qlog_version`` for it),
+    the losses the link made in it; it counts nothing itself (None stored)."""
+    store = _run(tmp_path, "qlog-caddy", {"protocol": ["h3"], "server": ["caddy@2.11"]})
+    try:
+        trials = store.trials(experiment="qlog-caddy")
+        assert [t.error for t in trials if t.status != "ok"] == [] and len(trials) == 2
+        for t in trials:
+            assert t.versions["caddy@2.11"].startswith("2.11.")
+            assert (t.quic_sent_packets, t.quic_lost_packets) == (None, None)
+            folder = store.artifacts_dir(t.trial_key, t.attempt) / QLOG_DIR
+            (server,) = folder.glob("*_server.sqlog")
+            assert len(list(folder.glob("*_client.sqlog"))) == 1
+            header = _header(server)
+            assert header["file_schema"] == "urn:ietf:params:qlog:file:sequential", header
+            summary = summarize(server)
+            assert summary.vantage == "server" and summary.events > 100
+            assert summary.lost_packets > 0 and summary.cwnd  # 2 % of ~650 packets lost
+    finally:
+        store.close()

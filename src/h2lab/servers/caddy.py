@@ -1,6 +1,7 @@
-"""Caddy 2.6 (Debian 13's, :mod:`h2lab.debian13`): Go's net/http for HTTP/1.1 and HTTP/2,
-quic-go for HTTP/3, configured with one generated JSON document (``caddy.json`` in the state
-folder) and run in the foreground (``caddy run``).
+"""Caddy 2.6 (Debian 13's, :mod:`h2lab.debian13`; ``caddy``) and Caddy 2.11 (built from the Go
+module proxy, :mod:`h2lab.servers.caddy_build`; ``caddy@2.11``, which writes qlog): Go's
+net/http for HTTP/1.1 and HTTP/2, quic-go for HTTP/3, configured with one generated JSON
+document (``caddy.json`` in the state folder) and run in the foreground (``caddy run``).
 
 Per origin address two Caddy servers: one on TCP :443 with TLS (ALPN ``h2``, ``http/1.1``; the
 trial's one TLS version) and, with TLS 1.3, HTTP/3 on UDP :443 (Caddy starts QUIC on the
@@ -38,17 +39,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from h2lab import debian13, procs
+from h2lab import debian13, procs, programs
 from h2lab.errors import SpecError
 from h2lab.pages import Page, Resource
 from h2lab.pages.closest import prefix_keys, query_groups
-from h2lab.servers import IDLE_TIMEOUT_S, WRITE_TIMEOUT_S, ServeContext, Serving, register
+from h2lab.paths import find_build
+from h2lab.servers import (
+    IDLE_TIMEOUT_S,
+    WRITE_TIMEOUT_S,
+    ServeContext,
+    Serving,
+    caddy_build,
+    register,
+)
 from h2lab.servers.process import Launch, serve_process
+from h2lab.servers.quic import QLOG_DIR, QlogOnly, QuicLedger
 from h2lab.spec.factors import DISCOVERIES
 from h2lab.spec.protocols import H1C, H2C, H2S, H3, PORTS, TCP_PROTOCOLS
 from h2lab.tls import LocalCA
 
 NAME = "caddy"
+NAME_211 = "caddy@2.11"
 READY_LINE = "serving initial configuration"
 """What ``caddy run`` logs once every app has started: every listener, TCP and UDP, bound."""
 UNSERVED_LOG = "unserved.log"
@@ -249,6 +260,8 @@ def _link_bodies(page: Page, bodies: Path) -> None:
 
 
 class Caddy:
+    """Debian 13's Caddy 2.6 (``caddy``)."""
+
     name = NAME
     protocols = TCP_PROTOCOLS | {H3}
     discoveries: frozenset[str] = frozenset(DISCOVERIES)
@@ -259,6 +272,14 @@ class Caddy:
 
     def check(self) -> None:
         """Nothing to check: Caddy's configuration is h2lab's alone (no ``conf=``)."""
+
+    def argv(self) -> list[str]:
+        """How to run it (its arguments follow)."""
+        return debian13.argv("caddy")
+
+    def quic(self, state_dir: Path) -> QuicLedger | None:
+        """What the trial reads of its QUIC connections (none: 2.6 tells nothing)."""
+        return None
 
     @contextmanager
     def serve(self, page: Page, ctx: ServeContext) -> Iterator[Serving]:
@@ -271,19 +292,45 @@ class Caddy:
         conf.write_text(json.dumps(render_config(page, ctx, LocalCA(ctx.tls_dir)), indent=1))
         # Caddy's folders for data and config, should it look at them: the state folder's
         env = ["env", f"HOME={d}", f"XDG_DATA_HOME={d}", f"XDG_CONFIG_HOME={d}"]
-        caddy = [*env, *debian13.argv("caddy")]
+        if self.qlog and ctx.qlog:
+            (d / QLOG_DIR).mkdir(exist_ok=True)
+            env.append(f"QLOGDIR={d / QLOG_DIR}")  # quic-go's qlog, one file per connection
+        caddy = [*env, *self.argv()]
         procs.run(ctx.exec_argv([*caddy, "validate", "--config", str(conf)]))
         argv = [*caddy, "run", "--config", str(conf)]
         # Caddy starts QUIC on a TLS listener only at TLS 1.3 (render_config)
         h3 = ctx.tls_version == "1.3"
-        launch = Launch(NAME, argv, d / "caddy.out", udp=h3, ready_line=READY_LINE)
+        launch = Launch(self.name, argv, d / "caddy.out", udp=h3, ready_line=READY_LINE)
         try:
             with serve_process(ctx, launch, page.origins) as serving:
-                yield serving
+                yield Serving(*serving.watched, quic=self.quic(d) if ctx.qlog else None)
         finally:
             access = d / ACCESS_LOG
             said = access.read_text(errors="replace") if access.exists() else ""
             (d / UNSERVED_LOG).write_text("".join(f"{x}\n" for x in unserved_lines(said)))
 
 
+class Caddy211(Caddy):
+    """Caddy 2.11, built from the Go module proxy (:mod:`h2lab.servers.caddy_build`): the same
+    configuration, and a qlog file per QUIC connection (quic-go 0.63's, ``QLOGDIR``) with
+    ``capture = ["qlog"]``. It tells no counts: its files are flushed as each connection
+    closes, so a client that keeps its connection open past the trial (a browser) leaves the
+    file to be completed later, in the trial's folder."""
+
+    name = NAME_211
+    qlog = True
+
+    def version(self) -> str:
+        built = find_build(f"{caddy_build.folder_name()}/{caddy_build.BINARY}")
+        found = programs.CADDY_211.version([str(built)]) if built is not None else None
+        return found or "not built"
+
+    def argv(self) -> list[str]:
+        return [str(caddy_build.ensure_built())]
+
+    def quic(self, state_dir: Path) -> QuicLedger | None:
+        return QlogOnly(state_dir)
+
+
 register(NAME, lambda _: Caddy())
+register(NAME_211, lambda _: Caddy211())

@@ -70,6 +70,14 @@ class QuicLedger:
         return take_written_since(self.qlog_dir, since_s, into)
 
 
+class QlogOnly(QuicLedger):
+    """A server that writes qlog files into ``state_dir/qlog`` and tells no counts (Caddy
+    2.11: no control socket, its files flushed as each connection closes)."""
+
+    def totals(self) -> QuicTotals | None:
+        return None
+
+
 def _totals(answer: dict[str, Any]) -> QuicTotals:
     tcp = answer.get("tcp_cc") or {}
     return QuicTotals(
