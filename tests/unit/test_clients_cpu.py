@@ -138,3 +138,30 @@ def test_a_group_made_at_the_idle_class_takes_the_least_weight(
     assert (group.path / name).read_text() == f"{cpu.LEAST_WEIGHT[v2]}\n"
     monkeypatch.setattr(cpu, "idle_class", lambda: False)
     assert not (cpu.CpuGroup(1, root).path / name).exists()
+
+
+def test_clean_removes_only_the_empty_groups_of_runs_that_are_gone(tmp_path: Path) -> None:
+    """``h2lab clean``: a killed run's quota group goes; one of a live process, one just made
+    and one with a process in it stay."""
+    from h2lab.clients.cpu import LEFT_GRACE_S, remove_left_groups
+
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    gone = 4_194_301  # above any pid this machine has handed out
+    assert not Path(f"/proc/{gone}").exists()
+    old = time.time() - LEFT_GRACE_S - 5
+
+    def group(name: str, *, age: float = old, procs: str | None = None) -> Path:
+        path = tmp_path / "cpu" / f"h2lab-cpu-{name}"
+        path.mkdir()
+        if procs is not None:
+            (path / "cgroup.procs").write_text(procs)
+        os.utime(path, (age, age))
+        return path
+
+    left = group(f"{gone}-aaaa")
+    alive = group(f"{os.getpid()}-bbbb")
+    young = group(f"{gone}-cccc", age=time.time())
+    used = group(f"{gone}-dddd", procs="123\n")
+    assert remove_left_groups(tmp_path) == [left.name]
+    assert not left.exists() and alive.exists() and young.exists() and used.exists()

@@ -16,17 +16,20 @@ def clean(
         bool, typer.Option("--all", help="also remove instances whose h2lab is still running")
     ] = False,
 ) -> None:
-    """Remove namespaces, processes and state left by killed h2lab instances, and the folders
-    of cluster nodes and lab actors that are gone."""
+    """Remove namespaces, processes and state left by killed h2lab instances, the folders
+    of cluster nodes and lab actors that are gone, and the CPU quota groups of killed runs."""
+    from h2lab.clients.cpu import remove_left_groups
     from h2lab.net.clean import clean_cluster_folders, clean_stale
 
     enter_lab_mode()
     folders = clean_cluster_folders()
     removed = clean_stale(include_live=all_instances)
+    groups = remove_left_groups()
     console.print(
         f"removed {len(removed)} instance(s)"
         + (f": {' '.join(removed)}" if removed else "")
         + (f"; {len(folders)} cluster folder(s)" if folders else "")
+        + (f"; {len(groups)} CPU quota group(s)" if groups else "")
     )
 
 

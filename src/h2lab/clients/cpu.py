@@ -167,6 +167,48 @@ class CpuGroup:
             self.path.rmdir()
 
 
+GROUP_PREFIX = "h2lab-cpu-"
+LEFT_GRACE_S = 30.0
+"""A group younger than this is not taken for one left behind: a lab may be making it."""
+
+
+def left_groups(root: Path = CGROUP_ROOT) -> list[Path]:
+    """The quota groups a killed h2lab left (``h2lab clean``): made by a process that is gone,
+    with no process in them, older than :data:`LEFT_GRACE_S`. A lab in a PID namespace of its
+    own names a pid this one cannot see; its groups hold its browser while it runs, so an empty
+    one is not in use."""
+    where = hierarchy(root)
+    parent = where.parent if isinstance(where, Hierarchy) else None
+    if parent is None or not parent.is_dir():
+        return []
+    left = []
+    for group in sorted(parent.glob(f"{GROUP_PREFIX}*")):
+        pid = group.name.removeprefix(GROUP_PREFIX).split("-", 1)[0]
+        try:
+            young = time.time() - group.stat().st_mtime < LEFT_GRACE_S
+        except OSError:
+            continue  # gone meanwhile
+        try:
+            members = (group / "cgroup.procs").read_text().split()
+        except FileNotFoundError:
+            members = []  # not a cgroup: a folder made by hand
+        except OSError:
+            continue
+        if pid.isdigit() and not _runs(int(pid)) and not members and not young:
+            left.append(group)
+    return left
+
+
+def remove_left_groups(root: Path = CGROUP_ROOT) -> list[str]:
+    """Remove :func:`left_groups`; the names of those removed."""
+    removed = []
+    for group in left_groups(root):
+        with contextlib.suppress(OSError):
+            group.rmdir()
+            removed.append(group.name)
+    return removed
+
+
 def calibration_ms(enter: str = "") -> float:
     """The wall time of the calibration loop, ms, in a new process (in a group when ``enter``
     is its :meth:`CpuGroup.enter_line`): what the same work takes on the CPU a client gets."""
