@@ -151,9 +151,14 @@ class Firefox(BrowserClient[_Browser, Options]):
         keys = ctx.keylog is not None
         key = json.dumps([prefs, str(ctx.tls_dir), keys], sort_keys=True)
         prime = ALT_SVC_MAPPING in prefs
-        return self._browsers.get(key, ctx, lambda: self._launch(user_js(prefs), ctx, prime, keys))
+        qlog = ctx.qlog_dir is not None
+        return self._browsers.get(
+            key, ctx, lambda: self._launch(user_js(prefs), ctx, prime, keys, qlog)
+        )
 
-    def _launch(self, prefs_js: str, ctx: LoadContext, prime_alt_svc: bool, keys: bool) -> _Browser:
+    def _launch(
+        self, prefs_js: str, ctx: LoadContext, prime_alt_svc: bool, keys: bool, qlog: bool
+    ) -> _Browser:
         # in a UTS namespace of its own named localhost (see the module's text)
         inner = 'hostname localhost && exec "$@"'
         firefox = shlex.join(userns.unprivileged([str(FIREFOX)]))  # the user's, rootless
@@ -172,7 +177,7 @@ class Firefox(BrowserClient[_Browser, Options]):
         keylog = self._browsers.workdir() / f"keylog-{files.n}.txt"
         if keys:
             env["SSLKEYLOGFILE"] = str(keylog)
-        qlog_root = self._browsers.workdir() / f"tmp-{files.n}" if QLOG_PREF in prefs_js else None
+        qlog_root = self._browsers.workdir() / f"tmp-{files.n}" if qlog else None
         if qlog_root is not None:
             qlog_root.mkdir(parents=True, exist_ok=True)
             env["TMPDIR"] = str(qlog_root)
