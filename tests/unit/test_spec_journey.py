@@ -109,3 +109,21 @@ def test_a_journey_is_bounded(tmp_path: Path) -> None:
         load_journey(_file(tmp_path, "#" * 70_000))
     with pytest.raises(SpecError, match="file: cannot read"):
         load_journey(tmp_path / "missing.toml")
+
+
+def test_a_journey_level_needs_a_client_that_takes_steps_and_the_first_view(
+    tmp_path: Path,
+) -> None:
+    from h2lab.runner.levels import validate_factors
+
+    path = _file(tmp_path, SHOP.replace("warc:shop.warc.gz", "synthetic:shop"))
+    raw = {"protocol": ["h2s"], "network": ["cable"], "page": [f"journey:{path}"]}
+    validate_factors("exp.toml", {**raw, "client": ["chromium"]})
+    with pytest.raises(SpecError, match=r"factors.page\[0\]: a journey needs a client that "
+                       r"takes its steps; firefox does not \(journeys: chromium\)"):  # fmt: skip
+        validate_factors("exp.toml", {**raw, "client": ["firefox"]})
+    with pytest.raises(SpecError, match="a journey runs in the first view only"):
+        validate_factors("exp.toml", {**raw, "client": ["chromium"], "view": ["repeat"]})
+    bad = _file(tmp_path, 'page = "synthetic:shop"\n[[step]]\nname = "a"\nclick = "#x"\n', "b.toml")
+    with pytest.raises(SpecError, match=rf"{bad}: step\[0\] \(a\): the first step must navigate"):
+        validate_factors("exp.toml", {**raw, "page": [f"journey:{bad}"], "client": ["chromium"]})

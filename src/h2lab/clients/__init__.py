@@ -10,6 +10,7 @@ from typing import Protocol
 from h2lab.errors import TrialFailed
 from h2lab.pages import Page
 from h2lab.results import LoadResult, ResourceTiming
+from h2lab.spec.journey import Journey
 from h2lab.spec.registry import Registry
 
 
@@ -47,6 +48,10 @@ class LoadContext:
     a browser forces or maps QUIC for those only, and reaches the others over TCP; None: every
     one. Only clients with :attr:`ClientAdapter.mixed_origins`"""
 
+    journey: Journey | None = None
+    """the steps to take after the first (``page = "journey:FILE"``), in a client with
+    :attr:`ClientAdapter.journeys`; None: the page's load alone"""
+
     def speaks_h3(self, host: str) -> bool:
         """Whether ``host`` is one of :attr:`h3_hosts` (every host when that is None)."""
         return self.h3_hosts is None or host in self.h3_hosts
@@ -82,6 +87,8 @@ class ClientAdapter(Protocol):
     the ``h3_origins`` factor); False: every origin over the trial's protocol"""
     qlog: bool = False
     """it writes a qlog file per QUIC connection into :attr:`LoadContext.qlog_dir` when asked"""
+    journeys: bool = False
+    """it takes a journey's steps (:attr:`LoadContext.journey`)"""
 
     def version(self) -> str: ...
 

@@ -28,7 +28,8 @@ from h2lab.errors import SpecError
 from h2lab.pages import confine, synthetic_spec
 from h2lab.pages.closest import closest
 from h2lab.paths import cache_root
-from h2lab.spec.factors import IMPORT_KINDS
+from h2lab.spec.factors import IMPORT_KINDS, JOURNEY
+from h2lab.spec.journey import load_journey
 
 FORMAT = "h2lab-page/1"
 
@@ -513,7 +514,14 @@ def find_page(name_or_id: str, root: Path | None = None) -> Path | None:
 
 
 def check_page_spec(spec: str, source: str = "page", field: str = "page") -> None:
-    """Validate a page spec without generating or importing anything (``h2lab validate``)."""
+    """Validate a page spec without generating or importing anything (``h2lab validate``); a
+    journey's file is read and its page checked in turn."""
+    if spec.startswith(f"{JOURNEY}:"):
+        journey = load_journey(Path(spec.removeprefix(f"{JOURNEY}:")))
+        if journey.page.startswith(f"{JOURNEY}:"):
+            raise SpecError(journey.path, "page", "a journey's page cannot be another journey")
+        check_page_spec(journey.page, str(journey.path), "page")
+        return
     if spec.startswith("synthetic:"):
         synthetic_spec.parse(spec, source, field)
         return

@@ -14,13 +14,18 @@ from h2lab.errors import SpecError
 from h2lab.pages import synthetic
 from h2lab.pages.importers import import_source
 from h2lab.pages.manifest import Page, find_page, load_page
-from h2lab.spec.factors import IMPORT_KINDS
+from h2lab.spec.factors import IMPORT_KINDS, JOURNEY
+from h2lab.spec.journey import load_journey
 
 
 def resolve_page(spec: str, source: str = "page") -> Page:
     """A page spec -> page on disk. Accepted: a generator spec (``synthetic:...``), an
     importable source (``warc:FILE``, ``har:FILE``, ``dir:FOLDER[#ENTRY]``), a stored page's
-    id or name (``h2lab pages list``), or a folder holding a manifest.json."""
+    id or name (``h2lab pages list``), a folder holding a manifest.json, or a journey
+    (``journey:FILE``: the page its steps run on)."""
+    if spec.startswith(f"{JOURNEY}:"):
+        journey = load_journey(Path(spec.removeprefix(f"{JOURNEY}:")))
+        return resolve_page(journey.page, str(journey.path))
     if spec.startswith("synthetic:"):
         return synthetic.materialize(synthetic.parse(spec, source))
     if spec.split(":", 1)[0] in IMPORT_KINDS:

@@ -19,7 +19,7 @@ from h2lab.pages.manifest import check_page_spec
 from h2lab.pages.sites import ALL
 from h2lab.spec import experiment
 from h2lab.spec.experiment import Experiment, Factors
-from h2lab.spec.factors import LevelChecks
+from h2lab.spec.factors import JOURNEY, LevelChecks
 from h2lab.spec.protocols import H3
 
 
@@ -155,7 +155,25 @@ def check_h3_origins(factors: Factors, source: str, prefix: str) -> None:
     _each_client(factors, "h3_origins", refused, source, prefix)
 
 
+def check_journeys(factors: Factors, source: str, prefix: str) -> None:
+    """A table with a journey (``journey:FILE``) has only clients that take its steps, in the
+    first view (a repeat view of a whole journey is still to come, issue #57)."""
+    for i, page in enumerate(factors["page"]):
+        if not str(page).startswith(f"{JOURNEY}:"):
+            continue
+        key = f"{prefix}.page[{i}]"
+        spec = next((c for c in factors["client"] if not clients.get(c).journeys), None)
+        if spec is not None:
+            raise SpecError(
+                source, key, f"a journey needs a client that takes its steps; {spec} does not "
+                f"(journeys: {_capable(lambda c: c.journeys)})",
+            )  # fmt: skip
+        if "repeat" in factors["view"]:
+            raise SpecError(source, key, "a journey runs in the first view only, for now")
+
+
 def _check_table(factors: Factors, source: str, prefix: str) -> None:
+    check_journeys(factors, source, prefix)
     check_views(factors, source, prefix)
     check_discoveries(factors, source, prefix)
     check_repeat_discoveries(factors, source, prefix)

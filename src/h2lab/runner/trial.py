@@ -44,7 +44,8 @@ from h2lab.runner.captures import (
 from h2lab.runner.h3_origins import published, told
 from h2lab.runner.matrix import TrialSpec
 from h2lab.spec.experiment import Capture, FailOn
-from h2lab.spec.factors import UDP_BLOCKED
+from h2lab.spec.factors import JOURNEY, UDP_BLOCKED
+from h2lab.spec.journey import Journey, load_journey
 from h2lab.spec.network import NetworkProfile
 from h2lab.spec.protocols import H3, PORTS
 from h2lab.spec.tcp import TcpSettings
@@ -303,7 +304,15 @@ def _load_context(
         qlog_dir=trial_qlog_dir(artifacts, t.protocol, capture),
         discovery=t.factors.discovery,
         h3_hosts=told(page, t.factors, t.protocol),
+        journey=journey_of(t.page),
     )
+
+
+def journey_of(page: str) -> Journey | None:
+    """The journey a ``journey:FILE`` page level names (read again: validation read it)."""
+    if not page.startswith(f"{JOURNEY}:"):
+        return None
+    return load_journey(Path(page.removeprefix(f"{JOURNEY}:")))
 
 
 def _before_the_load(

@@ -19,6 +19,7 @@ from h2lab.spec.factors import (
     COMPARABLE,
     FACTORS,
     IMPORT_KINDS,
+    JOURNEY,
     NO_CHECKS,
     REQUIRED,
     Factor,
@@ -445,11 +446,12 @@ def _tables(factors: object) -> list[dict[str, Any]]:
 
 
 def _relative_to(folder: Path, page: object) -> object:
-    """``warc:corpus/x.warc.gz`` in an experiment file means relative to that file."""
+    """``warc:corpus/x.warc.gz`` (``journey:shop.toml``) in an experiment file means relative
+    to that file."""
     if not isinstance(page, str):
         return page
     kind, sep, rest = page.partition(":")
-    if not sep or kind not in IMPORT_KINDS or rest.startswith("/"):
+    if not sep or kind not in (*IMPORT_KINDS, JOURNEY) or rest.startswith("/"):
         return page
     return f"{kind}:{os.path.normpath(folder / rest)}"
 

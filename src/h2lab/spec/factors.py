@@ -136,6 +136,10 @@ class Factor:
 
 # ----------------------------------------------------------------------- level parsers
 
+JOURNEY = "journey"
+"""A page level ``journey:FILE``: the steps of a journey file on the page it names
+(:mod:`h2lab.spec.journey`)."""
+
 IMPORT_KINDS = ("warc", "har", "dir")
 """Page specs that import on the fly: ``warc:FILE``, ``har:FILE``, ``dir:FOLDER#ENTRY`` (a path
 relative to the experiment file that names it)."""

@@ -73,6 +73,7 @@ from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser import names
 from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
 from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, DevTools, PipeClosed, Reply
+from h2lab.clients.browser.chromium.journey import Steps, step_url, timing_of, write_steps
 from h2lab.clients.browser.chromium.options import (
     PROTOCOLS,
     Options,
@@ -134,6 +135,7 @@ class Chromium(BrowserClient[_Browser, Options]):
     name = "chromium"
     protocols = PROTOCOLS
     views = frozenset({"first", "repeat"})
+    journeys = True
     discoveries: frozenset[str] = frozenset(DISCOVERIES)
     # Learnt h3 in a repeat view: from the second trial of a browser on, a QUIC connection
     # outlives net-internals' flush between the visits (docs/servers.md, "How browsers find h3")
@@ -244,6 +246,8 @@ class Chromium(BrowserClient[_Browser, Options]):
         self._browsers.used(protocol, handle)
         handle.last_artifacts = ctx.artifacts_dir
         url = page_url(page, protocol)
+        if ctx.journey is not None:  # its first step is the measured load
+            url = step_url(ctx.journey.steps[0].target, url)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         tab: Tab | None = None
 
@@ -254,6 +258,11 @@ class Chromium(BrowserClient[_Browser, Options]):
                 idle_ms=self.options.idle_ms, fail_on=ctx.fail_on, tasks=self.options.tbt,
                 bodies=self.options.har_bodies,
             )  # fmt: skip
+            if ctx.journey is not None:
+                steps = Steps(tab, handle.connection, url, ctx.timeout_s).run(ctx.journey)
+                first = {"index": 0, "name": ctx.journey.steps[0].name, "kind": "navigate",
+                         "url": url, "timing": timing_of(raw.timing)}  # fmt: skip
+                write_steps(first, steps, ctx.artifacts_dir)
         except TrialFailed:
             if tab is not None:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)

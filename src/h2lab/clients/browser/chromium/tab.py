@@ -482,7 +482,7 @@ def measure(
         wait_network_idle(tab, idle_ms, left)
         incomplete()
         connection.check_fault(cdp, "chromium")
-        timing = _after_load(cdp, s)
+        timing = after_load(cdp, s)
         tracing = False
         trace = _stop_tracing(tab, cdp)
         if bodies:
@@ -494,7 +494,8 @@ def measure(
     return RawLoad(trace, timing, tab.log)
 
 
-def _after_load(cdp: DevTools, session: str) -> dict[str, Any]:
+def after_load(cdp: DevTools, session: str) -> dict[str, Any]:
+    """The page's timing once it has painted after its load event (:data:`_AFTER_LOAD_JS`)."""
     value = evaluate(cdp, session, f"({_AFTER_LOAD_JS})({SCREENSHOT_SETTLE_MS}, {FCP_WAIT_MS})")
     return value if isinstance(value, dict) else {}
 

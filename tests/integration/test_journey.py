@@ -1,0 +1,53 @@
+"""Journeys in Chromium (issue #57): the shop's journey (experiments/journeys/shop.toml: land,
+a product, a 200 ms click, the login form, a POST answered 303 with a cookie, the account page)
+over h1s, h2s and h3 from the origin. Every trial is ok; each step is in ``steps.json``; the
+POST was answered from the page and its cookie carried (the account page shows the name); the
+click's latency is the Event Timing API's (at least its handler's 200 ms); over h2s and h3 no
+step after the first opens a connection to the shop, over h1s the counts are printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from h2lab.clients.browser.chromium.journey import STEPS_FILE
+from h2lab.runner.levels import validate_factors
+from h2lab.runner.matrix import expand
+from h2lab.runner.run import run_trials
+from h2lab.spec.experiment import Experiment
+from h2lab.store import Store
+from tests.integration.conftest import ROOT
+
+SHOP = ROOT / "experiments" / "journeys" / "shop.toml"
+NAMES = ["land", "product", "add to cart", "login form", "user", "password", "log in", "account"]
+HOST = "o1.h2lab.test"
+
+
+def test_the_shop_journey_in_chromium(tmp_path: Path) -> None:
+    factors = {
+        "protocol": ["h1s", "h2s", "h3"], "network": ["rtt=20ms,rate=20Mbps"],
+        "page": [f"journey:{SHOP}"], "server": ["origin"], "client": ["chromium"],
+    }  # fmt: skip
+    exp = Experiment(name="journey", factors=validate_factors("test", factors), seed=57)
+    store = Store(tmp_path)
+    try:
+        run_trials(expand(exp), store, timeout_s=120)
+        trials = store.trials()
+        assert [t.error for t in trials if t.status != "ok"] == [] and len(trials) == 3
+        for t in trials:
+            folder = store.artifacts_dir(t.trial_key, t.attempt)
+            steps = json.loads((folder / STEPS_FILE).read_text())["steps"]
+            print(t.protocol, [(s["name"], s.get("duration_ms"), s.get("new_connections"),
+                                s.get("interaction_ms")) for s in steps])  # fmt: skip
+            assert [s["name"] for s in steps] == NAMES
+            login = steps[NAMES.index("log in")]
+            assert login["url"].endswith("/account"), login
+            assert "Signed in as alice" in login["shown"]  # the cookie the 303 set, carried
+            assert steps[NAMES.index("product")]["url"].endswith("/product/1")
+            click = steps[NAMES.index("add to cart")]["interaction_ms"]
+            assert click is not None and 200 <= click <= 400, click
+            assert steps[0]["timing"]["load_ms"] is not None
+            if t.protocol != "h1s":  # one connection to the shop, reused by every step
+                assert all(s["new_connections"].get(HOST, 0) == 0 for s in steps[1:]), steps
+    finally:
+        store.close()
