@@ -57,6 +57,35 @@ class ResourceTiming:
 
 
 @dataclass(frozen=True)
+class StepTiming:
+    """One step of a journey after its first (issue #57): a row of the store's ``steps``."""
+
+    step: int
+    """its place in the journey file (the first, the trial's measured load, is 0)"""
+    name: str
+    kind: str
+    """``navigate``, ``click``, ``type``, ``submit``, ``scroll`` or ``wait``"""
+    duration_ms: float
+    """the action to the end of its wait"""
+    requests: int
+    """requests the step began"""
+    new_connections: int
+    """connections first used during the step, every origin"""
+    new_connections_json: str = "{}"
+    """the same per origin (a JSON object)"""
+    url: str | None = None
+    """the document's URL once the step ended"""
+    ttfb_ms: float | None = None
+    """for a step that loaded a document: its responseStart, from its navigation's start"""
+    fcp_ms: float | None = None
+    lcp_ms: float | None = None
+    load_ms: float | None = None
+    """its loadEventEnd"""
+    interaction_ms: float | None = None
+    """the longest Event Timing duration of an interaction during the step (as INP)"""
+
+
+@dataclass(frozen=True)
 class Metric:
     """How one metric is measured and read."""
 
@@ -187,6 +216,9 @@ class Metrics:
     """with ``cores=``, how long the client's processes waited for their quota during the load
     (the cgroup's ``cpu.stat``, summed over the cores they were throttled on: it can exceed
     the load's time); None without a quota"""
+    journey_ms: float | None = _metric("ms", "journey time (ms)", BROWSER)
+    """a journey's (``page = "journey:FILE"``): its first step's page load time and the duration
+    of every other step (``steps``), summed; None for a page"""
 
 
 METRICS: tuple[Metric, ...] = tuple(Metric(f.name, **f.metadata["metric"]) for f in fields(Metrics))
@@ -199,6 +231,8 @@ class LoadResult(Metrics):
     runner) and one row per resource."""
 
     resources: tuple[ResourceTiming, ...] = ()
+    steps: tuple[StepTiming, ...] = ()
+    """a journey's steps after its first (none for a page)"""
 
 
 CPU_SATURATED_PCT = 90.0

@@ -3,7 +3,8 @@ a product, a 200 ms click, the login form, a POST answered 303 with a cookie, th
 over h1s, h2s and h3 from the origin. Every trial is ok; each step is in ``steps.json``; the
 POST was answered from the page and its cookie carried (the account page shows the name); the
 click's latency is the Event Timing API's (at least its handler's 200 ms); over h2s and h3 no
-step after the first opens a connection to the shop, over h1s the counts are printed."""
+step after the first opens a connection to the shop, over h1s the counts are printed; each step
+is a row of the store's ``steps``, and ``journey_ms`` their sum with the first step's load."""
 
 from __future__ import annotations
 
@@ -49,5 +50,12 @@ def test_the_shop_journey_in_chromium(tmp_path: Path) -> None:
             assert steps[0]["timing"]["load_ms"] is not None
             if t.protocol != "h1s":  # one connection to the shop, reused by every step
                 assert all(s["new_connections"].get(HOST, 0) == 0 for s in steps[1:]), steps
+            assert t.id is not None
+            rows = store.steps(t.id)  # the steps after the first, stored with the trial
+            assert [r.name for r in rows] == NAMES[1:]
+            assert [r.duration_ms for r in rows] == [s["duration_ms"] for s in steps[1:]]
+            assert rows[NAMES.index("log in") - 1].load_ms is not None
+            assert t.plt_ms is not None and t.journey_ms is not None
+            assert t.journey_ms == round(t.plt_ms + sum(r.duration_ms for r in rows), 1)
     finally:
         store.close()

@@ -164,7 +164,8 @@ BAD_FILES = {
             discovery='["forced", "alt-svc"]',
         ),
         "factors.discovery[1]",
-        "alt-svc needs a server that runs it; jetty does not (alt-svc: caddy, nginx@1.26, origin)",
+        "alt-svc needs a server that runs it; jetty does not "
+        "(alt-svc: caddy, caddy@2.11, nginx@1.26, origin)",
     ),
     "discovery-repeat-chromium": (
         _experiment(

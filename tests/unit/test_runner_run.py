@@ -310,11 +310,13 @@ def test_a_full_disk_stops_the_run_and_stores_nothing_more(
     real_add = store.add_trial
     added: list[str] = []
 
-    def add_trial(record: TrialRecord, resources: tuple[object, ...] = ()) -> int:
+    def add_trial(
+        record: TrialRecord, resources: tuple[object, ...] = (), steps: tuple[object, ...] = ()
+    ) -> int:
         if len(added) == 2:
             raise sqlite3.OperationalError("database or disk is full")
         added.append(record.trial_key)
-        return real_add(record, resources)  # type: ignore[arg-type]
+        return real_add(record, resources, steps)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store, "add_trial", add_trial)
     try:

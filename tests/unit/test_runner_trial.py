@@ -170,7 +170,7 @@ def run(
         assert (link.client_ns, servers_ns) == ("lab-client", "lab-servers")
         return next(counters)
 
-    record, resources = run_one(
+    record, resources, _ = run_one(
         lab, links, client, FakePage(), trial(), 2, tmp_path / "artifacts",  # type: ignore[arg-type]
         30.0, {"h2lab": "x", "machine": "m1"}, server or FakeServer(),
         clock=FakeClock(), cpu=lambda: next(cpu), counters=read_counters,

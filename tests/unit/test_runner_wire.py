@@ -158,6 +158,7 @@ def record() -> TrialRecord:
         quic_sent_packets=8123,
         quic_lost_packets=81,
         quic_initial_window_bytes=12800,
+        journey_ms=1234.5,
     )
 
 
@@ -213,7 +214,11 @@ def block_job() -> BlockJob:
 
 def test_messages_round_trip_with_their_type() -> None:
     job = block_job()
-    done = TrialDone(record=record(), resources=(resource(), resource()), last=True)
+    from h2lab.results import StepTiming
+
+    step = StepTiming(1, "log in", "submit", 104.1, 2, 1, '{"o1": 1}', "https://o1/a", 1.5,
+                      2.5, 3.5, 4.5, 208.0)  # fmt: skip
+    done = TrialDone(record=record(), resources=(resource(), resource()), last=True, steps=(step,))
     for message in (job, done, BlockDone(4)):
         text = json.dumps(encode_message(message))
         assert decode_message(json.loads(text)) == message

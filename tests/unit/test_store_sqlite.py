@@ -319,7 +319,7 @@ def test_a_store_of_schema_7_gains_machine_from_the_recorded_host(tmp_path: Path
         s.close()
     db = sqlite3.connect(tmp_path / "results.sqlite")
     try:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 15
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 16
         cols = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
         assert sorted(cols) == sorted(TRIAL_COLUMNS) and cols[-1] == "machine"
     finally:
@@ -352,3 +352,40 @@ def test_machine_round_trips_and_is_exported(store: Store, tmp_path: Path) -> No
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["machine"] for r in rows] == ["lab-a/0123456789ab", ""]
+
+
+def test_a_journeys_steps_are_stored_exported_and_restored(tmp_path: Path) -> None:
+    """``steps`` rows go with their trial, into ``steps.csv`` by the report's export, and back
+    by ``h2lab restore``; a store without steps exports no steps file."""
+    from h2lab.report.export import export_tables
+    from h2lab.results import StepTiming
+    from h2lab.store.restore import restore_store
+
+    steps = (
+        StepTiming(1, "log in", "submit", 104.1, 2, 0, "{}", "https://o1/account", 20.5,
+                   40.0, 40.0, 90.2),
+        StepTiming(2, "add", "click", 411.2, 0, 1, '{"o1": 1}', "https://o1/p", None, None,
+                   None, None, 208.0),
+    )  # fmt: skip
+    out = tmp_path / "a"
+    store = Store(out)
+    trial_id = store.add_trial(record("b|h2s"), (), steps)
+    store.add_trial(record("c|h2s"))
+    assert store.steps(trial_id) == list(steps)
+    store.close()
+    export_tables(out / "results.sqlite", out)
+    assert (out / "steps.csv").is_file() and (out / "steps.parquet").is_file()
+    back = tmp_path / "b"
+    back.mkdir()
+    for name in ("trials.csv", "steps.csv"):
+        (back / name).write_bytes((out / name).read_bytes())
+    restore_store(back)
+    again = Store(back)
+    try:
+        assert again.steps(trial_id) == list(steps)
+    finally:
+        again.close()
+    plain = tmp_path / "plain"
+    Store(plain).close()
+    export_tables(plain / "results.sqlite", plain)
+    assert not (plain / "steps.csv").exists()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from h2lab.store.segments import SEGMENTS_DIR, Segment, batches, registered
-from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS
+from h2lab.store.sqlite import RESOURCE_COLUMNS, STEP_COLUMNS, TRIAL_COLUMNS
 from h2lab.store.tables import arrow_schema, read, read_batches, table_columns
 
 if TYPE_CHECKING:
@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
     Batch: TypeAlias = pa.RecordBatch
 
-TABLES = {"trials": TRIAL_COLUMNS, "resources": RESOURCE_COLUMNS}
+TABLES = {"trials": TRIAL_COLUMNS, "resources": RESOURCE_COLUMNS, "steps": STEP_COLUMNS}
+OPTIONAL = frozenset({"steps"})
+"""Tables exported only when they have rows (a journey's steps: most stores have none)."""
 ROW_GROUP_ROWS = 1_048_576
 """Rows per Parquet row group: pyarrow's default for a whole table (``write_table``)."""
 CSV_ROWS_MAX = 1_048_576
@@ -117,7 +119,13 @@ def export_table(db_path: Path, table: str, out_dir: Path) -> list[Path]:
     have = table_columns(db_path, table)
     order = "id" if "id" in columns else "rowid"
     csv_path, parquet_path = out_dir / f"{table}.csv", out_dir / f"{table}.parquet"
+    if table in OPTIONAL and table not in tables_of(db_path):
+        return []  # a store written before the table was: nothing to export
     sealed, rows = _counted(db_path, table)
+    if table in OPTIONAL and rows == 0:
+        csv_path.unlink(missing_ok=True)
+        parquet_path.unlink(missing_ok=True)
+        return []
     with contextlib.ExitStack() as files:
         parquet = files.enter_context(pq.ParquetWriter(parquet_path, schema))
         groups = _RowGroups(parquet, schema)
@@ -153,7 +161,16 @@ def _sealed_batches(db_path: Path, table: str, sealed: list[Segment]) -> Iterato
     return batches(db_path.parent / SEGMENTS_DIR, sealed, TABLES[table])
 
 
+def tables_of(db_path: Path) -> frozenset[str]:
+    """The store's tables."""
+    return read(
+        db_path,
+        lambda db: frozenset(r[0] for r in db.execute("SELECT name FROM sqlite_master")),
+    )
+
+
 def export_tables(db_path: Path, out_dir: Path) -> list[Path]:
     """Write ``trials.parquet``, ``resources.parquet`` and, up to :data:`CSV_ROWS_MAX` rows,
-    ``trials.csv`` and ``resources.csv`` to ``out_dir``; the paths written."""
+    ``trials.csv`` and ``resources.csv`` to ``out_dir`` (and a journey's ``steps`` the same
+    way, where the store has some); the paths written."""
     return [p for table in TABLES for p in export_table(db_path, table, out_dir)]

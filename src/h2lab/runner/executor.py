@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from h2lab.results import ResourceTiming, TrialRecord
+from h2lab.results import ResourceTiming, StepTiming, TrialRecord
 from h2lab.runner.matrix import TrialSpec
 from h2lab.spec.experiment import Capture, FailOn
 
@@ -64,6 +64,8 @@ class TrialDone:
     last: bool
     """no further attempt of this trial follows in this block: it is ok, it is out of retries,
     or its server did not start"""
+    steps: tuple[StepTiming, ...] = ()
+    """a journey's steps after its first (issue #57)"""
 
 
 @dataclass(frozen=True)

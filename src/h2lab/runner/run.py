@@ -232,7 +232,7 @@ def _drive(
             if NO_SPACE in (event.record.error or ""):  # not the trial's fault: not stored
                 raise OutOfSpace(store.dir, f"trial {event.record.trial_key} could not write")
             try:
-                trial_id = store.add_trial(event.record, event.resources)
+                trial_id = store.add_trial(event.record, event.resources, event.steps)
                 store.seal_if_due()  # a large store's resource rows into Parquet, now and then
             except Exception as exc:
                 if not is_out_of_space(exc):

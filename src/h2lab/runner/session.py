@@ -225,13 +225,13 @@ class LabSession:
                     "qlog" in job.capture,
                 )  # fmt: skip
                 attempt = stored + 1 + retry
-                record, resources = run_one(
+                record, resources, steps = run_one(
                     lab, links, client, page, t, attempt,
                     artifacts_dir(job.results_dir, t.key, attempt), job.timeout_s,
                     self._versions[(t.server, t.client)], stretch, job.fail_on, job.capture,
                 )  # fmt: skip
                 last = record.status == "ok" or bool(stretch.error) or retry == job.retries
-                yield TrialDone(record, resources, last)
+                yield TrialDone(record, resources, last, steps)
                 if last:
                     break
 

@@ -31,7 +31,7 @@ from h2lab.net import netns
 from h2lab.net.dns import DNS_FOLDER, Answer, Lookups
 from h2lab.net.firewall import UdpDropped, udp_dropped
 from h2lab.pages import Page
-from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, TrialRecord
+from h2lab.results import CPU_SATURATED_PCT, Metrics, ResourceTiming, StepTiming, TrialRecord
 from h2lab.runner.captures import (
     ServerCounts,
     client_iface,
@@ -227,10 +227,11 @@ def run_one(
     clock: TrialClock = SYSTEM_CLOCK,
     cpu: CpuReader = read_cpu_times,
     counters: CounterReader = read_counters,
-) -> tuple[TrialRecord, tuple[ResourceTiming, ...]]:
+) -> tuple[TrialRecord, tuple[ResourceTiming, ...], tuple[StepTiming, ...]]:
     """Attempt ``attempt`` of trial ``t``, its artifacts in ``artifacts``; its record (``id``
-    None: the driver stores it) and resources. A failed trial never leaves its link to the
-    next one, keeps the end of the server's logs, and says so when the server died under it.
+    None: the driver stores it), resources and a journey's steps. A failed trial never leaves
+    its link to the next one, keeps the end of the server's logs, and says so when the server
+    died under it.
     With ``"pcap"`` in ``capture``, the packets on the client's end of the link from just
     before the client starts until it returns (:func:`packet_capture`), and for TLS the
     client's keys beside them (:attr:`h2lab.clients.LoadContext.keylog`). ``clock``, ``cpu``
@@ -245,6 +246,7 @@ def run_one(
     cpu_before = cpu()
     metrics: dict[str, object] = {}
     resources: tuple[ResourceTiming, ...] = ()
+    steps: tuple[StepTiming, ...] = ()
     error, dns = None, lab.state_dir / DNS_FOLDER
     try:
         if stretch.error:
@@ -273,7 +275,7 @@ def run_one(
         if metrics["request_header_bytes"] is None:
             # the client cannot tell (h2load, Chromium): the server's count, where it keeps one
             metrics["request_header_bytes"] = request_log.since(logged)
-        resources = result.resources
+        resources, steps = result.resources, result.steps
     except (H2LabError, OSError, ValueError) as exc:
         error = _failed(exc, links, artifacts)
     if error is not None and stretch.serving is not None:
@@ -283,7 +285,7 @@ def run_one(
         duration_s=round(clock.monotonic_s() - t0, 3), versions=versions,
         cpu_busy_pct=busy_pct(cpu_before, cpu()), metrics=metrics,
     )  # fmt: skip
-    return record, resources
+    return record, resources, steps
 
 
 def _load_context(

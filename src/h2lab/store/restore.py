@@ -6,7 +6,8 @@ skips every trial key already stored ok. The resource rows are read when their f
 (it is not committed: per-resource rows of a restored trial are absent, so its waterfall is
 too): ``resources.csv``, or ``resources.parquet`` where the export wrote no CSV (a store past
 :data:`~h2lab.report.export.CSV_ROWS_MAX` rows); with both, their row counts must agree. So
-is ``trials.parquet`` read when there is no ``trials.csv``.
+is ``trials.parquet`` read when there is no ``trials.csv``, and a journey's ``steps.csv`` (or
+``steps.parquet``) when there is one.
 
 The CSV files are the ones ``h2lab report`` (pyarrow) and ``h2lab export`` (csv module) write:
 one header row of column names, an empty field for NULL; the Parquet files are ``h2lab
@@ -28,7 +29,7 @@ from typing import Any
 from h2lab.artifacts import RESULTS_DB
 from h2lab.errors import SpecError
 from h2lab.spec.factors import FACTORS
-from h2lab.store.sqlite import RESOURCE_COLUMNS, TRIAL_COLUMNS, Store
+from h2lab.store.sqlite import RESOURCE_COLUMNS, STEP_COLUMNS, TRIAL_COLUMNS, Store
 
 ADDED_DEFAULTS: dict[str, Any] = {
     "warmup": 0,
@@ -175,6 +176,7 @@ def restore_store(out: Path) -> Restored:
             out / "trials.csv", "file", "no trials.csv (or trials.parquet) to restore from"
         )
     resources_from = _source(out, "resources")
+    steps_from = _source(out, "steps")
     if db_path.is_file() and db_path.stat().st_size == 0:
         db_path.unlink()
     if db_path.exists():
@@ -183,6 +185,7 @@ def restore_store(out: Path) -> Restored:
         )
     required = {c for c, kind in TRIAL_COLUMNS.items() if "NOT NULL" in kind} - set(ADDED_DEFAULTS)
     required_res = {c for c, k in RESOURCE_COLUMNS.items() if "NOT NULL" in k} - set(ADDED_DEFAULTS)
+    required_steps = {c for c, k in STEP_COLUMNS.items() if "NOT NULL" in k}
     Store(out).close()  # schema, indexes, user_version
     db = sqlite3.connect(db_path)
     try:
@@ -193,6 +196,9 @@ def restore_store(out: Path) -> Restored:
             if resources_from is not None:
                 rows = _read(resources_from, RESOURCE_COLUMNS, required_res)
                 n_res = _insert(db, "resources", RESOURCE_COLUMNS, rows)
+            if steps_from is not None:  # a journey's steps
+                rows = _read(steps_from, STEP_COLUMNS, required_steps)
+                _insert(db, "steps", STEP_COLUMNS, rows)
     except (SpecError, sqlite3.Error) as exc:
         db.close()
         for suffix in ("", "-wal", "-shm"):

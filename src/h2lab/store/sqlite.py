@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from h2lab.artifacts import ARTIFACTS_DIR, RESULTS_DB
-from h2lab.results import STATUSES, JsonObject, Metrics, ResourceTiming, Status, TrialRecord
+from h2lab.results import (
+    STATUSES,
+    JsonObject,
+    Metrics,
+    ResourceTiming,
+    Status,
+    StepTiming,
+    TrialRecord,
+)
 from h2lab.spec.factors import FACTORS, Cell
 from h2lab.spec.protocols import PROTOCOLS
 from h2lab.spec.vocab import one_of
@@ -31,8 +39,8 @@ if TYPE_CHECKING:
 # trial view, early_data_packets; 11: resource_segments (resource rows sealed into Parquet);
 # 12: dns_lookups, dns_nxdomain; 13: udp_dropped_packets; 14: cpu_calibration_ms,
 # cpu_throttled_ms; 15: quic_sent_packets, quic_lost_packets, quic_initial_window_bytes,
-# server_tcp_cc, server_quic_cc
-SCHEMA_VERSION = 15
+# server_tcp_cc, server_quic_cc; 16: journey_ms, the steps table (a journey's steps)
+SCHEMA_VERSION = 16
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 
@@ -86,6 +94,17 @@ def _resource_columns() -> dict[str, str]:
 
 
 RESOURCE_COLUMNS: dict[str, str] = _resource_columns()
+
+
+def _step_columns() -> dict[str, str]:
+    """One column per :class:`StepTiming` field (a journey's steps after its first)."""
+    columns = {"trial_id": "INTEGER NOT NULL REFERENCES trials(id)"}
+    for f in dataclasses.fields(StepTiming):
+        columns[f.name] = _sql(f.type) + ("" if "None" in str(f.type) else " NOT NULL")
+    return columns
+
+
+STEP_COLUMNS: dict[str, str] = _step_columns()
 
 
 _RECORD_ONLY = frozenset({"cell", "config", "versions"})
@@ -183,9 +202,11 @@ class Store:
         with self._db:
             self._db.execute(_ddl("trials", TRIAL_COLUMNS))
             self._db.execute(_ddl("resources", RESOURCE_COLUMNS))
+            self._db.execute(_ddl("steps", STEP_COLUMNS))
             self._add_missing_columns()
             self._db.execute("CREATE INDEX IF NOT EXISTS trials_key ON trials(trial_key)")
             self._db.execute("CREATE INDEX IF NOT EXISTS resources_trial ON resources(trial_id)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS steps_trial ON steps(trial_id)")
             # which shard of a `h2lab run --jobs` run took which block: written by h2lab
             # before the executor seam (#29), kept so older stores open unchanged
             self._db.execute(
@@ -214,8 +235,14 @@ class Store:
     def close(self) -> None:
         self._db.close()
 
-    def add_trial(self, record: TrialRecord, resources: tuple[ResourceTiming, ...] = ()) -> int:
-        """Insert a trial and its resources in one transaction (committed on return)."""
+    def add_trial(
+        self,
+        record: TrialRecord,
+        resources: tuple[ResourceTiming, ...] = (),
+        steps: tuple[StepTiming, ...] = (),
+    ) -> int:
+        """Insert a trial, its resources and a journey's steps in one transaction (committed
+        on return)."""
         row = row_of(record)
         del row["id"]
         cols = ", ".join(row)
@@ -230,6 +257,11 @@ class Store:
                 f"INSERT INTO resources ({', '.join(RESOURCE_COLUMNS)}) "
                 f"VALUES ({', '.join('?' for _ in RESOURCE_COLUMNS)})",
                 [(trial_id, *dataclasses.astuple(r)) for r in resources],
+            )
+            self._db.executemany(
+                f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) "
+                f"VALUES ({', '.join('?' for _ in STEP_COLUMNS)})",
+                [(trial_id, *dataclasses.astuple(st)) for st in steps],
             )
         if self._unsealed is not None:
             self._unsealed += len(resources)
@@ -248,6 +280,14 @@ class Store:
         segment = segments.seal(self._db, self.path, RESOURCE_COLUMNS)
         self._unsealed = 0
         return segment
+
+    def steps(self, trial_id: int) -> list[StepTiming]:
+        """A journey trial's steps after its first, in order."""
+        names = [n for n in STEP_COLUMNS if n != "trial_id"]
+        rows = self._db.execute(
+            f"SELECT {', '.join(names)} FROM steps WHERE trial_id = ? ORDER BY step", (trial_id,)
+        )
+        return [StepTiming(*r) for r in rows]
 
     def segments(self) -> list[Segment]:
         """The sealed segments, in trial order."""

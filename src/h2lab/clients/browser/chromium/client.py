@@ -73,7 +73,14 @@ from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser import names
 from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
 from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, DevTools, PipeClosed, Reply
-from h2lab.clients.browser.chromium.journey import Steps, step_url, timing_of, write_steps
+from h2lab.clients.browser.chromium.journey import (
+    StepResult,
+    Steps,
+    step_url,
+    timing_of,
+    with_steps,
+    write_steps,
+)
 from h2lab.clients.browser.chromium.options import (
     PROTOCOLS,
     Options,
@@ -258,11 +265,7 @@ class Chromium(BrowserClient[_Browser, Options]):
                 idle_ms=self.options.idle_ms, fail_on=ctx.fail_on, tasks=self.options.tbt,
                 bodies=self.options.har_bodies,
             )  # fmt: skip
-            if ctx.journey is not None:
-                steps = Steps(tab, handle.connection, url, ctx.timeout_s).run(ctx.journey)
-                first = {"index": 0, "name": ctx.journey.steps[0].name, "kind": "navigate",
-                         "url": url, "timing": timing_of(raw.timing)}  # fmt: skip
-                write_steps(first, steps, ctx.artifacts_dir)
+            steps = self._journey(tab, handle.connection, url, raw, ctx)
         except TrialFailed:
             if tab is not None:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
@@ -289,7 +292,20 @@ class Chromium(BrowserClient[_Browser, Options]):
         else:
             with contextlib.suppress(*DEVTOOLS_FAILED):  # the next trial's to meet
                 self._put_away(handle, tab)
-        return analysis.result()
+        return with_steps(analysis.result(), steps) if steps else analysis.result()
+
+    def _journey(
+        self, tab: Tab, cdp: DevTools, url: str, raw: RawLoad, ctx: LoadContext
+    ) -> list[StepResult]:
+        """A journey's steps after its first (``raw``, measured), written to ``steps.json``;
+        none for a page."""
+        if ctx.journey is None:
+            return []
+        steps = Steps(tab, cdp, url, ctx.timeout_s).run(ctx.journey)
+        first = {"index": 0, "name": ctx.journey.steps[0].name, "kind": "navigate",
+                 "url": url, "timing": timing_of(raw.timing)}  # fmt: skip
+        write_steps(first, steps, ctx.artifacts_dir)
+        return steps
 
     def _put_away(self, handle: _Browser, tab: Tab) -> None:
         """After a trial: while made tabs are ready, its tab is frozen (no timer, task or

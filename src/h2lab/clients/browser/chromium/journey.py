@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -31,6 +31,7 @@ from h2lab.clients.browser.chromium.cdp import DevTools
 from h2lab.clients.browser.chromium.tab import Tab, after_load, evaluate
 from h2lab.clients.browser.load import time_left, wait_network_idle
 from h2lab.errors import TrialFailed
+from h2lab.results import LoadResult, StepTiming
 from h2lab.spec.journey import QUIET_MS, Journey, Step
 
 STEPS_FILE = "steps.json"
@@ -104,6 +105,16 @@ class StepResult:
     """for a step that loaded a document: ttfb_ms, fcp_ms, lcp_ms, load_ms (from its start)"""
     interaction_ms: float | None = None
     """the longest Event Timing duration of an interaction during the step"""
+
+    def row(self) -> StepTiming:
+        """The step as the store keeps it (``steps``)."""
+        t = self.timing or {}
+        return StepTiming(
+            self.index, self.name, self.kind, self.duration_ms, self.requests,
+            sum(self.new_connections.values()), json.dumps(self.new_connections, sort_keys=True),
+            self.url[:2000], t.get("ttfb_ms"), t.get("fcp_ms"), t.get("lcp_ms"), t.get("load_ms"),
+            self.interaction_ms,
+        )  # fmt: skip
 
 
 def step_url(target: str, entry_url: str) -> str:
@@ -241,6 +252,15 @@ def timing_of(t: dict[str, Any]) -> dict[str, float | None]:
         "lcp_ms": ms("lcp"),
         "load_ms": ms("loadEventEnd"),
     }
+
+
+def with_steps(result: LoadResult, steps: list[StepResult]) -> LoadResult:
+    """The first step's load with the other steps' rows, and the journey's time: the first
+    step's page load time and every other step's duration (None when the first has none)."""
+    total = None
+    if result.plt_ms is not None:
+        total = round(result.plt_ms + sum(s.duration_ms for s in steps), 1)
+    return replace(result, steps=tuple(s.row() for s in steps), journey_ms=total)
 
 
 def write_steps(first: dict[str, Any], steps: list[StepResult], folder: Path) -> Path:
