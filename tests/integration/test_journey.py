@@ -1,17 +1,18 @@
-"""Journeys in Chromium (issue #57): the shop's journey (experiments/journeys/shop.toml: land,
-a product, a 200 ms click, the login form, a POST answered 303 with a cookie, the account page)
-over h1s, h2s and h3 from the origin. Every trial is ok; each step is in ``steps.json``; the
-POST was answered from the page and its cookie carried (the account page shows the name); the
-click's latency is the Event Timing API's (at least its handler's 200 ms); over h2s and h3 no
-step after the first opens a connection to the shop, over h1s the counts are printed; each step
-is a row of the store's ``steps``, and ``journey_ms`` their sum with the first step's load."""
+"""Journeys in Chromium and Firefox (issue #57): the shop's journey
+(experiments/journeys/shop.toml: land, a product, a 200 ms click, the login form, a POST
+answered 303 with a cookie, the account page) over h1s, h2s and h3 from the origin. Every trial
+is ok; each step is in ``steps.json``; the POST was answered from the page and its cookie
+carried (the account page shows the name); the click's latency is the Event Timing API's (at
+least its handler's 200 ms); over h2s and h3 no step after the first opens a connection to the
+shop, over h1s the counts are printed; each step is a row of the store's ``steps``, and
+``journey_ms`` their sum with the first step's load."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from h2lab.clients.browser.chromium.journey import STEPS_FILE
+from h2lab.clients.browser.journey import STEPS_FILE
 from h2lab.runner.levels import validate_factors
 from h2lab.runner.matrix import expand
 from h2lab.runner.run import run_trials
@@ -24,22 +25,23 @@ NAMES = ["land", "product", "add to cart", "login form", "user", "password", "lo
 HOST = "o1.h2lab.test"
 
 
-def test_the_shop_journey_in_chromium(tmp_path: Path) -> None:
+def test_the_shop_journey_in_both_browsers(tmp_path: Path) -> None:
     factors = {
         "protocol": ["h1s", "h2s", "h3"], "network": ["rtt=20ms,rate=20Mbps"],
-        "page": [f"journey:{SHOP}"], "server": ["origin"], "client": ["chromium"],
+        "page": [f"journey:{SHOP}"], "server": ["origin"], "client": ["chromium", "firefox"],
     }  # fmt: skip
     exp = Experiment(name="journey", factors=validate_factors("test", factors), seed=57)
     store = Store(tmp_path)
     try:
         run_trials(expand(exp), store, timeout_s=120)
         trials = store.trials()
-        assert [t.error for t in trials if t.status != "ok"] == [] and len(trials) == 3
+        assert [t.error for t in trials if t.status != "ok"] == [] and len(trials) == 6
         for t in trials:
             folder = store.artifacts_dir(t.trial_key, t.attempt)
             steps = json.loads((folder / STEPS_FILE).read_text())["steps"]
-            print(t.protocol, [(s["name"], s.get("duration_ms"), s.get("new_connections"),
-                                s.get("interaction_ms")) for s in steps])  # fmt: skip
+            said = [(s["name"], s.get("duration_ms"), s.get("new_connections"),
+                     s.get("interaction_ms")) for s in steps]  # fmt: skip
+            print(t.cell["client"], t.protocol, said)
             assert [s["name"] for s in steps] == NAMES
             login = steps[NAMES.index("log in")]
             assert login["url"].endswith("/account"), login

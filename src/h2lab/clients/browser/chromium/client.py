@@ -73,14 +73,7 @@ from h2lab.clients import LoadContext, LoadResult, register
 from h2lab.clients.browser import names
 from h2lab.clients.browser.chromium.analysis import RawLoad, analyse
 from h2lab.clients.browser.chromium.cdp import CdpError, CdpPipe, DevTools, PipeClosed, Reply
-from h2lab.clients.browser.chromium.journey import (
-    StepResult,
-    Steps,
-    step_url,
-    timing_of,
-    with_steps,
-    write_steps,
-)
+from h2lab.clients.browser.chromium.journey import CdpSteps
 from h2lab.clients.browser.chromium.options import (
     PROTOCOLS,
     Options,
@@ -98,6 +91,7 @@ from h2lab.clients.browser.chromium.tab import (
     wait_quiet,
 )
 from h2lab.clients.browser.client import BrowserClient
+from h2lab.clients.browser.journey import StepResult, step_url, timing_of, with_steps, write_steps
 from h2lab.clients.browser.keylog import KeylogSlices
 from h2lab.clients.browser.load import page_url
 from h2lab.clients.browser.options import DEVICES
@@ -301,7 +295,7 @@ class Chromium(BrowserClient[_Browser, Options]):
         none for a page."""
         if ctx.journey is None:
             return []
-        steps = Steps(tab, cdp, url, ctx.timeout_s).run(ctx.journey)
+        steps = CdpSteps(tab, cdp, url, ctx.timeout_s).run(ctx.journey)
         first = {"index": 0, "name": ctx.journey.steps[0].name, "kind": "navigate",
                  "url": url, "timing": timing_of(raw.timing)}  # fmt: skip
         write_steps(first, steps, ctx.artifacts_dir)

@@ -60,6 +60,7 @@ from h2lab.clients.browser.client import BrowserClient
 from h2lab.clients.browser.firefox import frames
 from h2lab.clients.browser.firefox.bidi import BidiConnection, BidiError, ConnectionClosed
 from h2lab.clients.browser.firefox.events import RawLoad, analyse
+from h2lab.clients.browser.firefox.journey import BidiSteps
 from h2lab.clients.browser.firefox.options import (
     ALT_SVC_MAPPING,
     PROTOCOLS,
@@ -77,6 +78,7 @@ from h2lab.clients.browser.firefox.tab import (
     new_tab,
 )
 from h2lab.clients.browser.firefox.websocket import WebSocket, WebSocketClosed
+from h2lab.clients.browser.journey import StepResult, step_url, timing_of, with_steps, write_steps
 from h2lab.clients.browser.keylog import KeylogSlices
 from h2lab.clients.browser.load import page_url
 from h2lab.clients.browser.options import DEVICES
@@ -131,6 +133,7 @@ class Firefox(BrowserClient[_Browser, Options]):
     discoveries: frozenset[str] = frozenset(DISCOVERIES)
     mixed_origins = True
     qlog = True
+    journeys = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options, _stop)
@@ -229,12 +232,15 @@ class Firefox(BrowserClient[_Browser, Options]):
         self._browsers.used(protocol, handle)
         _wait_quiet(handle.proc.pid)
         url = page_url(page, protocol)
+        if ctx.journey is not None:  # its first step is the measured load
+            url = step_url(ctx.journey.steps[0].target, url)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         tab: Tab | None = None
         try:
             tab = new_tab(handle.connection, DEVICES[self.options.device], self.version())
             handle.tabs = [tab]
             raw = self._measure(handle, tab, url, page, ctx)
+            steps = self._journey(tab, handle.connection, url, raw, ctx)
         except TrialFailed:
             if tab is not None:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
@@ -257,7 +263,20 @@ class Firefox(BrowserClient[_Browser, Options]):
         o = self.options
         analysis = analyse(raw, url, network=o.network, mode=o.speed_index, idle=o.idle_ms > 0)
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
-        return analysis.result
+        return with_steps(analysis.result, steps) if steps else analysis.result
+
+    def _journey(
+        self, tab: Tab, bidi: BidiConnection, url: str, raw: RawLoad, ctx: LoadContext
+    ) -> list[StepResult]:
+        """A journey's steps after its first (``raw``, measured), written to ``steps.json``;
+        none for a page."""
+        if ctx.journey is None:
+            return []
+        steps = BidiSteps(tab, bidi, url, ctx.timeout_s).run(ctx.journey)
+        first = {"index": 0, "name": ctx.journey.steps[0].name, "kind": "navigate",
+                 "url": url, "timing": timing_of(raw.timing)}  # fmt: skip
+        write_steps(first, steps, ctx.artifacts_dir)
+        return steps
 
     def _measure(
         self, handle: _Browser, tab: Tab, url: str, page: Page, ctx: LoadContext

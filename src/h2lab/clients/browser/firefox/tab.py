@@ -245,7 +245,7 @@ def measure(
     wait_network_idle(tab, idle_ms, left)
     incomplete()
     connection.check_fault(bidi, "firefox")
-    return RawLoad(_after_load(bidi, tab.context, left()), tab.log)
+    return RawLoad(after_load(bidi, tab.context, left()), tab.log)
 
 
 def _navigation_error(nav: Reply, url: str) -> None:
@@ -256,7 +256,7 @@ def _navigation_error(nav: Reply, url: str) -> None:
         raise TrialFailed(f"firefox could not load {url}: {exc.message or exc.error}") from None
 
 
-def _after_load(bidi: Bidi, context: str, timeout_s: float) -> dict[str, Any]:
+def after_load(bidi: Bidi, context: str, timeout_s: float) -> dict[str, Any]:
     """The page's navigation and paint timing and its time origin."""
     try:
         answer = bidi.call(
