@@ -47,8 +47,9 @@ def test_the_shop_journey_in_both_browsers(tmp_path: Path) -> None:
             assert login["url"].endswith("/account"), login
             assert "Signed in as alice" in login["shown"]  # the cookie the 303 set, carried
             assert steps[NAMES.index("product")]["url"].endswith("/product/1")
-            click = steps[NAMES.index("add to cart")]["interaction_ms"]
-            assert click is not None and 200 <= click <= 400, click
+            cart = steps[NAMES.index("add to cart")]
+            click = cart["interaction_ms"]  # the handler's 200 ms, and the paint after it
+            assert click is not None and 200 <= click <= cart["duration_ms"], cart
             assert steps[0]["timing"]["load_ms"] is not None
             if t.protocol != "h1s":  # one connection to the shop, reused by every step
                 assert all(s["new_connections"].get(HOST, 0) == 0 for s in steps[1:]), steps
