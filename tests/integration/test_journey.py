@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from h2lab.clients.browser.journey import STEPS_FILE
+from h2lab.report import write_report
 from h2lab.runner.levels import validate_factors
 from h2lab.runner.matrix import expand
 from h2lab.runner.run import run_trials
@@ -62,3 +63,7 @@ def test_the_shop_journey_in_both_browsers(tmp_path: Path) -> None:
             assert t.journey_ms == round(t.plt_ms + sum(r.duration_ms for r in rows), 1)
     finally:
         store.close()
+    report = write_report(tmp_path).read_text()
+    part = report.split('<section id="journeys">', 1)[1].split("</section>", 1)[0]
+    assert "2. add to cart" in part and "whole journey (journey_ms)" in part
+    assert "s = h2s/h1s [CI]" in part and "s = h3/h2s [CI]" in part

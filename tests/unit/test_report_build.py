@@ -285,3 +285,38 @@ def test_five_servers_over_one_protocol_are_compared_against_the_first(tmp_path:
     assert "pdt_ms per server" in boxes
     for server in SERVERS:
         assert f">{server}<" in boxes  # one group, its one box, per server
+
+
+def test_a_journey_is_reported_step_by_step(tmp_path: Path) -> None:
+    """A journey's cell: one row per step with each protocol's median, h2/h1 and h3/h2 per
+    repetition with their CI, and the connections opened; a store without one says so."""
+    from h2lab.results import StepTiming
+
+    store = Store(tmp_path)
+    page = "journey:/tmp/shop.toml"
+    for r in range(4):
+        for protocol, slow in (("h1s", 1.0), ("h2s", 0.8), ("h3", 0.6)):
+            t = trial(protocol, r, None, client="chromium", page=page, plt=500 * slow + r)
+            steps = (
+                StepTiming(1, "product", "click", 100 * slow + r, 3, int(protocol == "h1s")),
+                StepTiming(2, "log in", "submit", 200 * slow + r, 2, 0),
+            )
+            total = t.plt_ms + sum(s.duration_ms for s in steps)  # type: ignore[operator]
+            store.add_trial(dataclasses.replace(t, journey_ms=total), (), steps)
+    store.close()
+    text = write_report(tmp_path, rng_seed=4).read_text()
+    part = section_html(text, "journeys")
+    assert "s = h2s/h1s [CI]" in part and "s = h3/h2s [CI]" in part
+    rows = re.findall(r"<tr>(.*?)</tr>", part.split("<tbody>", 1)[1], re.S)
+    assert [re.sub("<.*?>", "|", r).split("|")[1] for r in rows] == [
+        "(first: the measured load, plt)",
+        "1. product",
+        "2. log in",
+        "whole journey (journey_ms)",
+    ]
+    # h2s/h1s and h3/h2s of 100 + r, 80 + r, 60 + r: their medians, within their CIs
+    assert "<td>0.803 [0.800, 0.806]</td><td>0.755 [0.750, 0.759]</td>" in rows[1]
+    assert rows[1].endswith("<td>1</td><td>0</td><td>0</td>")  # h1s opened one, h2 and h3 none
+    Store(tmp_path / "plain").close()
+    plain = write_report(tmp_path / "plain").read_text()
+    assert "no journey trials" in section_html(plain, "journeys")

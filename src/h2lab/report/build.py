@@ -25,6 +25,7 @@ from h2lab.report.browser_metrics import browser_metrics_part
 from h2lab.report.coverage import coverage_part
 from h2lab.report.export import export_tables
 from h2lab.report.failed import failed_part
+from h2lab.report.journeys import journeys_part
 from h2lab.report.origins import origins_part
 from h2lab.report.priorities import priorities_part
 from h2lab.report.repro import experiments, repro
@@ -95,6 +96,7 @@ def write_report(
             lambda: [
                 h.section("verdicts", _verdicts(views, analyses, compared)),
                 h.section("compare", _compare(compared, views, chosen, info.compare)),
+                h.section("journeys", journeys_part(trials, store.all_steps(), rng)),
                 h.section("cdf", _cdfs(views, analyses)),
                 h.section("boxes", _boxes(views)),
                 h.section("factors", _factors(views, trials)),

@@ -18,8 +18,9 @@ from h2lab.spec.factors import report_columns
 SECTIONS: dict[str, str] = {
     "verdicts": "Verdicts",
     "compare": "Paired comparison on another factor",
+    "journeys": "Journeys, step by step",
     "cdf": "CDFs across pages",
-    "boxes": "Box plots per network and protocol",
+    "boxes": "Box plots per varied factor and protocol",
     "factors": "Against each numeric factor",
     "heatmap": "Ratio heatmap",
     "tree": "When does h2 help: decision tree",

@@ -281,6 +281,17 @@ class Store:
         self._unsealed = 0
         return segment
 
+    def all_steps(self) -> dict[int, list[StepTiming]]:
+        """Every journey trial's steps after its first, by trial id, in order."""
+        names = [n for n in STEP_COLUMNS if n != "trial_id"]
+        rows = self._db.execute(
+            f"SELECT trial_id, {', '.join(names)} FROM steps ORDER BY trial_id, step"
+        )
+        out: dict[int, list[StepTiming]] = {}
+        for trial_id, *values in rows:
+            out.setdefault(int(trial_id), []).append(StepTiming(*values))
+        return out
+
     def steps(self, trial_id: int) -> list[StepTiming]:
         """A journey trial's steps after its first, in order."""
         names = [n for n in STEP_COLUMNS if n != "trial_id"]
