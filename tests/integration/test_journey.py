@@ -67,3 +67,23 @@ def test_the_shop_journey_in_both_browsers(tmp_path: Path) -> None:
     part = report.split('<section id="journeys">', 1)[1].split("</section>", 1)[0]
     assert "2. add to cart" in part and "whole journey (journey_ms)" in part
     assert "s = h2s/h1s [CI]" in part and "s = h3/h2s [CI]" in part
+
+
+def test_a_journeys_repeat_view_starts_in_0rtt(tmp_path: Path) -> None:
+    """The repeat view takes the whole journey first, then again measured: over h3 from a
+    server that accepts early data, its first step's request goes in 0-RTT packets."""
+    factors = {
+        "protocol": ["h3"], "network": ["rtt=40ms"], "page": [f"journey:{SHOP}"],
+        "server": ["origin:early_data=1"], "client": ["chromium"], "view": ["repeat"],
+    }  # fmt: skip
+    exp = Experiment(name="journey-repeat", factors=validate_factors("test", factors), seed=5)
+    store = Store(tmp_path)
+    try:
+        run_trials(expand(exp), store, timeout_s=120)
+        (t,) = store.trials()
+        assert t.status == "ok", t.error
+        print(f"0-RTT packets {t.early_data_packets}, journey {t.journey_ms} ms")
+        assert (t.early_data_packets or 0) > 0
+        assert t.id is not None and [s.name for s in store.steps(t.id)] == NAMES[1:]
+    finally:
+        store.close()

@@ -156,8 +156,8 @@ def check_h3_origins(factors: Factors, source: str, prefix: str) -> None:
 
 
 def check_journeys(factors: Factors, source: str, prefix: str) -> None:
-    """A table with a journey (``journey:FILE``) has only clients that take its steps, in the
-    first view (a repeat view of a whole journey is still to come, issue #57)."""
+    """A table with a journey (``journey:FILE``) has only clients that take its steps (the
+    repeat view, a whole journey again, is :func:`check_views`'s: Chromium's)."""
     for i, page in enumerate(factors["page"]):
         if not str(page).startswith(f"{JOURNEY}:"):
             continue
@@ -168,8 +168,6 @@ def check_journeys(factors: Factors, source: str, prefix: str) -> None:
                 source, key, f"a journey needs a client that takes its steps; {spec} does not "
                 f"(journeys: {_capable(lambda c: c.journeys)})",
             )  # fmt: skip
-        if "repeat" in factors["view"]:
-            raise SpecError(source, key, "a journey runs in the first view only, for now")
 
 
 def _check_table(factors: Factors, source: str, prefix: str) -> None:

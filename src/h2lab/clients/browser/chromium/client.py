@@ -219,18 +219,22 @@ class Chromium(BrowserClient[_Browser, Options]):
 
     def prime(self, page: Page, protocol: str, ctx: LoadContext) -> None:
         """The repeat view's first visit (:meth:`ClientAdapter.prime`): the page loaded in the
-        tab the next :meth:`load` takes, then :func:`forget_connections`. Nothing of it is
-        kept; a failure is the trial's."""
+        tab the next :meth:`load` takes (a journey: every step), then
+        :func:`forget_connections`. Nothing of it is kept; a failure is the trial's."""
         self.check_protocol(protocol)
         handle = self._browser(protocol, ctx)
         self._browsers.used(protocol, handle)
         tab = self._take_ready(handle)
         url = page_url(page, protocol)
+        if ctx.journey is not None:  # the whole journey, as the measured visit takes it
+            url = step_url(ctx.journey.steps[0].target, url)
         try:
             measure(
                 tab, handle.connection, url, page, timeout_s=ctx.timeout_s,
                 idle_ms=self.options.idle_ms, fail_on=ctx.fail_on, tasks=False,
             )  # fmt: skip
+            if ctx.journey is not None:
+                CdpSteps(tab, handle.connection, url, ctx.timeout_s).run(ctx.journey)
             forget_connections(handle.connection, tab, ctx.netns)
         except DEVTOOLS_FAILED as exc:
             raise self._failure(handle, protocol, exc, isinstance(exc, PipeClosed)) from None
