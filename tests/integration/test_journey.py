@@ -13,12 +13,21 @@ import json
 from pathlib import Path
 
 from h2lab.clients.browser.journey import STEPS_FILE
+from h2lab.net.lab import Lab
+from h2lab.pages import resolve_page
+from h2lab.record import record_page
 from h2lab.report import write_report
 from h2lab.runner.levels import validate_factors
 from h2lab.runner.matrix import expand
 from h2lab.runner.run import run_trials
+from h2lab.servers import ServeContext
+from h2lab.servers import get as get_server
 from h2lab.spec.experiment import Experiment
+from h2lab.spec.journey import load_journey
+from h2lab.spec.network import parse_network
+from h2lab.spec.tcp import TcpSettings
 from h2lab.store import Store
+from h2lab.tls import LocalCA
 from tests.integration.conftest import ROOT
 
 SHOP = ROOT / "experiments" / "journeys" / "shop.toml"
@@ -85,5 +94,77 @@ def test_a_journeys_repeat_view_starts_in_0rtt(tmp_path: Path) -> None:
         print(f"0-RTT packets {t.early_data_packets}, journey {t.journey_ms} ms")
         assert (t.early_data_packets or 0) > 0
         assert t.id is not None and [s.name for s in store.steps(t.id)] == NAMES[1:]
+    finally:
+        store.close()
+
+
+def test_a_journey_recorded_from_a_lab_server_replays_in_both_browsers(tmp_path: Path) -> None:
+    """``h2lab record --journey``: the shop served by the origin, its journey taken in the
+    recording browser; the recording keeps the POST's 303 and its cookie, and its journey
+    replays in both browsers over h1s, h2s and h3 with the cookie carried."""
+    shop = resolve_page("synthetic:shop")
+    with Lab(shop.origins) as lab:
+        ctx = ServeContext(
+            lab.servers_ns, lab.origin_ips, lab.state_dir / "srv", lab.state_dir / "tls"
+        )
+        with (
+            get_server("origin").serve(shop, ctx),
+            lab.link(parse_network("rtt=2ms"), 1, TcpSettings()) as link,
+        ):
+            result = record_page(
+                f"https://{HOST}/", name="recorded-shop", timeout_s=60, netns=link.client_ns,
+                hosts=dict(lab.origin_ips), spki=LocalCA(ctx.tls_dir).spki_sha256(),
+                root=tmp_path / "pages", journey=load_journey(SHOP),
+            )  # fmt: skip
+    page = result.page
+    post = page.match("POST", f"https://{HOST}/login")
+    assert post is not None and post.status == 303, [(r.method, r.path) for r in page.resources]
+    assert dict(post.headers)["set-cookie"].startswith("shop_user=alice")
+    assert {r.path for r in page.resources} >= {"/", "/product/1", "/login", "/account"}
+    replay = tmp_path / "replay.toml"
+    folder = tmp_path / "pages" / page.digest
+    replay.write_text(SHOP.read_text().replace('"synthetic:shop"', f'"{folder}"'))
+    factors = {
+        "protocol": ["h1s", "h2s", "h3"], "network": ["rtt=20ms,rate=20Mbps"],
+        "page": [f"journey:{replay}"], "server": ["origin"], "client": ["chromium", "firefox"],
+    }  # fmt: skip
+    exp = Experiment(name="replayed", factors=validate_factors("test", factors), seed=9)
+    store = Store(tmp_path / "out")
+    try:
+        run_trials(expand(exp), store, timeout_s=120)
+        trials = store.trials()
+        assert [t.error for t in trials if t.status != "ok"] == [] and len(trials) == 6
+        for t in trials:
+            assert t.id is not None
+            rows = store.steps(t.id)
+            login = rows[NAMES.index("log in") - 1]
+            assert login.url is not None and login.url.endswith("/account")
+            shown = json.loads((store.artifacts_dir(t.trial_key, t.attempt) / STEPS_FILE)
+                               .read_text())["steps"][NAMES.index("log in")]["shown"]  # fmt: skip
+            assert "Signed in as alice" in shown, (t.cell["client"], t.protocol, shown)
+    finally:
+        store.close()
+
+
+def test_a_step_that_fails_fails_the_trial_naming_it(tmp_path: Path) -> None:
+    """A click on a selector the page lacks: the trial fails naming the step, and none of the
+    journey's steps is stored for it (nothing half-stored)."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'page = "synthetic:shop"\n[[step]]\nname = "land"\nnavigate = "/"\n'
+        '[[step]]\nname = "nowhere"\nclick = "#no-such-button"\n'
+    )
+    factors = {
+        "protocol": ["h2s"], "network": ["rtt=10ms"], "page": [f"journey:{bad}"],
+        "server": ["origin"], "client": ["chromium"],
+    }  # fmt: skip
+    exp = Experiment(name="bad-step", factors=validate_factors("test", factors), seed=2)
+    store = Store(tmp_path / "out")
+    try:
+        run_trials(expand(exp), store, timeout_s=60)
+        (t,) = store.trials()
+        assert t.status == "failed"
+        assert "journey step 1 (nowhere): '#no-such-button' matches nothing" in (t.error or "")
+        assert t.id is not None and store.steps(t.id) == [] and t.journey_ms is None
     finally:
         store.close()

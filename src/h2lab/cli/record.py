@@ -47,17 +47,28 @@ def record(
     spki: Annotated[
         str | None, typer.Option(hidden=True, help="SPKI hash of a CA the browser trusts")
     ] = None,
+    journey: Annotated[
+        Path | None,
+        typer.Option(
+            help="a journey file: its first step's path is loaded on URL's site, then its "
+            "other steps are taken, and every response recorded (POSTs, cookies)"
+        ),
+    ] = None,
 ) -> None:
     """Record a live page: load URL in Chromium and store every response it fetched.
 
     Waits for the load event, then for 2 s with no request in flight (within --timeout).
+    With --journey, then takes the journey's steps and records what they fetch too.
     Prints what was recorded, a note for each thing left out, and the page id."""
     from h2lab.record import record_page
+    from h2lab.spec.journey import load_journey
 
     hosts = parse_host_map(host) if host else None
+    steps = load_journey(journey) if journey is not None else None
     result = record_page(
-        url, name=name, warc=warc, timeout_s=timeout, netns=netns, hosts=hosts, spki=spki
-    )
+        url, name=name, warc=warc, timeout_s=timeout, netns=netns, hosts=hosts, spki=spki,
+        journey=steps,
+    )  # fmt: skip
     rec, page = result.recording, result.page
     for note in rec.notes:
         err.print(f"note: {note}", soft_wrap=True, markup=False, emoji=False)
@@ -72,3 +83,9 @@ def record(
     if result.warc is not None:
         console.print(f"WARC: {result.warc}", soft_wrap=True, markup=False, emoji=False)
     console.print(f"page id: {page.digest} (name {page.name})", markup=False, emoji=False)
+    if steps is not None:
+        console.print(
+            f'replay it with a journey file whose page = "{page.name}" (docs/guide.md)',
+            markup=False,
+            emoji=False,
+        )

@@ -29,12 +29,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from h2lab.clients.browser.journey import step_url
 from h2lab.errors import SpecError
 from h2lab.pages.importers.common import host_of, write_page
 from h2lab.pages.manifest import Page
 from h2lab.record.chromium import IDLE_S, record_live
 from h2lab.record.log import Recording, build_recording, check_record_url
 from h2lab.record.warc import write_warc
+from h2lab.spec.journey import Journey
 from h2lab.spec.limits import MAX_TIMEOUT_S
 
 DEFAULT_RECORD_TIMEOUT_S = 30.0
@@ -60,9 +62,14 @@ def check_warc_path(warc: Path) -> None:
         raise SpecError("command line", "--warc", f"{warc}: no such folder {warc.parent}")
 
 
-def store_recording(recording: Recording, name: str, root: Path | None = None) -> Page:
-    """Write ``recording`` as a page (same responses, same page id as its WARC imported)."""
-    return write_page(recording.responses, recording.entry_url, name, recording.source, root)
+def store_recording(
+    recording: Recording, name: str, root: Path | None = None, cookies: bool = False
+) -> Page:
+    """Write ``recording`` as a page (same responses, same page id as its WARC imported);
+    ``cookies``: keep their ``Set-Cookie`` (a journey's)."""
+    return write_page(
+        recording.responses, recording.entry_url, name, recording.source, root, cookies
+    )
 
 
 def record_page(
@@ -76,12 +83,15 @@ def record_page(
     hosts: Mapping[str, str] | None = None,
     spki: str | None = None,
     root: Path | None = None,
+    journey: Journey | None = None,
 ) -> RecordResult:
     """Record ``url`` and store it as a page named ``name`` (default: the URL's host), under
     ``root`` (default: the page store); with ``warc``, also write it there as a WARC.
     ``netns``, ``hosts`` and ``spki``: where the browser runs, what it resolves, which CA it
-    trusts (:func:`~h2lab.record.chromium.record_live`). Bad input (a URL that cannot
-    be recorded or does not load) is a SpecError naming the URL; nothing is then stored."""
+    trusts (:func:`~h2lab.record.chromium.record_live`). With ``journey``, its steps after the
+    first are taken once the page is loaded, every response of every step recorded (POSTs with
+    their bodies) and their cookies kept. Bad input (a URL that cannot be recorded or does not
+    load) is a SpecError naming the URL; nothing is then stored."""
     checked = check_record_url(url)
     if not 0 < timeout_s <= MAX_TIMEOUT_S:
         raise SpecError(
@@ -90,15 +100,18 @@ def record_page(
     if warc is not None:
         check_warc_path(warc)
     started = time.monotonic()
+    if journey is not None:  # the journey's first page, on the URL's site
+        checked = check_record_url(step_url(journey.steps[0].target, checked))
     log, notes = record_live(
-        checked, timeout_s=timeout_s, idle_s=idle_s, netns=netns, hosts=hosts, spki=spki
-    )
+        checked, timeout_s=timeout_s, idle_s=idle_s, netns=netns, hosts=hosts, spki=spki,
+        journey=journey,
+    )  # fmt: skip
     recording = build_recording(checked, log, notes)
     tmp = None
     try:
         if warc is not None:
             tmp = _write_warc_beside(recording, warc)
-        page = store_recording(recording, name or host_of(checked), root)
+        page = store_recording(recording, name or host_of(checked), root, journey is not None)
         if tmp is not None and warc is not None:
             os.replace(tmp, warc)
             tmp = None

@@ -51,7 +51,7 @@ from h2lab.clients.browser.chromium.options import (
 )
 from h2lab.clients.browser.chromium.tab import AUTO_ATTACH, TAB_TIMEOUT_S
 from h2lab.clients.browser.options import DEVICES
-from h2lab.errors import H2LabError, SpecError, telling_line
+from h2lab.errors import H2LabError, SpecError, TrialFailed, telling_line
 from h2lab.net import netns as netns_mod
 from h2lab.net import userns
 from h2lab.pages.importers.common import MAX_PAGE_BYTES
@@ -61,6 +61,7 @@ from h2lab.record.log import (
     navigation_failure,
     refuse,
 )
+from h2lab.spec.journey import Journey
 from h2lab.spec.protocols import H2S
 
 IDLE_S = 2.0
@@ -92,18 +93,21 @@ def record_live(
     netns: str | None = None,
     hosts: Mapping[str, str] | None = None,
     spki: str | None = None,
+    journey: Journey | None = None,
 ) -> tuple[RecordLog, tuple[str, ...]]:
     """Load ``url`` in a new headless Chromium and return its log, every body fetched, and
     notes on the load. ``netns``: the namespace to run in (None: this one); ``hosts``: the only
     names it resolves, to these addresses (None: the machine's resolver); ``spki``: a CA's
-    SPKI hash to trust. The URL not loading (no such host, refused, no load event within
-    ``timeout_s``) is a SpecError naming it; a browser that fails is :class:`RecordFailed`."""
+    SPKI hash to trust; ``journey``: its steps after the first, taken once the page is loaded
+    and the network idle (then idle again). The URL not loading (no such host, refused, no
+    load event within ``timeout_s``) is a SpecError naming it; a browser that fails is
+    :class:`RecordFailed`."""
     work = Path(tempfile.mkdtemp(prefix="h2lab-record-"))
     try:
         argv = _argv(work, netns, hosts, spki)
         proc, cdp = _launch(argv, work / "chromium.log")
         try:
-            return _Recorder(cdp, url).run(timeout_s, idle_s)
+            return _Recorder(cdp, url, journey).run(timeout_s, idle_s)
         finally:
             _stop(proc, cdp)
     finally:
@@ -152,9 +156,12 @@ class _Recorder:
     """One tab's load of ``url``: its DevTools events (on the pipe's reader thread) go to the
     log under a lock; :meth:`run` waits on :attr:`changed` for the load and the idle network."""
 
-    def __init__(self, cdp: CdpPipe, url: str) -> None:
+    def __init__(self, cdp: CdpPipe, url: str, journey: Journey | None = None) -> None:
         self.cdp = cdp
         self.url = url
+        self.journey = journey
+        self.last_network_s = time.monotonic()
+        """host monotonic time of the last Network event (a journey's ``quiet`` wait)"""
         self.log = RecordLog()
         self.lock = threading.Lock()
         self.changed = threading.Event()
@@ -189,6 +196,7 @@ class _Recorder:
         self.changed.set()
 
     def _network(self, session: str, method: str, params: dict[str, Any]) -> None:
+        self.last_network_s = time.monotonic()
         with self.lock:
             rid = self.log.add(session, method, params)
             if rid is not None:
@@ -222,6 +230,9 @@ class _Recorder:
             self._open_tab()
             self._navigate(left, timeout_s)
             notes = self._wait_idle(idle_s, left)
+            if self.journey is not None:
+                self._journey(self.journey, left)
+                notes += self._wait_idle(idle_s, left)
             self._collect_bodies(left() + BODY_TIMEOUT_S)
         except DEVTOOLS_FAILED as exc:
             raise RecordFailed(f"chromium failed while recording {self.url}: {exc}") from None
@@ -229,6 +240,16 @@ class _Recorder:
         if fault is not None:  # a capture is messy, not bad: recorded with a note
             notes = (*notes, f"chromium sent a message h2lab could not read: {fault}")
         return self.log, notes
+
+    def _journey(self, journey: Journey, left: Callable[[], float]) -> None:
+        """The journey's steps after its first (the page's load): a step that fails stops the
+        recording, naming it (:class:`RecordFailed`)."""
+        from h2lab.record.steps import RecorderSteps
+
+        try:
+            RecorderSteps(self, self.url, left()).run(journey)
+        except TrialFailed as exc:
+            raise RecordFailed(f"recording {self.url}: {exc}") from None
 
     def _open_tab(self) -> None:
         cdp = self.cdp
@@ -263,13 +284,13 @@ class _Recorder:
         if failure is not None:
             raise failure
         while not self.loaded:
-            self._check()
+            self.check()
             if not self.changed.wait(left()):
                 raise self._no_load(timeout_s)
             self.changed.clear()
-        self._check()
+        self.check()
 
-    def _check(self) -> None:
+    def check(self) -> None:
         if self.cdp.closed.is_set():
             raise RecordFailed(f"chromium exited while recording {self.url}")
         if self.crashed:
@@ -286,7 +307,7 @@ class _Recorder:
         """Until no request has been in flight for ``idle_s``, or the deadline (then a note
         on what was still in flight: it is not recorded)."""
         while True:
-            self._check()
+            self.check()
             with self.lock:
                 since = self.idle_since
             quiet = 0.0 if since is None else time.monotonic() - since

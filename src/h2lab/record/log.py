@@ -146,6 +146,9 @@ class Hop:
     """why Chromium gave no body"""
     body_note: str = ""
     """why the body may not be byte for byte the server's"""
+    set_cookies: tuple[str, ...] = ()
+    """its response's ``Set-Cookie`` values, from the raw headers (``responseReceivedExtraInfo``:
+    the headers of ``responseReceived`` leave them out)"""
 
 
 def _request_body(request: Mapping[str, Any]) -> bytes:
@@ -187,6 +190,9 @@ class RecordLog:
         if method == "Network.requestWillBeSent":
             self._sent(session, rid, p)
             return None
+        if method == "Network.responseReceivedExtraInfo":
+            self._cookies(rid, p)
+            return None
         hop = self._current.get(rid)
         if hop is None:
             return None
@@ -204,6 +210,20 @@ class RecordLog:
         elif method == "Network.loadingFailed":
             hop.failed = str(p.get("errorText") or "failed")
         return None
+
+    def _cookies(self, rid: str, p: Mapping[str, Any]) -> None:
+        """A response's raw headers: its ``Set-Cookie`` values, to the hop of ``rid`` it
+        answers. It may come before or after the hop's own events (a redirect's, after the
+        next hop was sent): the latest hop of ``rid`` with its status, else its pending one."""
+        hops = [h for h in reversed(self.hops) if h.request_id == rid]
+        code = p.get("statusCode")
+        hop = next((h for h in hops if h.status is not None and h.status == code), None)
+        hop = hop or next((h for h in hops if h.status is None), None)
+        if hop is None:
+            return
+        raw = {str(k).lower(): str(v) for k, v in dict(p.get("headers") or {}).items()}
+        cookies = raw.get("set-cookie", "")
+        hop.set_cookies = tuple(c for c in cookies.split("\n") if c.strip())[:50]
 
     def _sent(self, session: str, rid: str, p: Mapping[str, Any]) -> None:
         request = p["request"]
@@ -414,6 +434,8 @@ def _exchange(hop: Hop, budget: Budget, notes: list[str]) -> Exchange | None:
     body = hop.body or b""
     budget.take(len(body), where)
     headers = response_headers(hop.headers, notes, hop.url)
+    if not any(k.lower() == "set-cookie" for k, _ in headers):
+        headers += tuple(("set-cookie", c[:4096]) for c in hop.set_cookies)
     content_type = next((v for k, v in headers if k.lower() == "content-type"), None)
     response = Recorded(
         url=url,

@@ -538,11 +538,17 @@ def store(capture: Capture, name: str | None = None, root: Path | None = None) -
 
 
 def write_page(
-    responses: Iterable[Recorded], entry_url: str, name: str, source: str, root: Path | None
+    responses: Iterable[Recorded],
+    entry_url: str,
+    name: str,
+    source: str,
+    root: Path | None,
+    cookies: bool = False,
 ) -> Page:
     """Write recorded ``responses`` as a page with entry ``entry_url`` under the cache (or
-    ``root``): the same responses give the same page id, however they were recorded."""
-    with PageWriter(name, source, root) as writer:
+    ``root``): the same responses give the same page id, however they were recorded. With
+    ``cookies`` (a journey's recording), their ``Set-Cookie`` headers are kept."""
+    with PageWriter(name, source, root, cookies=cookies) as writer:
         for r in responses:
             writer.add(
                 r.url,
