@@ -76,7 +76,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v, ok := h.AltSvc[host]; ok {
 		w.Header().Set("Alt-Svc", v)
 	}
-	res := h.Page.Lookup(r.Method, host, target)
+	res := h.Page.LookupRequest(r, host, target)
 	if res == nil {
 		scheme := "http"
 		if r.TLS != nil {

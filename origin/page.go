@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,14 +13,15 @@ import (
 
 // Resource is one recorded response of a page manifest (docs/pages.md, format h2lab-page/1).
 type Resource struct {
-	URL         string      `json:"url"`
-	Method      string      `json:"method"`
-	Status      int         `json:"status"`
-	ContentType string      `json:"content_type"`
-	SizeBytes   int         `json:"size_bytes"`
-	BodySHA256  *string     `json:"body_sha256"`
-	Headers     [][2]string `json:"headers"`
-	DelayMS     float64     `json:"delay_ms"`
+	URL         string       `json:"url"`
+	Method      string       `json:"method"`
+	Status      int          `json:"status"`
+	ContentType string       `json:"content_type"`
+	SizeBytes   int          `json:"size_bytes"`
+	BodySHA256  *string      `json:"body_sha256"`
+	Headers     [][2]string  `json:"headers"`
+	DelayMS     float64      `json:"delay_ms"`
+	Request     *RequestBody `json:"request"`
 
 	Host   string `json:"-"` // lower-case hostname
 	Path   string `json:"-"` // path as recorded (not decoded)
@@ -57,6 +59,7 @@ type Page struct {
 	Entry     *Resource
 	Resources []*Resource
 	exact     map[string]*Resource   // "METHOD host target"
+	byBody    map[string][]*Resource // "METHOD host target" of requests recorded with a body
 	byQuery   map[string][]*Resource // "METHOD host decoded-path", in recording order
 	byPath    map[string]*Resource   // "host decoded-path"
 }
@@ -81,7 +84,8 @@ func LoadPage(folder string) (*Page, error) {
 		return nil, fmt.Errorf("manifest.json: format %q, expected h2lab-page/1", m.Format)
 	}
 	p := &Page{Resources: m.Resources, exact: map[string]*Resource{},
-		byQuery: map[string][]*Resource{}, byPath: map[string]*Resource{}}
+		byQuery: map[string][]*Resource{}, byPath: map[string]*Resource{},
+		byBody: map[string][]*Resource{}}
 	bodies := map[string][]byte{}
 	for i, r := range p.Resources {
 		u, err := url.Parse(r.URL)
@@ -122,6 +126,7 @@ func LoadPage(folder string) (*Page, error) {
 		if _, ok := p.exact[r.Method+" "+r.Host+r.Target]; !ok {
 			p.exact[r.Method+" "+r.Host+r.Target] = r
 		}
+		p.byBody[r.Method+" "+r.Host+r.Target] = append(p.byBody[r.Method+" "+r.Host+r.Target], r)
 		key := r.Method + " " + r.Host + u.Path
 		p.byQuery[key] = append(p.byQuery[key], r)
 		if _, ok := p.byPath[r.Host+u.Path]; !ok {
@@ -140,6 +145,17 @@ func LoadPage(folder string) (*Page, error) {
 func sameURL(a, b string) bool {
 	strip := func(s string) string { return strings.TrimPrefix(strings.TrimPrefix(s, "https://"), "http://") }
 	return strip(a) == strip(b)
+}
+
+// LookupRequest is Lookup of a request that may have a body: of several resources recorded for
+// its method + host + target, the one its body matches (bestByBody; read here, at most
+// maxRequestBody bytes); else Lookup.
+func (p *Page) LookupRequest(r *http.Request, host, target string) *Resource {
+	same := p.byBody[r.Method+" "+strings.ToLower(host)+target]
+	if len(same) > 1 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return bestByBody(same, fingerprint(readBody(r), r.Header.Get("Content-Type")))
+	}
+	return p.Lookup(r.Method, host, target)
 }
 
 // Lookup is the replay rule of docs/pages.md: exact method + host + request target; else, of

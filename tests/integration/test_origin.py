@@ -17,6 +17,7 @@ import pytest
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, resolve_page
 from h2lab.pages.manifest import PageWriter
+from h2lab.pages.request_body import fingerprint
 from h2lab.servers import ServeContext
 from h2lab.servers import get as get_server
 from h2lab.servers.origin import (
@@ -400,3 +401,22 @@ def test_a_connection_waits_client_timeout_s_for_its_client(
         proc.wait(timeout=10)
         assert proc.stdout is not None
         proc.stdout.close()
+
+
+def test_a_post_is_answered_by_its_body(tmp_path: Path, small_lab: tuple[Lab, Link]) -> None:
+    """Two logins recorded at one URL: each POST gets the answer its form's fields agree with,
+    whatever CSRF token it carries (h2lab.pages.request_body's rule, the origin's too)."""
+    form = "application/x-www-form-urlencoded"
+    with PageWriter("posts", root=tmp_path) as w:
+        w.add(f"https://{HOST}/", b"<html></html>", content_type="text/html")
+        for who in ("alice", "bob"):
+            sent = fingerprint(f"user={who}&csrf=recorded".encode(), form)
+            w.add(f"https://{HOST}/login", f"hello {who}".encode(), content_type="text/plain",
+                  method="POST", request=sent)  # fmt: skip
+        page = w.commit()
+    lab, link = small_lab
+    with get_server("origin").serve(page, _ctx(lab, "posts")):
+        for who in ("bob", "alice", "bob"):
+            got = _curl(link, "-d", f"user={who}&csrf=changed", f"https://{HOST}/login")
+            assert got == f"hello {who}"
+        assert _curl(link, "-d", "user=eve", f"https://{HOST}/login") == "hello alice"  # first

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from h2lab.errors import SpecError
 from h2lab.pages import confine, synthetic_spec
 from h2lab.pages.closest import closest
+from h2lab.pages.request_body import RequestBody, best
 from h2lab.paths import cache_root
 from h2lab.spec.factors import IMPORT_KINDS, JOURNEY
 from h2lab.spec.journey import load_journey
@@ -95,6 +96,9 @@ class Resource:
     body sits at ``<folder>/<origin>/<path>``"""
     delay_ms: float = 0.0
     """server think time before the response (servers that support it)"""
+    request: RequestBody | None = None
+    """what the recorded request sent, as digests (a POST's: :mod:`h2lab.pages.request_body`);
+    None: no body"""
 
     @property
     def target(self) -> str:
@@ -138,22 +142,30 @@ class Page:
     def resources_of(self, origin: str) -> list[Resource]:
         return [r for r in self.resources if r.origin == origin]
 
-    def match(self, method: str, url: str) -> Resource | None:
+    def match(self, method: str, url: str, body: RequestBody | None = None) -> Resource | None:
         """The resource a replaying server answers ``method url`` with (docs/pages.md): same
-        method, host and target; else, of those with the same method, host and path, the one
-        whose query is closest (:mod:`h2lab.pages.closest`); else the first with the same host
-        and path; else None."""
-        return self.match_how(method, url)[0]
+        method, host and target (of several, a POST's by its ``body``:
+        :func:`h2lab.pages.request_body.best`); else, of those with the same method, host and
+        path, the one whose query is closest (:mod:`h2lab.pages.closest`); else the first with
+        the same host and path; else None."""
+        return self.match_how(method, url, body)[0]
 
-    def match_how(self, method: str, url: str) -> tuple[Resource | None, str]:
+    def match_how(
+        self, method: str, url: str, body: RequestBody | None = None
+    ) -> tuple[Resource | None, str]:
         """:meth:`match` and how it matched: ``"exact"``, ``"query"`` (the closest of several
         recorded queries), ``"path"`` (the only one recorded for that method, host and path, or
         the first for that host and path) or ``""`` (no match)."""
         parts = urlsplit(url)
         host, path = (parts.hostname or "").lower(), parts.path or "/"
-        for r in self.resources:
-            if (r.method, r.origin, r.path, r.query) == (method, host, path, parts.query):
-                return r, "exact"
+        exact = [
+            r
+            for r in self.resources
+            if (r.method, r.origin, r.path, r.query) == (method, host, path, parts.query)
+        ]
+        if exact:
+            pick = best([r.request for r in exact], body) if body is not None else 0
+            return exact[pick], "exact"
         same = [r for r in self.resources if (r.method, r.origin, r.path) == (method, host, path)]
         if len(same) > 1:
             return same[closest([r.query for r in same], parts.query)], "query"
@@ -185,6 +197,8 @@ def _resource_json(r: Resource) -> dict[str, Any]:
         d["headers"] = [list(h) for h in r.headers]
     if r.delay_ms:
         d["delay_ms"] = r.delay_ms
+    if r.request is not None:
+        d["request"] = {"sha256": r.request.sha256, "fields": [list(f) for f in r.request.fields]}
     return d
 
 
@@ -236,7 +250,7 @@ class PageWriter:
         self._tmp: Path | None = None
         self._resources: list[Resource] = []
         self._schemes: dict[str, str] = {}
-        self._keys: set[tuple[str, str, str, str]] = set()
+        self._keys: set[tuple[str, str, str, str, str]] = set()
 
     def __enter__(self) -> PageWriter:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -259,16 +273,17 @@ class PageWriter:
         method: str = "GET",
         headers: Iterable[tuple[str, str]] = (),
         delay_ms: float = 0.0,
+        request: RequestBody | None = None,
     ) -> Resource | None:
         """Add one response; ``url`` is absolute (``https://host/path?query``). A second
-        response for the same method + URL is ignored (the first recorded wins) and None
-        returned."""
+        response for the same method + URL (and, for a request with a body, the same body:
+        ``request``) is ignored (the first recorded wins) and None returned."""
         assert self._tmp is not None, "use PageWriter as a context manager"
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
         if not host or parts.scheme not in {"http", "https"}:
             raise ValueError(f"not an absolute http(s) URL: {url!r}")
-        key = (method, host, parts.path or "/", parts.query)
+        key = (method, host, parts.path or "/", parts.query, request.sha256 if request else "")
         if key in self._keys:
             return None
         self._keys.add(key)
@@ -291,6 +306,7 @@ class PageWriter:
             headers=kept,
             body_sha256=sha,
             delay_ms=delay_ms,
+            request=request,
         )
         self._resources.append(res)
         return res
@@ -448,7 +464,20 @@ def _resource(r: object, at: str, schemes: Mapping[str, str], where: str) -> Res
         headers=tuple((k, v) for k, v in headers),
         body_sha256=sha,
         delay_ms=float(delay),
+        request=_request(r.get("request"), at, where),
     )
+
+
+def _request(value: object, at: str, where: str) -> RequestBody | None:
+    """A resource's ``request`` (digests of what its request sent), checked."""
+    if value is None:
+        return None
+    sha = value.get("sha256") if isinstance(value, dict) else None
+    fields = value.get("fields", []) if isinstance(value, dict) else None
+    if not (isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha)) or not _headers_ok(fields):
+        raise SpecError(where, f"{at}.request", "expected {sha256: 64 hex, fields: [[n, v]]}")
+    assert isinstance(fields, list)
+    return RequestBody(sha, tuple((str(k)[:200], str(v)[:64]) for k, v in fields[:200]))
 
 
 def load_page(folder: Path, source: str = "page") -> Page:

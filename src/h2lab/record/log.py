@@ -44,6 +44,7 @@ from h2lab.pages.importers.common import (
     dedupe,
     host_of,
 )
+from h2lab.pages.request_body import RequestBody, fingerprint
 
 NO_BODY_STATUSES = frozenset({204, 205, 304})
 """Responses without content (RFC 9110 §15.3.5, §15.3.6, §15.4.5), besides 1xx and HEAD."""
@@ -164,6 +165,14 @@ def _b64(text: str) -> bytes:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         return b""
+
+
+def _request_of(hop: Hop) -> RequestBody | None:
+    """What the hop's request sent, as a page keeps it (None: no body)."""
+    if not hop.request_body:
+        return None
+    kind = next((v for k, v in hop.request_headers if k.lower() == "content-type"), None)
+    return fingerprint(hop.request_body, kind)
 
 
 def wants_body(hop: Hop) -> bool:
@@ -445,6 +454,7 @@ def _exchange(hop: Hop, budget: Budget, notes: list[str]) -> Exchange | None:
         headers=headers,
         body=body,
         body_recorded=body_recorded,
+        request=_request_of(hop),
     )
     text = hop.status_text or _phrase(hop.status)
     return Exchange(response, clean_headers(hop.request_headers), hop.request_body, text)

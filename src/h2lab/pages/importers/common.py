@@ -22,6 +22,7 @@ import brotli
 from h2lab.errors import SpecError
 from h2lab.net.addresses import ip_literal, valid_hostname, why_not_servable
 from h2lab.pages.manifest import Page, PageWriter
+from h2lab.pages.request_body import RequestBody
 
 MAX_PAGE_BYTES = 500 * 1000**2
 """Cap on the decoded bytes of one page (all bodies). The heaviest page of the seed corpus,
@@ -121,6 +122,8 @@ class Recorded:
     """decoded body (no transfer or content coding)"""
     body_recorded: bool = True
     """False when the input held no body for this response (stored as an empty body)"""
+    request: RequestBody | None = None
+    """what its request sent (a POST's body, as digests: :mod:`h2lab.pages.request_body`)"""
 
 
 @dataclass(frozen=True)
@@ -429,14 +432,14 @@ def _decode(
 
 
 def dedupe(responses: Iterable[Recorded]) -> tuple[tuple[Recorded, ...], list[str]]:
-    """One response per method + URL (as the page stores it): the first one recorded with a
-    body, else the first one; a 304 Not Modified gives way to a later response of another
-    status (a trial's browser has no cache to use a 304 with). In the order of first
-    appearance. Returns notes on dropped ones."""
-    chosen: dict[tuple[str, str], Recorded] = {}
+    """One response per method + URL (as the page stores it; a request with a body: per body
+    too): the first one recorded with a body, else the first one; a 304 Not Modified gives way
+    to a later response of another status (a trial's browser has no cache to use a 304 with).
+    In the order of first appearance. Returns notes on dropped ones."""
+    chosen: dict[tuple[str, str, str], Recorded] = {}
     notes: list[str] = []
     for r in responses:
-        key = (r.method, url_key(r.url))
+        key = (r.method, url_key(r.url), r.request.sha256 if r.request else "")
         old = chosen.get(key)
         if old is None:
             chosen[key] = r
@@ -557,5 +560,6 @@ def write_page(
                 status=r.status,
                 method=r.method,
                 headers=r.headers,
+                request=r.request,
             )
         return writer.commit(entry_url)

@@ -31,8 +31,11 @@ from h2lab.pages.importers.common import (
 )
 from h2lab.pages.importers.httphead import HeadTooLarge, HttpHead, read_head, shown
 from h2lab.pages.importers.revisits import Found, Revisit, drop_not_modified, resolve, warc_value
+from h2lab.pages.request_body import RequestBody, fingerprint
 
 _READ_CHUNK = 1 << 20
+MAX_REQUEST_BODY_BYTES = 1 << 20
+"""Most bytes of a request record's body read (a form's; a larger upload is refused whole)."""
 _HTTP_SCHEMES = ("http:", "https:")
 
 
@@ -54,6 +57,13 @@ def _read_all(record: Any, path: Path, field: str, limit: int) -> bytes:
     if isinstance(stream, LimitReader) and stream.limit > 0:
         raise SpecError(path, field, "record is truncated (file ends inside it)")
     return b"".join(parts)
+
+
+def _read_upto(record: Any, limit: int) -> bytes | None:
+    """A request record's body, or None past ``limit`` bytes (an upload: its response is then
+    answered by method and URL alone, as any)."""
+    data = record.raw_stream.read(limit + 1)
+    return None if len(data) > limit else bytes(data)
 
 
 def _head(record: Any) -> HttpHead:
@@ -106,6 +116,7 @@ class WarcPass:
         self.responses: list[Found] = []  # usable response records
         self.revisits: list[Revisit] = []
         self.methods: dict[str, str] = {}  # record id -> method of its request
+        self.requests: dict[str, RequestBody] = {}  # record id -> what its request sent
         self.first_request: tuple[int, str] | None = None  # (index, URL)
         self.kinds: dict[str, int] = {}  # records skipped whole, by type
         self.skips: list[tuple[int, str]] = []  # (record index, why it is not served)
@@ -143,6 +154,9 @@ class WarcPass:
         method = head.first.upper()
         if target and method.isalpha():
             self.methods[target] = method
+        body = _read_upto(record, MAX_REQUEST_BODY_BYTES)
+        if target and body:  # a POST's: replay answers it by its body (as digests only)
+            self.requests[target] = fingerprint(body, head.get("content-type"))
         if self.first_request is None:  # a URL the page cannot start from is passed over
             with contextlib.suppress(SpecError):
                 self.first_request = (index, check_url(uri, self.path, field))
@@ -210,7 +224,14 @@ class WarcPass:
         """The responses to serve in record order, the start URL (that of the first request
         or usable response, whichever comes first), and the notes."""
         found = [
-            replace(f, response=replace(f.response, method=self.methods.get(f.rec_id, "GET")))
+            replace(
+                f,
+                response=replace(
+                    f.response,
+                    method=self.methods.get(f.rec_id, "GET"),
+                    request=self.requests.get(f.rec_id),
+                ),
+            )
             for f in self._resolved()
         ]
         starts = [(f.index, f.response.url) for f in found[:1]]
