@@ -47,11 +47,13 @@ def leftovers(root: Path) -> list[str]:
 # --------------------------------------------------------------------------- corpus
 
 WARC_CASES = [
-    # file, response records, stored (first per method+URL), hosts, statuses, decoded bytes
+    # file, response records, stored (first per method+URL, and a POST's body), hosts,
+    # statuses, decoded bytes: reddit's two error beacons and yahoo's analytics POSTs to one
+    # URL with other bodies are each kept (docs/pages.md, "POSTs")
     ("wikipedia", 6, 6, 1, {200: 6}, 150_082),
     ("baidu", 15, 15, 2, {200: 15}, 588_247),
-    ("reddit", 69, 68, 19, {200: 66, 301: 1, 302: 1}, 2_545_907),
-    ("yahoo", 185, 178, 10, {200: 171, 204: 6, 302: 1}, 4_650_071),
+    ("reddit", 69, 69, 19, {200: 67, 301: 1, 302: 1}, 2_545_907),
+    ("yahoo", 185, 179, 10, {200: 172, 204: 6, 302: 1}, 4_650_600),
 ]
 
 

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from h2lab.clients.browser import log as browser_log
 from h2lab.clients.browser.chromium.cdp import PIPE_CLOSED, CdpError, CdpPipe, PipeClosed, Reply
 from h2lab.clients.browser.chromium.client import (
     CHROMIUM,
@@ -50,6 +51,7 @@ from h2lab.clients.browser.chromium.options import (
     sandbox_flags,
 )
 from h2lab.clients.browser.chromium.tab import AUTO_ATTACH, TAB_TIMEOUT_S
+from h2lab.clients.browser.journey import JourneySteps
 from h2lab.clients.browser.options import DEVICES
 from h2lab.errors import H2LabError, SpecError, TrialFailed, telling_line
 from h2lab.net import netns as netns_mod
@@ -244,8 +246,6 @@ class _Recorder:
     def _journey(self, journey: Journey, left: Callable[[], float]) -> None:
         """The journey's steps after its first (the page's load): a step that fails stops the
         recording, naming it (:class:`RecordFailed`)."""
-        from h2lab.record.steps import RecorderSteps
-
         try:
             RecorderSteps(self, self.url, left()).run(journey)
         except TrialFailed as exc:
@@ -352,3 +352,58 @@ class _Recorder:
             return None, "no answer in time"
         except PipeClosed:
             raise RecordFailed(f"chromium exited while recording {self.url}") from None
+
+
+class RecorderSteps(JourneySteps):
+    """A journey's steps in the recorder's tab (issue #57): the same steps as a trial's
+    (:mod:`h2lab.clients.browser.journey`), over its DevTools session, with trusted input;
+    nothing of them is measured, every response is recorded."""
+
+    def __init__(self, recorder: _Recorder, entry_url: str, timeout_s: float) -> None:
+        super().__init__(recorder, browser_log.NetworkLog(), entry_url, timeout_s)
+        self.recorder = recorder
+
+    def _cdp(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        r = self.recorder
+        return r.cdp.call(method, params, r.session, timeout_s=max(1.0, self.left()))
+
+    def evaluate(self, expression: str, doing: str) -> Any:
+        answer = self._cdp(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+        )
+        if "exceptionDetails" in answer:
+            text = answer["exceptionDetails"].get("text", "exception")
+            raise TrialFailed(f"{doing} failed: {text}")
+        return answer.get("result", {}).get("value")
+
+    def click_at(self, x: float, y: float) -> None:
+        self._cdp("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        for kind in ("mousePressed", "mouseReleased"):
+            press = {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}
+            self._cdp("Input.dispatchMouseEvent", press)
+
+    def insert_text(self, text: str) -> None:
+        self._cdp("Input.insertText", {"text": text})
+
+    def navigate(self, url: str) -> None:
+        self._cdp("Page.navigate", {"url": url})
+
+    def expect_load(self) -> None:
+        self.recorder.loaded = False
+        self.recorder.navigating = True
+        self.recorder.changed.clear()
+
+    def wait_load(self) -> None:
+        r = self.recorder
+        while not r.loaded:
+            r.check()
+            if not r.changed.wait(self.left()) and not r.loaded:
+                raise TrialFailed("no load event before the recording's timeout")
+            r.changed.clear()
+
+    def page_timing(self) -> dict[str, Any]:
+        return {}
+
+    def new_connections(self, new: list[browser_log.Request], since_ms: float) -> dict[str, int]:
+        return {}
