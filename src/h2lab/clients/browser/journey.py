@@ -285,6 +285,18 @@ class JourneySteps(ABC):
         return [float(v) for v in value] if isinstance(value, list) else []
 
 
+def take(
+    steps: JourneySteps, journey: Journey, url: str, timing: dict[str, Any], folder: Path
+) -> list[StepResult]:
+    """``journey``'s steps after its first (whose load at ``url`` read the page's ``timing``),
+    taken by the engine's ``steps`` and written to ``folder/steps.json``."""
+    taken = steps.run(journey)
+    first = {"index": 0, "name": journey.steps[0].name, "kind": "navigate", "url": url,
+             "timing": timing_of(timing)}  # fmt: skip
+    write_steps(first, taken, folder)
+    return taken
+
+
 def with_steps(result: LoadResult, steps: list[StepResult]) -> LoadResult:
     """The first step's load with the other steps' rows, and the journey's time: the first
     step's page load time and every other step's duration (None when the first has none)."""

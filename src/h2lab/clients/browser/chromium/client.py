@@ -91,7 +91,7 @@ from h2lab.clients.browser.chromium.tab import (
     wait_quiet,
 )
 from h2lab.clients.browser.client import BrowserClient
-from h2lab.clients.browser.journey import StepResult, step_url, timing_of, with_steps, write_steps
+from h2lab.clients.browser.journey import step_url, take, with_steps
 from h2lab.clients.browser.keylog import KeylogSlices
 from h2lab.clients.browser.load import page_url
 from h2lab.clients.browser.options import DEVICES
@@ -263,7 +263,12 @@ class Chromium(BrowserClient[_Browser, Options]):
                 idle_ms=self.options.idle_ms, fail_on=ctx.fail_on, tasks=self.options.tbt,
                 bodies=self.options.har_bodies,
             )  # fmt: skip
-            steps = self._journey(tab, handle.connection, url, raw, ctx)
+            steps = (
+                []
+                if ctx.journey is None
+                else take(CdpSteps(tab, handle.connection, url, ctx.timeout_s), ctx.journey,
+                          url, raw.timing, ctx.artifacts_dir)
+            )  # fmt: skip
         except TrialFailed:
             if tab is not None:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
@@ -291,19 +296,6 @@ class Chromium(BrowserClient[_Browser, Options]):
             with contextlib.suppress(*DEVTOOLS_FAILED):  # the next trial's to meet
                 self._put_away(handle, tab)
         return with_steps(analysis.result(), steps) if steps else analysis.result()
-
-    def _journey(
-        self, tab: Tab, cdp: DevTools, url: str, raw: RawLoad, ctx: LoadContext
-    ) -> list[StepResult]:
-        """A journey's steps after its first (``raw``, measured), written to ``steps.json``;
-        none for a page."""
-        if ctx.journey is None:
-            return []
-        steps = CdpSteps(tab, cdp, url, ctx.timeout_s).run(ctx.journey)
-        first = {"index": 0, "name": ctx.journey.steps[0].name, "kind": "navigate",
-                 "url": url, "timing": timing_of(raw.timing)}  # fmt: skip
-        write_steps(first, steps, ctx.artifacts_dir)
-        return steps
 
     def _put_away(self, handle: _Browser, tab: Tab) -> None:
         """After a trial: while made tabs are ready, its tab is frozen (no timer, task or

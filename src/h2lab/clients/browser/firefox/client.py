@@ -78,7 +78,7 @@ from h2lab.clients.browser.firefox.tab import (
     new_tab,
 )
 from h2lab.clients.browser.firefox.websocket import WebSocket, WebSocketClosed
-from h2lab.clients.browser.journey import StepResult, step_url, timing_of, with_steps, write_steps
+from h2lab.clients.browser.journey import step_url, take, with_steps
 from h2lab.clients.browser.keylog import KeylogSlices
 from h2lab.clients.browser.load import page_url
 from h2lab.clients.browser.options import DEVICES
@@ -240,7 +240,12 @@ class Firefox(BrowserClient[_Browser, Options]):
             tab = new_tab(handle.connection, DEVICES[self.options.device], self.version())
             handle.tabs = [tab]
             raw = self._measure(handle, tab, url, page, ctx)
-            steps = self._journey(tab, handle.connection, url, raw, ctx)
+            steps = (
+                []
+                if ctx.journey is None
+                else take(BidiSteps(tab, handle.connection, url, ctx.timeout_s), ctx.journey,
+                          url, raw.timing, ctx.artifacts_dir)
+            )  # fmt: skip
         except TrialFailed:
             if tab is not None:
                 keep_failed_log(tab.log, url, ctx.artifacts_dir)
@@ -264,19 +269,6 @@ class Firefox(BrowserClient[_Browser, Options]):
         analysis = analyse(raw, url, network=o.network, mode=o.speed_index, idle=o.idle_ms > 0)
         write_artifacts(analysis, ctx.artifacts_dir, filmstrip=self.options.filmstrip)
         return with_steps(analysis.result, steps) if steps else analysis.result
-
-    def _journey(
-        self, tab: Tab, bidi: BidiConnection, url: str, raw: RawLoad, ctx: LoadContext
-    ) -> list[StepResult]:
-        """A journey's steps after its first (``raw``, measured), written to ``steps.json``;
-        none for a page."""
-        if ctx.journey is None:
-            return []
-        steps = BidiSteps(tab, bidi, url, ctx.timeout_s).run(ctx.journey)
-        first = {"index": 0, "name": ctx.journey.steps[0].name, "kind": "navigate",
-                 "url": url, "timing": timing_of(raw.timing)}  # fmt: skip
-        write_steps(first, steps, ctx.artifacts_dir)
-        return steps
 
     def _measure(
         self, handle: _Browser, tab: Tab, url: str, page: Page, ctx: LoadContext
