@@ -54,6 +54,9 @@ class ResourceTiming:
     """the browser answered it from its own cache (a URL the page asked for twice): nothing
     went over the network, and ``protocol`` is whatever the browser says of the cached entry
     (Firefox: ``http/1.1``)"""
+    step: int | None = None
+    """the journey step that began it (0: the first, the measured load); None outside a
+    journey"""
 
 
 @dataclass(frozen=True)

@@ -106,12 +106,10 @@ def test_every_har_of_a_chromium_nghttp_and_h2load_trial_is_valid(tmp_path: Path
         t = e["timings"]
         print(f"chromium {e['request']['url']} {e['connection']}: {t}")
         if e is first[e["connection"]]:
-            # its set-up's round trips show as connect, or as blocked when Chromium opened the
-            # connection before the request began (its preconnect at navigation start): connect
-            # clipped to 1.1 ms and blocked 40.8 ms at 20 ms, or no set-up at all (-1, as a
-            # reused connection's) and blocked 43.7 ms; or before the request at all, Chromium
-            # clamping a preconnected socket's times to the request's start (CI: connect 0.97 ms,
-            # blocked 2.8 ms for a request begun after the set-up had ended)
+            # its set-up's round trips show as connect, or as blocked (Chromium's preconnect at
+            # navigation start: connect 1.1 ms and blocked 40.8 ms at 20 ms, or -1 and 43.7 ms),
+            # or lie before the request began (connect 0.97 ms, blocked 2.8 ms: its times clamped
+            # to the request's start), so they are counted from the page's start
             preconnected = t["dns"] == t["connect"] == t["ssl"] == -1
             assert preconnected or (t["dns"] >= 0 and 0 < t["ssl"] <= t["connect"]), t
             began_ms = (_epoch_s(e["startedDateTime"]) - page_s) * 1000

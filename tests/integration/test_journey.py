@@ -44,7 +44,7 @@ def test_the_shop_journey_in_both_browsers(tmp_path: Path) -> None:
     store = Store(tmp_path)
     try:
         run_trials(expand(exp), store, timeout_s=120)
-        trials = store.trials()
+        trials, all_steps = store.trials(), store.all_steps()
         assert [t.error for t in trials if t.status != "ok"] == [] and len(trials) == 6
         for t in trials:
             folder = store.artifacts_dir(t.trial_key, t.attempt)
@@ -64,18 +64,25 @@ def test_the_shop_journey_in_both_browsers(tmp_path: Path) -> None:
             if t.protocol != "h1s":  # one connection to the shop, reused by every step
                 assert all(s["new_connections"].get(HOST, 0) == 0 for s in steps[1:]), steps
             assert t.id is not None
-            rows = store.steps(t.id)  # the steps after the first, stored with the trial
+            rows = all_steps.get(t.id, [])  # the steps after the first, stored with the trial
             assert [r.name for r in rows] == NAMES[1:]
             assert [r.duration_ms for r in rows] == [s["duration_ms"] for s in steps[1:]]
             assert rows[NAMES.index("log in") - 1].load_ms is not None
             assert t.plt_ms is not None and t.journey_ms is not None
             assert t.journey_ms == round(t.plt_ms + sum(r.duration_ms for r in rows), 1)
+            # every resource row names the step that began it: the product page's document
+            # is the product step's, the shop's first document the measured load's
+            began = {(r["step"], str(r["url"]).rsplit("/", 1)[-1]) for r in store.resources(t.id)}
+            assert {step for step, _ in began} <= set(range(len(NAMES))), began
+            assert (NAMES.index("product"), "1") in began and (0, "") in began, began
     finally:
         store.close()
     report = write_report(tmp_path).read_text()
     part = report.split('<section id="journeys">', 1)[1].split("</section>", 1)[0]
     assert "2. add to cart" in part and "whole journey (journey_ms)" in part
     assert "s = h2s/h1s [CI]" in part and "s = h3/h2s [CI]" in part
+    falls = report.split('<section id="waterfalls">', 1)[1].split("</section>", 1)[0]
+    assert "step 0: the measured load" in falls and "step 1: product" in falls
 
 
 def test_a_journeys_repeat_view_starts_in_0rtt(tmp_path: Path) -> None:
@@ -93,7 +100,7 @@ def test_a_journeys_repeat_view_starts_in_0rtt(tmp_path: Path) -> None:
         assert t.status == "ok", t.error
         print(f"0-RTT packets {t.early_data_packets}, journey {t.journey_ms} ms")
         assert (t.early_data_packets or 0) > 0
-        assert t.id is not None and [s.name for s in store.steps(t.id)] == NAMES[1:]
+        assert t.id is not None and [s.name for s in store.all_steps().get(t.id, [])] == NAMES[1:]
     finally:
         store.close()
 
@@ -132,11 +139,11 @@ def test_a_journey_recorded_from_a_lab_server_replays_in_both_browsers(tmp_path:
     store = Store(tmp_path / "out")
     try:
         run_trials(expand(exp), store, timeout_s=120)
-        trials = store.trials()
+        trials, all_steps = store.trials(), store.all_steps()
         assert [t.error for t in trials if t.status != "ok"] == [] and len(trials) == 6
         for t in trials:
             assert t.id is not None
-            rows = store.steps(t.id)
+            rows = all_steps.get(t.id, [])
             login = rows[NAMES.index("log in") - 1]
             assert login.url is not None and login.url.endswith("/account")
             shown = json.loads((store.artifacts_dir(t.trial_key, t.attempt) / STEPS_FILE)
@@ -165,6 +172,6 @@ def test_a_step_that_fails_fails_the_trial_naming_it(tmp_path: Path) -> None:
         (t,) = store.trials()
         assert t.status == "failed"
         assert "journey step 1 (nowhere): '#no-such-button' matches nothing" in (t.error or "")
-        assert t.id is not None and store.steps(t.id) == [] and t.journey_ms is None
+        assert t.id is not None and store.all_steps().get(t.id, []) == [] and t.journey_ms is None
     finally:
         store.close()

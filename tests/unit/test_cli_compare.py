@@ -12,6 +12,7 @@ import pytest
 
 from h2lab import cli
 from tests.unit.test_analysis_ab import CLIENT, FCFS
+from tests.unit.test_analysis_steps import journey_folder
 from tests.unit.test_report_ab import folder
 
 
@@ -108,6 +109,20 @@ def bad_cases(a: Path, b: Path, tmp: Path) -> dict[str, tuple[list[str], str]]:
             [str(a), str(b), "--budget", "plt_ms:5000%"],
             "command line: --budget: 'plt_ms:5000%': the percentage must be between 0 and 1000",
         ),
+        "step not in both": (
+            [str(a), str(b), "--metric", "step:cart"],
+            "command line: --metric: 'step:cart': no step 'cart' in both runs (steps after the "
+            "first: A none; B none)",
+        ),
+        "budget step field": (
+            [str(a), str(b), "--budget", "step:cart/requests:h2s:5%"],
+            "command line: --budget: 'step:cart/requests:h2s:5%': a step has no 'requests' "
+            "(duration_ms, ttfb_ms,",
+        ),
+        "budget step not in both": (
+            [str(a), str(b), "--budget", "step:cart:5%"],
+            "command line: --budget: 'step:cart': no step 'cart' in both runs",
+        ),
         "budget without cells": (
             [str(a), str(b), "--budget", "plt_ms:h3:5%"],
             "command line: --budget: 'plt_ms:h3:5%': no cell of both runs has h3's plt_ms",
@@ -118,6 +133,7 @@ def bad_cases(a: Path, b: Path, tmp: Path) -> dict[str, tuple[list[str], str]]:
 BAD_CASES = (
     "no common cell", "no store", "text file", "unknown metric", "out folder", "budget syntax",
     "budget metric", "budget protocol", "budget percentage", "budget without cells",
+    "step not in both", "budget step field", "budget step not in both",
 )  # fmt: skip
 
 
@@ -161,3 +177,29 @@ def test_a_budget_fails_the_slower_run_and_names_its_cells(
         "budget kept: plt_ms:h1s:15% in 1 cells",
     ]
     assert (b / "x.html").is_file()  # the page is written before the exit code says "broken"
+
+
+def test_journeys_are_compared_step_by_step_and_a_step_has_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """B's ``cart`` step 20% slower, its ``search`` and its first load the same: the step table
+    says so, the page has it, and a budget on the step breaks naming it while one on the
+    first load (plt_ms) and on the other step holds."""
+    a = journey_folder(tmp_path / "a", FCFS, [500, 510, 520, 530])
+    b = journey_folder(tmp_path / "b", FCFS, [600, 612, 624, 636])
+    budgets = ("step:cart:h2s:10%", "step:search:5%", "plt_ms:5%")
+    args = [arg for text in budgets for arg in ("--budget", text)]
+    done = h2lab(monkeypatch, capsys, "compare", str(a), str(b), *args)
+    assert done.code == 1 and done.stderr == "", done.stderr
+    step_rows = [ln for ln in done.stdout.splitlines() if "step:" in ln and "pairs" in ln]
+    assert ["step:search" in r for r in step_rows] == [True, False], step_rows
+    assert "1.200 [1.200, 1.200]" in step_rows[1] and "A faster" in step_rows[1]
+    assert done.stdout.splitlines()[-4:] == [
+        "budget broken: step:cart:h2s:10% in 1 of 1 cells (B slower than A by more than 10%: "
+        "the whole 95% CI of s = B/A above 1.100)",
+        "  the one cell | h2s: s = 1.200 [1.200, 1.200]",
+        "budget kept: step:search:5% in 1 cells",
+        "budget kept: plt_ms:5% in 1 cells",
+    ]
+    page = (b / "compare.html").read_text()
+    assert "B against A, step by step" in page and "step:cart" in page

@@ -179,6 +179,7 @@ def resource() -> ResourceTiming:
         priority_field="u=0",
         priority_update="High",
         from_cache=True,
+        step=3,
     )
 
 

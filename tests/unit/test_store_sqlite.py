@@ -158,6 +158,7 @@ def test_resources_of_a_trial(store: Store) -> None:
         "priority_field": None,
         "priority_update": None,
         "from_cache": 0,
+        "step": None,
     }
     assert rows[0]["ttfb_ms"] is None
     assert store.resources(other_id) == []
@@ -319,9 +320,11 @@ def test_a_store_of_schema_7_gains_machine_from_the_recorded_host(tmp_path: Path
         s.close()
     db = sqlite3.connect(tmp_path / "results.sqlite")
     try:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 16
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 17
         cols = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
         assert sorted(cols) == sorted(TRIAL_COLUMNS) and cols[-1] == "machine"
+        # 17: a resource names the journey step that began it
+        assert [r[1] for r in db.execute("PRAGMA table_info(resources)")][-1] == "step"
     finally:
         db.close()
     # only the rows older than the column are filled: a later row keeps what it was given
@@ -371,7 +374,7 @@ def test_a_journeys_steps_are_stored_exported_and_restored(tmp_path: Path) -> No
     store = Store(out)
     trial_id = store.add_trial(record("b|h2s"), (), steps)
     store.add_trial(record("c|h2s"))
-    assert store.steps(trial_id) == list(steps)
+    assert store.all_steps()[trial_id] == list(steps)
     store.close()
     export_tables(out / "results.sqlite", out)
     assert (out / "steps.csv").is_file() and (out / "steps.parquet").is_file()
@@ -382,7 +385,7 @@ def test_a_journeys_steps_are_stored_exported_and_restored(tmp_path: Path) -> No
     restore_store(back)
     again = Store(back)
     try:
-        assert again.steps(trial_id) == list(steps)
+        assert again.all_steps()[trial_id] == list(steps)
     finally:
         again.close()
     plain = tmp_path / "plain"

@@ -28,7 +28,7 @@ protocol order, so a seed gives the same intervals.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,8 +44,8 @@ from h2lab.analysis.stats import (
     wilcoxon_p,
 )
 from h2lab.analysis.verdict import CellValues, Outcome, OutlierRule, collect_values, outcome_of
-from h2lab.results import TrialRecord
 from h2lab.spec.factors import FACTORS
+from h2lab.store.frame import TrialsIn, as_frame
 
 AbOutcome = Literal["B faster", "A faster", "tie", "too few pairs"]
 NEVER_SET_ASIDE = ("page",)
@@ -220,8 +220,8 @@ def _always(name: str) -> MetricOf:
 
 
 def compare_runs(
-    trials_a: Sequence[TrialRecord],
-    trials_b: Sequence[TrialRecord],
+    trials_a: TrialsIn,
+    trials_b: TrialsIn,
     rng: np.random.Generator,
     metric: str | MetricOf,
     *,
@@ -230,17 +230,19 @@ def compare_runs(
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> RunComparison:
     """Match the cells of run A and run B, pair their trials by repetition and protocol, and
-    compare each pair of cells on ``metric`` (one name, or a function of the two cells)."""
+    compare each pair of cells on ``metric`` (one name, or a function of the two cells): a
+    stored metric, or a column the frames were given (a journey step's,
+    :func:`h2lab.analysis.steps.with_steps`)."""
     metric_of = metric if callable(metric) else _always(metric)
-    cells_a, cells_b = {t.cell for t in trials_a}, {t.cell for t in trials_b}
+    frames = (as_frame(trials_a), as_frame(trials_b))
+    cells_a, cells_b = set(frames[0].cells), set(frames[1].cells)
     diffs = factor_differences(cells_a, cells_b)
     matched = match_cells(cells_a, cells_b, (d.factor for d in diffs if d.set_aside))
     data: dict[tuple[int, str], dict[Cell, dict[str, CellValues]]] = {}
 
     def values(side: int, name: str) -> dict[Cell, dict[str, CellValues]]:
         if (side, name) not in data:
-            trials = (trials_a, trials_b)[side]
-            data[(side, name)] = collect_values(trials, name, outlier_rules[side])
+            data[(side, name)] = collect_values(frames[side], name, outlier_rules[side])
         return data[(side, name)]
 
     out = []

@@ -2,7 +2,8 @@
 slower than A by more than the budget in some cell, with the whole confidence interval beyond
 it, as Lighthouse CI's assertions and sitespeed.io's budgets fail a build.
 
-A budget is ``METRIC[:PROTOCOL]:PERCENT%``: the time metric, optionally one protocol (else
+A budget is ``METRIC[:PROTOCOL]:PERCENT%``: the time metric (or a journey step's,
+``step:NAME[/FIELD]``, :mod:`h2lab.analysis.steps`), optionally one protocol (else
 every protocol both runs measured), and how much slower B may be than A. A cell breaks it when
 the lower end of the 95% bootstrap CI of s = B/A (:mod:`h2lab.analysis.ab`) is above
 1 + PERCENT/100: the slowdown is larger than the budget at the comparison's confidence, not
@@ -15,12 +16,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from h2lab.analysis import steps
 from h2lab.analysis.ab import PairedCell
 from h2lab.errors import SpecError
 from h2lab.spec.protocols import PROTOCOLS
 
 MAX_BUDGET_PCT = 1000.0
-_SYNTAX = re.compile(r"(?P<metric>[a-z_]+)(?::(?P<protocol>[a-z0-9]+))?:(?P<pct>[0-9.]+)%")
+_SYNTAX = re.compile(
+    r"(?P<metric>step:[^:/]+(?:/[a-z_]+)?|[a-z_]+)(?::(?P<protocol>[a-z0-9]+))?:(?P<pct>[0-9.]+)%"
+)
 
 
 @dataclass(frozen=True)
@@ -46,9 +50,14 @@ def parse_budget(text: str, metrics: Sequence[str]) -> Budget:
 
     m = _SYNTAX.fullmatch(text.strip())
     if m is None:
-        raise bad("expected METRIC[:PROTOCOL]:PERCENT%, e.g. plt_ms:h2s:5%")
+        raise bad("expected METRIC[:PROTOCOL]:PERCENT%, e.g. plt_ms:h2s:5% or step:login:h2s:5%")
     metric, protocol = m["metric"], m["protocol"]
-    if metric not in metrics:
+    if steps.is_step_metric(metric):
+        try:
+            steps.parse(metric)
+        except ValueError as exc:
+            raise bad(str(exc).removeprefix(f"{metric!r}: ")) from None
+    elif metric not in metrics:
         raise bad(f"unknown metric {metric!r} ({', '.join(metrics)})")
     if protocol is not None and protocol not in PROTOCOLS:
         raise bad(f"unknown protocol {protocol!r} ({', '.join(PROTOCOLS)})")

@@ -35,7 +35,7 @@ from h2lab.analysis.stats import (
 )
 from h2lab.analysis.summary import PAIRS
 from h2lab.results import TrialRecord
-from h2lab.store.frame import TrialsIn, as_frame
+from h2lab.store.frame import TrialFrame, TrialsIn, as_frame
 
 H2_FASTER_AT_MOST = 0.95
 """Seed 001 §IV.A: HTTP/2 outperforms HTTPS when s = PLT(h2) / PLT(https) ≤ 0.95."""
@@ -157,7 +157,9 @@ class CellValues:
     n_outliers_removed: int
 
 
-def _check_metric(metric: str) -> None:
+def _check_metric(metric: str, frame: TrialFrame | None = None) -> None:
+    if frame is not None and metric.startswith("step:") and metric in frame.numbers:
+        return  # a journey step's time, added to the frame (h2lab.analysis.steps)
     if not metric.endswith("_ms") or metric not in TrialRecord.__dataclass_fields__:
         raise ValueError(f"metric must be a TrialRecord time field (…_ms), got {metric!r}")
 
@@ -182,8 +184,8 @@ def collect_values(
     attempt if any (the latest), else as one failure. Values keep the order of their trials'
     first attempts (the bootstrap draws by position); a block seen twice in one cell and
     protocol keeps its first place and its last value."""
-    _check_metric(metric)
     f = as_frame(trials)
+    _check_metric(metric, f)
     rows = f.chosen(ok_only=False)
     ok = f.ok[rows]
     values = f.number(metric)[rows]

@@ -13,6 +13,7 @@ from h2lab.cli.common import console
 from h2lab.errors import SpecError
 
 if TYPE_CHECKING:
+    from h2lab.analysis.ab import RunComparison
     from h2lab.analysis.budget import Budget, BudgetResult
     from h2lab.report.ab import AbResult
 
@@ -24,8 +25,10 @@ def compare(
         str | None,
         typer.Option(
             "--metric",
-            help="the time metric to compare (e.g. plt_ms, pdt_ms, speed_index_ms, fcp_ms); "
-            "default: the report's, plt_ms for browsers and pdt_ms for load clients",
+            help="the time metric to compare (e.g. plt_ms, pdt_ms, speed_index_ms, fcp_ms, "
+            "journey_ms, or a journey's step after its first: step:NAME for its duration, "
+            "step:NAME/FIELD for ttfb_ms, fcp_ms, lcp_ms, load_ms or interaction_ms); default: "
+            "the report's, plt_ms for browsers and pdt_ms for load clients",
         ),
     ] = None,
     out: Annotated[
@@ -38,7 +41,8 @@ def compare(
             "--budget",
             metavar="METRIC[:PROTOCOL]:PCT%",
             help="fail (exit 1) when B is slower than A by more than PCT% in a cell, the whole "
-            "95% CI beyond it, e.g. plt_ms:h2s:5% (repeat the flag for more budgets)",
+            "95% CI beyond it, e.g. plt_ms:h2s:5%, or a journey's step, step:login:h2s:10% "
+            "(repeat the flag for more budgets)",
         ),
     ] = None,
 ) -> None:
@@ -50,6 +54,9 @@ def compare(
     level in common (e.g. server origin:scheduler=fcfs in A, origin:scheduler=client in B)
     is what the runs compare: it is printed as "differs" and cells are matched without it.
     Method: docs/statistics.md.
+
+    Journeys: every step after the first both runs have is compared too, on its duration
+    (a second table, and a section of the page).
 
     With --budget (CI): exits 1 when a budget is broken, naming the cells; 0 when every
     budget holds."""
@@ -80,7 +87,7 @@ def _judge_budgets(budgets: list[Budget], result: AbResult, dir_a: Path, dir_b: 
     lines = []
     for b in budgets:
         if b.metric not in by_metric:
-            by_metric[b.metric] = compare_folders(dir_a, dir_b, metric=b.metric)
+            by_metric[b.metric] = compare_folders(dir_a, dir_b, metric=b.metric, flag="--budget")
         judged = judge(b, by_metric[b.metric].comparison.cells)
         if not judged.judged and not judged.not_judged:
             what = f"{b.protocol}'s " if b.protocol else ""
@@ -113,24 +120,25 @@ def _budget_lines(judged: BudgetResult, result: AbResult) -> list[str]:
 
 
 def _print(result: AbResult) -> None:
-    from h2lab.report.ab import (
-        METHOD,
-        ROW_HEADERS,
-        ab_rows,
-        common_levels,
-        differs_lines,
-        row_cells,
-    )
+    from h2lab.report.ab import METHOD, ab_rows, common_levels, differs_lines
 
     for side, run in (("A", result.a), ("B", result.b)):
         experiments = ", ".join(sorted({t.experiment for t in run.trials}))
         print(f"{side}: {run.dir} (experiment {experiments}, {len(run.trials)} trial attempts)")
     for line in differs_lines(result):
         print(f"differs: {line}")
-    rows = ab_rows(result.comparison)
-    print(f"cells: {common_levels(rows)}")
-    headers, body = row_cells(rows, compact=True)
-    table = Table(title="B against A, per cell: s = B/A")
+    print(f"cells: {common_levels(ab_rows(result.comparison))}")
+    _print_table(result.comparison, "B against A, per cell: s = B/A")
+    if result.by_step is not None:
+        _print_table(result.by_step, "B against A, step by step (its duration): s = B/A")
+    console.print(Text(METHOD))
+
+
+def _print_table(comparison: RunComparison, title: str) -> None:
+    from h2lab.report.ab import ROW_HEADERS, ab_rows, row_cells
+
+    headers, body = row_cells(ab_rows(comparison), compact=True)
+    table = Table(title=title)
     n_factors = len(headers) - len(ROW_HEADERS)
     for i, head in enumerate(headers):
         numeric = i >= len(headers) - 6 and i != len(headers) - 1
@@ -141,4 +149,3 @@ def _print(result: AbResult) -> None:
     for cells in body:
         table.add_row(*(Text(c) for c in cells))
     console.print(table)
-    console.print(Text(METHOD))

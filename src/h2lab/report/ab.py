@@ -10,15 +10,17 @@ agree, else ``pdt_ms``, which every client reports; or the one asked for.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 import h2lab
+from h2lab.analysis import steps
 from h2lab.analysis.ab import (
     AbOutcome,
     ConfigDifference,
@@ -37,9 +39,10 @@ from h2lab.errors import SpecError
 from h2lab.report import html as h
 from h2lab.report import model, svg
 from h2lab.report.artifacts import ExperimentInfo, experiment_info
-from h2lab.results import METRICS, TrialRecord
+from h2lab.results import METRICS, StepTiming, TrialRecord
 from h2lab.spec.factors import FACTORS
-from h2lab.store.reader import read_trials
+from h2lab.store.frame import TrialsIn
+from h2lab.store.reader import read_run
 from h2lab.version import short_commit
 
 COMPARE_FILE = "compare.html"
@@ -49,6 +52,7 @@ TIME_METRICS = tuple(m.name for m in METRICS if m.unit == "ms")
 SECTIONS = {
     "runs": "The two runs",
     "cells": "B against A, per cell",
+    "steps": "B against A, step by step",
     "unmatched": "Cells without a partner",
 }
 OUTCOME_COLOURS: dict[AbOutcome, str] = {
@@ -66,15 +70,17 @@ class Run:
     dir: Path
     trials: tuple[TrialRecord, ...]
     info: ExperimentInfo
+    steps: Mapping[int, Sequence[StepTiming]] = dataclasses.field(default_factory=dict)
+    """a journey's steps after its first, by trial id"""
 
 
 def load_run(out_dir: Path) -> Run:
     """The trials and ``experiment.json`` of a results folder; :class:`SpecError` when it has
     no readable store or no trials in it."""
-    trials = tuple(read_trials(out_dir))
+    trials, steps = read_run(out_dir)
     if not trials:
         raise SpecError(out_dir / RESULTS_DB, "trials", "no trials stored")
-    return Run(out_dir, trials, experiment_info(out_dir))
+    return Run(out_dir, tuple(trials), experiment_info(out_dir), steps)
 
 
 def _joined(values: Iterable[str]) -> str:
@@ -133,6 +139,8 @@ class AbResult:
     settings: tuple[ConfigDifference, ...]
     """the settings that differ (:func:`run_settings`)"""
     rng_seed: int
+    by_step: RunComparison | None = None
+    """journeys: every step both runs have after the first, on its duration"""
 
 
 def _no_common_cell(a: Run, b: Run, comparison: RunComparison) -> SpecError:
@@ -150,26 +158,58 @@ def _no_common_cell(a: Run, b: Run, comparison: RunComparison) -> SpecError:
 
 
 def compare_folders(
-    dir_a: Path, dir_b: Path, *, metric: str | None = None, rng_seed: int = 0
+    dir_a: Path,
+    dir_b: Path,
+    *,
+    metric: str | None = None,
+    rng_seed: int = 0,
+    flag: str = "--metric",
 ) -> AbResult:
     """Read both folders and compare them; :class:`SpecError` for an unknown metric, a folder
     without a readable store, or two runs without a cell and protocol in common."""
-    if metric is not None and metric not in TIME_METRICS:
-        raise SpecError(
-            "command line", "--metric", f"unknown metric {metric!r} ({', '.join(TIME_METRICS)})"
-        )
+    if metric is not None:
+        check_metric(metric, flag)
     a, b = load_run(dir_a), load_run(dir_b)
-    comparison = compare_runs(
-        a.trials,
-        b.trials,
-        np.random.default_rng(rng_seed),
-        metric or default_metric(a, b),
-        outlier_rules=(a.info.outlier_rule, b.info.outlier_rule),
-    )
+    rng = np.random.default_rng(rng_seed)
+    rules = (a.info.outlier_rule, b.info.outlier_rule)
+    trials_a: TrialsIn = a.trials
+    trials_b: TrialsIn = b.trials
+    if metric is not None and steps.is_step_metric(metric):
+        _check_step_in_both(metric, a, b, flag)
+        trials_a = steps.with_steps(a.trials, a.steps, [metric])
+        trials_b = steps.with_steps(b.trials, b.steps, [metric])
+    chosen = metric or default_metric(a, b)
+    comparison = compare_runs(trials_a, trials_b, rng, chosen, outlier_rules=rules)
     if not comparison.cells:
         raise _no_common_cell(a, b, comparison)
     settings = config_differences(run_settings(a), run_settings(b))
-    return AbResult(a, b, comparison, settings, rng_seed)
+    by_step = steps.compare_steps(
+        (a.trials, a.steps), (b.trials, b.steps), rng, outlier_rules=rules
+    )
+    return AbResult(a, b, comparison, settings, rng_seed, by_step)
+
+
+def _check_step_in_both(metric: str, a: Run, b: Run, flag: str) -> None:
+    name = steps.parse(metric)[0]
+    names_a, names_b = steps.step_names(a.steps), steps.step_names(b.steps)
+    if name not in names_a or name not in names_b:
+        raise SpecError(
+            "command line", flag, f"{metric!r}: no step {name!r} in both runs (steps after "
+            f"the first: A {', '.join(names_a) or 'none'}; B {', '.join(names_b) or 'none'})"
+        )  # fmt: skip
+
+
+def check_metric(metric: str, where: str) -> None:
+    """:class:`SpecError` naming the command line's ``where`` unless ``metric`` is a time
+    metric or a journey step's (:mod:`h2lab.analysis.steps`)."""
+    if steps.is_step_metric(metric):
+        try:
+            steps.parse(metric)
+        except ValueError as exc:
+            raise SpecError("command line", where, str(exc)) from None
+    elif metric not in TIME_METRICS:
+        known = f"{', '.join(TIME_METRICS)}, or a journey's step:NAME[/FIELD]"
+        raise SpecError("command line", where, f"unknown metric {metric!r} ({known})")
 
 
 # ----------------------------------------------------------------------------- as text
@@ -324,8 +364,8 @@ def _runs_part(result: AbResult) -> str:
     return "".join(parts)
 
 
-def _cells_part(result: AbResult) -> str:
-    headers, body = row_cells(ab_rows(result.comparison))
+def _cells_part(comparison: RunComparison) -> str:
+    headers, body = row_cells(ab_rows(comparison))
     head = "".join(f"<th>{h.e(x)}</th>" for x in headers)
     lines = []
     for cells in body:
@@ -338,7 +378,7 @@ def _cells_part(result: AbResult) -> str:
             + f'<td class="{h.e(outcome.replace(" ", "-").lower())}">{h.e(outcome)}</td></tr>'
         )
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"
-    labels = chart_labels(result.comparison)
+    labels = chart_labels(comparison)
     intervals = [
         svg.RatioInterval(
             label,
@@ -347,7 +387,7 @@ def _cells_part(result: AbResult) -> str:
             c.ci_high_ratio,
             OUTCOME_COLOURS[c.outcome],
         )
-        for label, c in zip(labels, result.comparison.cells, strict=True)
+        for label, c in zip(labels, comparison.cells, strict=True)
         if c.median_ratio is not None and c.ci_low_ratio is not None and c.ci_high_ratio is not None
     ]
     chart = svg.ci_chart(
@@ -359,11 +399,26 @@ def _cells_part(result: AbResult) -> str:
     return h.note(METHOD) + f'<div class="wide">{table}</div>' + h.h3("s = B/A") + chart
 
 
+def _steps_part(by_step: RunComparison | None) -> str:
+    if by_step is None:
+        return h.empty("no journey step (after the first) in both runs")
+    what = (
+        "Each step of a journey after its first (the first is the measured load: see the "
+        "cells above with plt_ms), compared on its duration, step:NAME (its action to the end "
+        "of its wait), as the cells above are; --metric and --budget take step:NAME too."
+    )
+    return h.note(what) + _cells_part(by_step)
+
+
 def chart_labels(comparison: RunComparison) -> list[str]:
     """A short label per compared cell: the levels that vary among them and the protocol."""
     cells = comparison.cells
     names = [f.name for f in FACTORS if len({_level(c, f.name) for c in cells}) > 1]
-    return [" ".join([*(_level(c, n) for n in names), c.protocol]) for c in cells]
+    several = len({c.metric for c in cells}) > 1
+    return [
+        " ".join([*(_level(c, n) for n in names), c.protocol, *([c.metric] if several else [])])
+        for c in cells
+    ]
 
 
 def _unmatched_part(comparison: RunComparison) -> str:
@@ -378,7 +433,8 @@ def ab_page(result: AbResult) -> str:
     """The whole ``compare.html``."""
     sections = [
         h.section("runs", _runs_part(result), SECTIONS),
-        h.section("cells", _cells_part(result), SECTIONS),
+        h.section("cells", _cells_part(result.comparison), SECTIONS),
+        h.section("steps", _steps_part(result.by_step), SECTIONS),
         h.section("unmatched", _unmatched_part(result.comparison), SECTIONS),
     ]
     subtitle = (

@@ -19,17 +19,17 @@ from h2lab.analysis.stats import CI_METHOD
 from h2lab.analysis.verdict import Analysis, OutlierRule, Verdict, analyze
 from h2lab.artifacts import FILMSTRIP_DIR, RESULTS_DB
 from h2lab.errors import H2LabError
-from h2lab.report import artifacts, model, quic, svg, timeline, varied
+from h2lab.report import artifacts, journeys, model, quic, svg, timeline, varied
 from h2lab.report import html as h
 from h2lab.report.browser_metrics import browser_metrics_part
 from h2lab.report.coverage import coverage_part
 from h2lab.report.export import export_tables
 from h2lab.report.failed import failed_part
-from h2lab.report.journeys import journeys_part
 from h2lab.report.origins import origins_part
 from h2lab.report.priorities import priorities_part
 from h2lab.report.repro import experiments, repro
 from h2lab.results import TrialRecord
+from h2lab.spec.factors import JOURNEY
 from h2lab.store import Store
 from h2lab.store.columns import read_trial_frame
 from h2lab.store.frame import TrialFrame
@@ -96,7 +96,7 @@ def write_report(
             lambda: [
                 h.section("verdicts", _verdicts(views, analyses, compared)),
                 h.section("compare", _compare(compared, views, chosen, info.compare)),
-                h.section("journeys", journeys_part(trials, store.all_steps(), rng)),
+                h.section("journeys", journeys.journeys_part(trials, store.all_steps(), rng)),
                 h.section("cdf", _cdfs(views, analyses)),
                 h.section("boxes", _boxes(views)),
                 h.section("factors", _factors(views, trials)),
@@ -470,17 +470,21 @@ def _chosen_cell(store: Store, trials: TrialFrame, cell: Cell | None, out_dir: P
     def caption(p: str, t: TrialRecord) -> str:
         return f"{p}: repetition {t.repetition}, {metric} {getattr(t, metric):.0f} ms"
 
-    falls = h.side_by_side(
-        [
-            (caption(p, t), svg.waterfall(rows[p], t_max_ms=t_max, title=f"waterfall {p}"))
-            for p, t in median.items()
-        ]
-    )
+    if cell.page.startswith(f"{JOURNEY}:"):
+        falls = _journey_falls(store, median, caption)
+    else:
+        falls = h.side_by_side(
+            [
+                (caption(p, t), svg.waterfall(rows[p], t_max_ms=t_max, title=f"waterfall {p}"))
+                for p, t in median.items()
+            ]
+        )
     waterfalls = (
         intro
         + h.note(
             "Bars from request start to last byte, light until the first byte (where the client "
-            "reports it), one colour per connection; same time axis for every protocol."
+            "reports it), one colour per connection; same time axis for every protocol (a "
+            "journey: one waterfall per step, from the step's first request)."
         )
         + falls
     )
@@ -491,6 +495,15 @@ def _chosen_cell(store: Store, trials: TrialFrame, cell: Cell | None, out_dir: P
         h.section("frames", intro + _frames(dirs, rows)),
         h.section("quic", intro + quic.quic_part(dirs)),
     ]
+
+
+def _journey_falls(
+    store: Store, median: Mapping[str, TrialRecord], caption: Callable[[str, TrialRecord], str]
+) -> str:
+    steps = store.all_steps()
+    names = {p: {s.step: s.name for s in steps.get(t.id or 0, [])} for p, t in median.items()}
+    resources = {p: store.resources(t.id or 0) for p, t in median.items()}
+    return journeys.step_waterfalls(resources, names, {p: caption(p, t) for p, t in median.items()})
 
 
 NO_FILMSTRIP = "no filmstrip recorded (run with client chromium:filmstrip=1)"

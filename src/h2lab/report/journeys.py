@@ -14,6 +14,7 @@ import numpy as np
 
 from h2lab.analysis.stats import CI_METHOD, median_ci
 from h2lab.report import html as h
+from h2lab.report import svg, timeline
 from h2lab.results import StepTiming
 from h2lab.spec.factors import JOURNEY, Cell
 from h2lab.store.frame import TrialFrame
@@ -112,3 +113,29 @@ def _ratio(a: Mapping[int, float], b: Mapping[int, float], rng: np.random.Genera
         return "–" if not ratios else f"{ratios[0]:.3f} (one pair)"
     ci = median_ci(ratios, rng)
     return f"{statistics.median(ratios):.3f} [{ci.low:.3f}, {ci.high:.3f}]"
+
+
+def step_waterfalls(
+    resources: Mapping[str, Sequence[Mapping[str, object]]],
+    names: Mapping[str, Mapping[int, str]],
+    caption: Mapping[str, str],
+) -> str:
+    """The chosen journey cell's median trials, one waterfall per step side by side per
+    protocol: ``resources`` and ``names`` (step -> name, after the first) by protocol, each
+    step's bars from its first request (every protocol on one time axis per step)."""
+    split = {p: timeline.by_step(rows) for p, rows in resources.items()}
+    steps = sorted({s for by in split.values() for s in by})
+    parts = []
+    for step in steps:
+        rows = {p: timeline.waterfall_rows(by.get(step, [])) for p, by in split.items()}
+        t_max = max((r.end_ms for rs in rows.values() for r in rs), default=1.0)
+        name = next((n[step] for n in names.values() if step in n), None)
+        title = "step 0: the measured load" if step == 0 else f"step {step}: {name or '?'}"
+        parts.append(h.h3(title))
+        falls = [
+            (f"{caption[p]}, {len(rows[p])} requests",
+             svg.waterfall(rows[p], t_max_ms=t_max, title=f"waterfall {p} {title}"))
+            for p in rows
+        ]  # fmt: skip
+        parts.append(h.side_by_side(falls))
+    return "".join(parts)

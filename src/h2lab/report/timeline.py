@@ -89,3 +89,23 @@ def frame_at(frames: Sequence[tuple[float, str]], t_ms: float) -> str | None:
         else:
             break
     return chosen
+
+
+def by_step(resources: Iterable[Mapping[str, object]]) -> dict[int, list[dict[str, object]]]:
+    """A journey trial's ``resources`` rows by the step that began them (0: the measured load,
+    a row without a step too), each step's times from its first request's start, in step
+    order."""
+    steps: dict[int, list[dict[str, object]]] = defaultdict(list)
+    for r in resources:
+        step = r.get("step")
+        steps[step if isinstance(step, int) else 0].append(dict(r))
+    out = {}
+    for step in sorted(steps):
+        rows = steps[step]
+        t0 = 0.0 if step == 0 else min(_num(r["start_ms"]) for r in rows)
+        for r in rows:
+            for key in ("start_ms", "ttfb_ms", "end_ms"):
+                if r.get(key) is not None:
+                    r[key] = round(_num(r[key]) - t0, 3)
+        out[step] = rows
+    return out

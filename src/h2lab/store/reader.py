@@ -21,10 +21,10 @@ from typing import Any
 
 from h2lab.artifacts import RESULTS_DB
 from h2lab.errors import SpecError
-from h2lab.results import TrialRecord
+from h2lab.results import StepTiming, TrialRecord
 from h2lab.spec.factors import BY_COLUMN
 from h2lab.store.restore import ADDED_DEFAULTS
-from h2lab.store.sqlite import TRIAL_COLUMNS, record_of
+from h2lab.store.sqlite import STEP_COLUMNS, TRIAL_COLUMNS, record_of
 from h2lab.store.tables import CannotOpen
 from h2lab.store.tables import read as read_store
 
@@ -45,23 +45,33 @@ def read_trials(out_dir: Path) -> list[TrialRecord]:
     """Every stored trial attempt of ``out_dir/results.sqlite`` (warm-ups left out), in id
     order. A folder without a store, a file that is not an SQLite database, or one without a
     ``trials`` table raises :class:`SpecError` naming the folder or the file."""
+    return read_run(out_dir)[0]
+
+
+def read_run(out_dir: Path) -> tuple[list[TrialRecord], dict[int, list[StepTiming]]]:
+    """:func:`read_trials` and, from the same snapshot, the journeys' steps after their first
+    by trial id (none in a store written before journeys)."""
     db_path = out_dir / RESULTS_DB
     if not out_dir.is_dir():
         raise SpecError(out_dir, RESULTS_DB, "no such folder")
     if not db_path.is_file():
         raise SpecError(out_dir, RESULTS_DB, "no results store in this folder")
 
-    def query(db: sqlite3.Connection) -> tuple[list[str], list[tuple[Any, ...]]]:
+    def query(db: sqlite3.Connection) -> tuple[list[str], list[tuple[Any, ...]], list[Any]]:
         have = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
         if not have:
-            return [], []
+            return [], [], []
         read = [c for c in TRIAL_COLUMNS if c in have]
         where = " WHERE warmup = 0" if "warmup" in have else ""
         rows = db.execute(f"SELECT {', '.join(read)} FROM trials{where} ORDER BY id").fetchall()
-        return read, rows
+        steps: list[Any] = []
+        if db.execute("PRAGMA table_info(steps)").fetchone() is not None:
+            names = ", ".join(STEP_COLUMNS)
+            steps = db.execute(f"SELECT {names} FROM steps ORDER BY trial_id, step").fetchall()
+        return read, rows, steps
 
     try:
-        columns, rows = read_store(db_path, query)
+        columns, rows, step_rows = read_store(db_path, query)
     except CannotOpen as exc:
         raise SpecError(db_path, "file", f"cannot be opened: {exc}") from None
     except sqlite3.Error as exc:
@@ -70,6 +80,10 @@ def read_trials(out_dir: Path) -> list[TrialRecord]:
         raise SpecError(db_path, "trials", "no trials table: not an h2lab results store")
     defaults = {c: _default(c, k, db_path) for c, k in TRIAL_COLUMNS.items() if c not in columns}
     try:
-        return [record_of({**defaults, **dict(zip(columns, r, strict=True))}) for r in rows]
+        trials = [record_of({**defaults, **dict(zip(columns, r, strict=True))}) for r in rows]
+        steps: dict[int, list[StepTiming]] = {}
+        for trial_id, *values in step_rows:
+            steps.setdefault(int(trial_id), []).append(StepTiming(*values))
     except (TypeError, ValueError) as exc:
         raise SpecError(db_path, "trials", f"a row does not fit the schema ({exc})") from None
+    return trials, steps

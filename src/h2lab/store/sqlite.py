@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # 12: dns_lookups, dns_nxdomain; 13: udp_dropped_packets; 14: cpu_calibration_ms,
 # cpu_throttled_ms; 15: quic_sent_packets, quic_lost_packets, quic_initial_window_bytes,
 # server_tcp_cc, server_quic_cc; 16: journey_ms, the steps table (a journey's steps)
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 
@@ -291,14 +291,6 @@ class Store:
         for trial_id, *values in rows:
             out.setdefault(int(trial_id), []).append(StepTiming(*values))
         return out
-
-    def steps(self, trial_id: int) -> list[StepTiming]:
-        """A journey trial's steps after its first, in order."""
-        names = [n for n in STEP_COLUMNS if n != "trial_id"]
-        rows = self._db.execute(
-            f"SELECT {', '.join(names)} FROM steps WHERE trial_id = ? ORDER BY step", (trial_id,)
-        )
-        return [StepTiming(*r) for r in rows]
 
     def segments(self) -> list[Segment]:
         """The sealed segments, in trial order."""

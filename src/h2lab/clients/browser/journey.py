@@ -207,6 +207,7 @@ class JourneySteps(ABC):
     # ------------------------------------------------------------------- the steps
 
     def run(self, journey: Journey) -> list[StepResult]:
+        self._mark(0)  # the measured load's requests
         out = []
         for i, step in enumerate(journey.steps[1:], start=1):
             try:
@@ -218,8 +219,16 @@ class JourneySteps(ABC):
     def call(self, js: str, arg: object, doing: str) -> Any:
         return self.evaluate(f"{js}({json.dumps(arg)})", doing)
 
+    def _mark(self, step: int) -> list[browser_log.Request]:
+        """Give every request no step has claimed yet to ``step``: those begun since the last
+        step ended, the gap between two steps included (so every resource row names its
+        step and the report can draw a waterfall per step)."""
+        new = [r for r in self.log.snapshot() if r.step is None]
+        for r in new:
+            r.step = step
+        return new
+
     def _step(self, i: int, step: Step) -> StepResult:
-        before = set(self.log.requests)
         since = self.evaluate(WATCH_EVENTS_JS, "watching interactions")
         navigates = step.wait == "load"
         if navigates:
@@ -231,7 +240,7 @@ class JourneySteps(ABC):
         timing = timing_of(self.page_timing()) if navigates else None
         events = [] if navigates else self._events()
         url, shown = self.evaluate(SHOWN_JS, "reading the document")
-        new = [r for k, r in self.log.requests.items() if k not in before]
+        new = self._mark(i)
         since_ms = 0.0 if navigates or not isinstance(since, int | float) else float(since)
         return StepResult(
             i, step.name, step.kind, round(duration_ms, 1), len(new),

@@ -198,6 +198,8 @@ class Request:
     mime_type: str | None = None
     phases: Phases | None = None
     redirect_url: str = ""
+    step: int | None = None
+    """the journey step that began it (0: the measured load); None outside a journey"""
     """where a redirect sent it (the next request under its id)"""
     body: BodyRead | None = None
 
@@ -332,6 +334,7 @@ class NetworkLog:
                     priority_field=r.priority_field,
                     priority_update=r.priority_update,
                     from_cache=r.from_cache,
+                    step=r.step,
                 )
             )
         return tuple(rows)
@@ -447,6 +450,7 @@ def _har_entry(r: Request, wall_offset_s: float, every: bool) -> dict[str, Any]:
         **({"_priorityField": r.priority_field} if r.priority_field is not None else {}),
         **({"_priorityUpdate": r.priority_update} if r.priority_update is not None else {}),
         "_fromCache": r.from_cache,
+        **({"_step": r.step} if r.step is not None else {}),
         **({"_error": error} if (every or r.failed) and error else {}),
     }
 
