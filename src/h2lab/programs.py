@@ -53,6 +53,10 @@ class Program:
     doctor: str = ""
     """the row ``h2lab doctor`` shows it under; empty: no row of its own (another row, or
     nothing, tells of it)"""
+    changelog: str = ""
+    """Debian 13: a program that prints no version (ngtcp2's example server): the path of its
+    package's ``changelog.Debian.gz`` in the root filesystem, whose first line :attr:`pattern`
+    reads instead"""
 
     def version_in(self, text: str) -> str | None:
         """The version in ``text`` (what :meth:`version_argv` printed); None if absent."""
@@ -142,6 +146,13 @@ CURL_13 = _deb13("curl", "usr/bin/curl", ["--version"], r"^curl (\S+)", "8.14.")
 # Go, built with cgo: linked against libc, so run as the others; Debian's prints the bare
 # version ("2.6.2"), upstream's a "v" before it
 CADDY_13 = _deb13("caddy", "usr/bin/caddy", ["version"], r"^v?(\d+\.\d+\.\d+\S*)", "2.6.")
+# ngtcp2's example HTTP/3 server (GnuTLS), the one QUIC stack of Debian 13 with BBR; it prints
+# no version: its package's changelog tells it
+NGTCP2_13 = Program(
+    "ngtcp2-server", DEBIAN13, "ngtcp2-server", "usr/sbin/gtlsserver", (), r"^\S+ \((\S+)\)",
+    "1.11.", doctor="ngtcp2-server (Debian 13)",
+    changelog="usr/share/doc/ngtcp2-server/changelog.Debian.gz",
+)  # fmt: skip
 
 # setup.sh's builds (scripts/setup.sh): their owners find them in the cache
 RATTAN = Program("rattan", BUILT, version_args=("--version",), pattern=r"rattan (\S+)",
@@ -156,7 +167,7 @@ OKHTTP = Program("h2lab-okhttp", BUILT, version_args=("-version",), pattern=r"^(
 PROGRAMS: tuple[Program, ...] = (
     NGINX, H2O, APACHE, HAPROXY, NGHTTP, H2LOAD, IPERF3, IP, NSENTER, PING, UNBOUND, NFT,
     TCPDUMP, TSHARK, CHROMIUM, FIREFOX, CERTUTIL, JAVA, MAVEN, CURL_SETUP, MMDEBSTRAP, SYSCTL,
-    APACHE_MANUAL, PUBLIC_SUFFIX_LIST, NGINX_13, HAPROXY_13, CURL_13, CADDY_13,
+    APACHE_MANUAL, PUBLIC_SUFFIX_LIST, NGINX_13, HAPROXY_13, CURL_13, CADDY_13, NGTCP2_13,
     RATTAN, ORIGIN, OKHTTP,
 )  # fmt: skip
 """Every record, each once."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -54,4 +55,18 @@ def test_versions_are_read_as_each_program_prints_them() -> None:
 
 def test_the_folder_keeps_its_package_list() -> None:
     """The list names the folder (root()): a reordering would make setup build it again."""
-    assert debian13.PACKAGES == ("nginx", "haproxy", "curl", "caddy")
+    assert debian13.PACKAGES == ("nginx", "haproxy", "curl", "caddy", "ngtcp2-server")
+
+
+def test_a_program_that_prints_no_version_is_read_from_its_changelog(tmp_path: Path) -> None:
+    """ngtcp2's example server: its package's changelog's first line; a missing or truncated
+    one is no version (setup then fails naming it)."""
+    server = debian13.program("ngtcp2-server")
+    log = tmp_path / server.changelog
+    log.parent.mkdir(parents=True)
+    log.write_bytes(gzip.compress(b"ngtcp2 (1.11.0-1+deb13u1) trixie-security; urgency=medium\n"))
+    assert debian13._changelog_version(tmp_path, server) == "1.11.0-1+deb13u1"
+    log.write_bytes(gzip.compress(b"ngtcp2 (1.11.0-1)")[:10])
+    assert debian13._changelog_version(tmp_path, server) is None
+    log.unlink()
+    assert debian13._changelog_version(tmp_path, server) is None

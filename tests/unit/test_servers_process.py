@@ -48,3 +48,11 @@ def test_a_server_of_http3_is_ready_once_its_udp_port_is_bound_too() -> None:
     assert not process.bound(tcp, table(), ips, udp=True)
     assert not process.bound(tcp, table(("10.2.0.9", 443, "07")), ips, udp=True)
     assert process.bound(tcp, table(("10.2.0.3", 443, "07")), ips, udp=True)
+
+
+def test_a_server_of_http3_alone_is_ready_on_its_udp_port_without_tcp() -> None:
+    ips = ("10.2.0.3",)
+    udp = table(("10.2.0.3", 443, "07"))
+    assert process.bound("", udp, ips, udp=True, tcp_ports=False)
+    assert not process.bound("", table(), ips, udp=True, tcp_ports=False)
+    assert not process.bound("", udp, ips, udp=True)  # the others still need their TCP ports

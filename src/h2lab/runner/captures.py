@@ -92,7 +92,7 @@ class ServerCounts:
         return {
             "quic_sent_packets": sent,
             "quic_lost_packets": lost,
-            "quic_initial_window_bytes": None if ran is None else ran.initial_window_bytes,
+            "quic_initial_window_bytes": None if ran is None else ran.initial_window_bytes or None,
             "server_quic_cc": None if ran is None else QUIC_GO_NAMES.get(ran.cc, ran.cc),
             "server_tcp_cc": tcp,
         }

@@ -218,7 +218,7 @@ class ServerAdapter(Protocol):
 
 ADAPTERS = tuple(
     f"h2lab.servers.{m}"
-    for m in ("apache", "caddy", "h2o", "haproxy", "haproxy3", "jetty", "nginx", "origin")
+    for m in ("apache", "caddy", "h2o", "haproxy", "haproxy3", "jetty", "nginx", "ngtcp2", "origin")
 )
 """The modules that register a server when imported, one line each (the only place that names
 them). Loaded by name, as plug-ins: the registry depends on none of them, they depend on it (no

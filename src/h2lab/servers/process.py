@@ -64,16 +64,20 @@ class Launch:
     ready_line: str = ""
     """a line ``out`` holds once the program has started everything (its own word that every
     listener is up, beside the socket tables)"""
+    tcp: bool = True
+    """whether it listens on :data:`TCP_PORTS` (an HTTP/3-only server does not)"""
 
 
-def bound(tcp_table: str, udp_table: str, ips: Iterable[str], udp: bool) -> bool:
-    """Pure: every TCP port of :data:`TCP_PORTS` listens on every address of ``ips`` (or on
-    every address), and, with ``udp``, every port of :data:`UDP_PORTS` is bound there, by the
-    text of ``/proc/net/tcp`` and ``/proc/net/udp``."""
+def bound(
+    tcp_table: str, udp_table: str, ips: Iterable[str], udp: bool, *, tcp_ports: bool = True
+) -> bool:
+    """Pure: every TCP port of :data:`TCP_PORTS` (unless not ``tcp_ports``) listens on every
+    address of ``ips`` (or on every address), and, with ``udp``, every port of
+    :data:`UDP_PORTS` is bound there, by the text of ``/proc/net/tcp`` and ``/proc/net/udp``."""
     tcp = netns.sockets(tcp_table, netns.TCP_LISTEN)
     udp_bound = netns.sockets(udp_table) if udp else set()
     for ip in ips:
-        for port in TCP_PORTS:
+        for port in TCP_PORTS if tcp_ports else ():
             if (ip, port) not in tcp and (ANY_ADDRESS, port) not in tcp:
                 return False
         for port in UDP_PORTS if udp else ():
@@ -106,7 +110,7 @@ def serve_process(ctx: ServeContext, launch: Launch, origins: Iterable[str]) -> 
                 return False
             tcp = netns.read_proc_net(ctx.netns, "tcp")
             udp = netns.read_proc_net(ctx.netns, "udp") if launch.udp else ""
-            return bound(tcp, udp, ips, launch.udp)
+            return bound(tcp, udp, ips, launch.udp, tcp_ports=launch.tcp)
 
         procs.wait_until(
             f"{launch.name} listening on every origin port", ready, timeout_s=READY_TIMEOUT_S

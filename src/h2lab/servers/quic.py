@@ -31,8 +31,10 @@ class QuicTotals:
     last sender was made with; its accepted TCP connections by congestion control."""
 
     connections: int
-    sent_packets: int
-    lost_packets: int
+    sent_packets: int | None
+    """None: the server does not count them (ngtcp2's example server: its qlog files are
+    buffered until a connection closes)"""
+    lost_packets: int | None
     cc: str = ""
     """``reno`` or ``cubic`` (quic-go's names); "": no connection yet"""
     initial_window_bytes: int = 0
@@ -103,10 +105,13 @@ QUIC_GO_NAMES = {"reno": "newreno", "cubic": "cubic"}
 
 
 def counted(before: QuicTotals | None, after: QuicTotals | None) -> tuple[int | None, int | None]:
-    """(sent, lost) packets between two readings; (None, None) unless both were read. Lost can
-    fall (quic-go takes back a loss when the packet was only late): it stays at least 0."""
+    """(sent, lost) packets between two readings; (None, None) unless both were read and
+    counted them. Lost can fall (quic-go takes back a loss when the packet was only late): it
+    stays at least 0."""
     if before is None or after is None:
         return None, None
-    sent = after.sent_packets - before.sent_packets
-    lost = after.lost_packets - before.lost_packets
-    return max(0, sent), max(0, lost)
+    sent_0, sent_1 = before.sent_packets, after.sent_packets
+    lost_0, lost_1 = before.lost_packets, after.lost_packets
+    if sent_0 is None or sent_1 is None or lost_0 is None or lost_1 is None:
+        return None, None
+    return max(0, sent_1 - sent_0), max(0, lost_1 - lost_0)
