@@ -127,6 +127,22 @@ def test_line_series_median_and_quartiles_per_level() -> None:
     assert (high.x, high.median) == (100.0, 100.0)
 
 
+def test_line_series_keep_the_levels_of_another_varied_factor_apart() -> None:
+    """Two clients over two RTTs: split by client, one line each (h2load 10 and 100 ms, nghttp
+    30 and 300 ms); pooled, one line of their mixture."""
+    trials = [
+        trial("h1s", r, v * k, network=n, client=c)
+        for c, k in (("h2load", 1), ("nghttp", 3))
+        for r, (v, n) in enumerate([(10.0, "rtt=20ms"), (100.0, "rtt=100ms")])
+    ]
+    levels = model.numeric_factor_levels({t.cell for t in trials})["rtt_ms"]
+    split = model.line_series(trials, "pdt_ms", levels, ["client"])
+    assert {k: [p.median for p in v] for k, v in split.items()} == {
+        "h1s h2load": [10.0, 100.0], "h1s nghttp": [30.0, 300.0]}  # fmt: skip
+    (pooled,) = model.line_series(trials, "pdt_ms", levels).values()
+    assert [p.median for p in pooled] == [20.0, 200.0]
+
+
 def test_heatmap_axes_prefer_factors_that_separate_the_most_cells() -> None:
     trials = []
     for net in ("rtt=20ms", "rtt=100ms"):

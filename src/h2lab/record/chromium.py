@@ -44,6 +44,7 @@ from h2lab.clients.browser.chromium.client import (
     LAUNCH_TIMEOUT_S,
     spawn_browser,
 )
+from h2lab.clients.browser.chromium.journey import DevToolsSteps
 from h2lab.clients.browser.chromium.options import (
     BASE_FLAGS,
     browser_args,
@@ -51,7 +52,6 @@ from h2lab.clients.browser.chromium.options import (
     sandbox_flags,
 )
 from h2lab.clients.browser.chromium.tab import AUTO_ATTACH, TAB_TIMEOUT_S
-from h2lab.clients.browser.journey import JourneySteps
 from h2lab.clients.browser.options import DEVICES
 from h2lab.errors import H2LabError, SpecError, TrialFailed, telling_line
 from h2lab.net import netns as netns_mod
@@ -354,40 +354,18 @@ class _Recorder:
             raise RecordFailed(f"chromium exited while recording {self.url}") from None
 
 
-class RecorderSteps(JourneySteps):
+class RecorderSteps(DevToolsSteps):
     """A journey's steps in the recorder's tab (issue #57): the same steps as a trial's
     (:mod:`h2lab.clients.browser.journey`), over its DevTools session, with trusted input;
     nothing of them is measured, every response is recorded."""
 
     def __init__(self, recorder: _Recorder, entry_url: str, timeout_s: float) -> None:
         super().__init__(recorder, browser_log.NetworkLog(), entry_url, timeout_s)
-        self.recorder = recorder
+        self.recorder, self.cdp = recorder, recorder.cdp
 
-    def _cdp(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        r = self.recorder
-        return r.cdp.call(method, params, r.session, timeout_s=max(1.0, self.left()))
-
-    def evaluate(self, expression: str, doing: str) -> Any:
-        answer = self._cdp(
-            "Runtime.evaluate",
-            {"expression": expression, "awaitPromise": True, "returnByValue": True},
-        )
-        if "exceptionDetails" in answer:
-            text = answer["exceptionDetails"].get("text", "exception")
-            raise TrialFailed(f"{doing} failed: {text}")
-        return answer.get("result", {}).get("value")
-
-    def click_at(self, x: float, y: float) -> None:
-        self._cdp("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
-        for kind in ("mousePressed", "mouseReleased"):
-            press = {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}
-            self._cdp("Input.dispatchMouseEvent", press)
-
-    def insert_text(self, text: str) -> None:
-        self._cdp("Input.insertText", {"text": text})
-
-    def navigate(self, url: str) -> None:
-        self._cdp("Page.navigate", {"url": url})
+    @property
+    def session(self) -> str:
+        return self.recorder.session
 
     def expect_load(self) -> None:
         self.recorder.loaded = False

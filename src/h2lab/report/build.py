@@ -339,6 +339,13 @@ def _box_sizes(groups: Mapping[str, Mapping[str, Sized]]) -> str:
 
 
 LOG_X = {"object_count", "object_size_bytes", "down_rate_bps", "up_rate_bps"}
+MAX_LINE_SERIES = 12
+"""Most lines one chart draws: past it the lines pool the varied factors (and say so)."""
+
+
+def _series_count(trials: TrialFrame, split: Sequence[str]) -> int:
+    protocols = set(trials.text("protocol").texts())
+    return len(protocols) * len({tuple(c.text(s) for s in split) for c in trials.cells})
 
 
 def _factors(views: Sequence[model.MetricView[TrialFrame]], trials: TrialFrame) -> str:
@@ -350,17 +357,23 @@ def _factors(views: Sequence[model.MetricView[TrialFrame]], trials: TrialFrame) 
             "no numeric factor varies in this experiment (object count, object size, origins, "
             "RTT, rates and loss are each constant or unknown)"
         )
+    split = [f for f in varied.varied(trials.cells) if f not in varied.WORKLOAD]
+    pooled = ""
+    if _series_count(trials, split) > MAX_LINE_SERIES:
+        pooled, split = f" and over {', '.join(split)} (past {MAX_LINE_SERIES} lines)", []
+    per = f" and level of {', '.join(split)} (the other factors that varied)" if split else ""
     parts = [
         h.note(
-            "Median per level with p25–p75 bars, pooled over the other factors; cells whose "
-            "value is unknown (imported pages, traces) or unlimited are left out of a plot."
+            f"Median per level with p25–p75 bars, one line per protocol{per}, pooled over the "
+            f"pages' and networks' other properties{pooled}; cells whose value is unknown "
+            "(imported pages, traces) or unlimited are left out of a plot."
         )
     ]
     for v in views:
         parts.append(h.h3(_metric_title(v)))
         charts = [
             svg.line_chart(
-                model.line_series(v.trials, v.metric, lv),
+                model.line_series(v.trials, v.metric, lv, split),
                 x_label=model.FACTOR_NAMES[name],
                 y_label=v.metric,
                 title=f"{v.metric} against {name}",

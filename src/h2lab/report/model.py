@@ -307,24 +307,28 @@ def numeric_factor_levels(
 
 
 def line_series(
-    trials: TrialsIn, metric: str, levels: Mapping[Cell, float]
+    trials: TrialsIn, metric: str, levels: Mapping[Cell, float], split: Sequence[str] = ()
 ) -> dict[str, list[LinePoint]]:
-    """Protocol -> (level, median, p25, p75) of ``metric`` over the trials at each level of a
-    factor (pooled over the other factors)."""
+    """Series -> (level, median, p25, p75) of ``metric`` over the trials at each level of a
+    factor: one series per protocol and combination of the ``split`` factors' levels (named
+    ``protocol level level``), pooled over the other factors."""
     f = as_frame(trials).latest_ok()
     level = np.array([levels.get(c, np.nan) for c in f.cells] + [np.nan], float)[:-1][f.cell]
     values = f.number(metric)
     keep = ~np.isnan(values) & ~np.isnan(level)
     protocols = f.text("protocol")
+    names = [" ".join(str(c.text(s)) for s in split) for c in f.cells]
+    group = np.array([*names, ""], dtype=object)[:-1][f.cell] if len(f) else np.array([])
     out: dict[str, list[LinePoint]] = {}
     for code in np.unique(protocols.codes[keep]).tolist():
-        mine = keep & (protocols.codes == code)
-        pts = []
-        for x in np.unique(level[mine]).tolist():
-            vals = values[mine & (level == x)]
-            q25, q50, q75 = np.quantile(vals, [0.25, 0.5, 0.75])
-            pts.append(LinePoint(x, float(q50), float(q25), float(q75)))
-        out[str(protocols.values[code])] = pts
+        for g in sorted(set(group[keep & (protocols.codes == code)].tolist())):
+            mine = keep & (protocols.codes == code) & (group == g)
+            pts = []
+            for x in np.unique(level[mine]).tolist():
+                vals = values[mine & (level == x)]
+                q25, q50, q75 = np.quantile(vals, [0.25, 0.5, 0.75])
+                pts.append(LinePoint(x, float(q50), float(q25), float(q75)))
+            out[f"{protocols.values[code]} {g}".strip()] = pts
     return out
 
 

@@ -501,15 +501,17 @@ def after_load(cdp: DevTools, session: str) -> dict[str, Any]:
 
 
 def evaluate(
-    cdp: DevTools, session: str, expression: str, doing: str = "reading the page's timing"
+    cdp: DevTools,
+    session: str,
+    expression: str,
+    doing: str = "reading the page's timing",
+    timeout_s: float | None = None,
 ) -> Any:
     """``expression``'s value in the page (a promise awaited); an exception in it fails the
-    trial, saying what it was ``doing``."""
-    answer = cdp.call(
-        "Runtime.evaluate",
-        {"expression": expression, "awaitPromise": True, "returnByValue": True},
-        session,
-    )
+    trial, saying what it was ``doing``. ``timeout_s``: the call's (default: DevTools')."""
+    params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
+    timeout = {} if timeout_s is None else {"timeout_s": timeout_s}
+    answer = cdp.call("Runtime.evaluate", params, session, **timeout)
     if "exceptionDetails" in answer:
         text = answer["exceptionDetails"].get("text", "exception")
         raise TrialFailed(f"chromium: {doing} failed: {text}")

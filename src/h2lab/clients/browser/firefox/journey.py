@@ -8,12 +8,11 @@ CONNECTIONS_JS`)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from h2lab.clients.browser import log as browser_log
 from h2lab.clients.browser.firefox.bidi import Bidi, BidiError, Reply
-from h2lab.clients.browser.firefox.tab import NAV_POLL_S, Tab, after_load
+from h2lab.clients.browser.firefox.tab import NAV_POLL_S, Tab, after_load, evaluate_json
 from h2lab.clients.browser.journey import CONNECTIONS_JS, JourneySteps
 from h2lab.errors import TrialFailed
 
@@ -26,17 +25,8 @@ class BidiSteps(JourneySteps):
 
     def evaluate(self, expression: str, doing: str) -> Any:
         wrapped = f"(async () => JSON.stringify(await ({expression})))()"
-        params = {"expression": wrapped, "target": {"context": self.firefox_tab.context},
-                  "awaitPromise": True}  # fmt: skip
-        try:
-            answer = self.bidi.call("script.evaluate", params, timeout_s=max(self.left(), 1))
-        except BidiError as exc:
-            raise TrialFailed(f"firefox: {doing} failed: {exc.message or exc.error}") from None
-        if answer.get("type") == "exception":
-            text = answer.get("exceptionDetails", {}).get("text", "exception")
-            raise TrialFailed(f"firefox: {doing} failed: {text}")
-        value = answer.get("result", {}).get("value")
-        return json.loads(value) if isinstance(value, str) else None
+        context = self.firefox_tab.context
+        return evaluate_json(self.bidi, context, wrapped, doing, max(self.left(), 1))
 
     def _actions(self, source: dict[str, Any]) -> None:
         params = {"context": self.firefox_tab.context, "actions": [source]}

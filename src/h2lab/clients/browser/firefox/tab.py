@@ -258,21 +258,22 @@ def _navigation_error(nav: Reply, url: str) -> None:
 
 def after_load(bidi: Bidi, context: str, timeout_s: float) -> dict[str, Any]:
     """The page's navigation and paint timing and its time origin."""
+    doing = "reading the page's timing"
+    timing = evaluate_json(bidi, context, AFTER_LOAD_JS, doing, max(timeout_s, TAB_TIMEOUT_S))
+    return timing if isinstance(timing, dict) else {}
+
+
+def evaluate_json(bidi: Bidi, context: str, expression: str, doing: str, timeout_s: float) -> Any:
+    """The JSON text ``expression`` gives (a promise awaited), parsed; None when it gives no
+    text. A BiDi error or an exception in the page fails the trial, saying what it was
+    ``doing``."""
+    params = {"expression": expression, "target": {"context": context}, "awaitPromise": True}
     try:
-        answer = bidi.call(
-            "script.evaluate",
-            {
-                "expression": AFTER_LOAD_JS,
-                "target": {"context": context},
-                "awaitPromise": True,
-            },
-            timeout_s=max(timeout_s, TAB_TIMEOUT_S),
-        )
+        answer = bidi.call("script.evaluate", params, timeout_s=timeout_s)
     except BidiError as exc:
-        raise TrialFailed(f"firefox: reading the page's timing failed: {exc}") from None
+        raise TrialFailed(f"firefox: {doing} failed: {exc.message or exc.error}") from None
     if answer.get("type") == "exception":
         text = answer.get("exceptionDetails", {}).get("text", "exception")
-        raise TrialFailed(f"firefox: reading the page's timing failed: {text}")
+        raise TrialFailed(f"firefox: {doing} failed: {text}")
     value = answer.get("result", {}).get("value")
-    timing = json.loads(value) if isinstance(value, str) else {}
-    return timing if isinstance(timing, dict) else {}
+    return json.loads(value) if isinstance(value, str) else None
