@@ -44,7 +44,7 @@ def test_corpus_warcs_load_in_chromium_from_the_replay(tmp_path: Path) -> None:
     store = Store(out)
     lines = []
     for r in records:
-        page = resolve_page(r.cell.page)
+        page = resolve_page(r.page_digest or r.cell.page)  # the level is stored by content
         rows = _page_rows(store, r.id or 0)
         cov = coverage(page, rows)
         used = {page.match("GET", str(x["url"])) for x in rows if not x["error"]} - {None}

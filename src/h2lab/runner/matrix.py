@@ -53,11 +53,14 @@ class TrialSpec:
         return self._key(self.cell)
 
     @property
-    def key_by_conf_path(self) -> str:
-        """The key h2lab 0.8 gave this trial: a server's ``conf=`` by its absolute path, not its
-        content (:func:`h2lab.spec.options.portable`); a store holding such keys is rekeyed
-        when a run resumes it (:func:`h2lab.runner.start.rekey_conf_paths`)."""
-        return self._key(self.cell.replace("server", self.factors.server))
+    def keys_by_path(self) -> tuple[str, ...]:
+        """The keys earlier h2labs gave this trial, where they differ from :attr:`key`: 0.8's,
+        a server's ``conf=`` and a page's file by their absolute paths; 0.9.0's, the page's
+        file by its path (:func:`h2lab.spec.factors.portable_page`). A store holding such keys
+        is rekeyed when a run resumes it (:func:`h2lab.runner.start.rekey_paths`)."""
+        by_path = self.cell.replace("page", self.factors.page)
+        older = (self._key(by_path.replace("server", self.factors.server)), self._key(by_path))
+        return tuple(k for k in dict.fromkeys(older) if k != self.key)
 
     def _key(self, cell: Cell) -> str:
         warm = f"warmup{self.warmup}|" if self.warmup else ""

@@ -71,16 +71,21 @@ def start_run(
     store = Store(out)
     try:
         write_meta(out, exp, exp_path, len(trials))
-        rekey_conf_paths(store, exp.name, trials)
+        rekey_paths(store, exp.name, trials)
         strangers = sorted(store.done_keys(exp.name) - {t.key for t in trials})
     finally:
         store.close()
     return StartedRun(select(trials, only), strangers)
 
 
-def rekey_conf_paths(store: Store, experiment: str, trials: list[TrialSpec]) -> int:
-    """Give the stored trials of ``experiment`` whose key names a server's ``conf=`` file by
-    its absolute path (h2lab 0.8) the key that names it by content, so a store written before
-    resumes, and its report sees one level per configuration; how many attempts were moved."""
-    moves = {t.key_by_conf_path: (t.key, str(t.cell["server"])) for t in trials}
-    return store.rekey(experiment, {old: new for old, new in moves.items() if old != new[0]})
+def rekey_paths(store: Store, experiment: str, trials: list[TrialSpec]) -> int:
+    """Give the stored trials of ``experiment`` whose key names a server's ``conf=`` file or
+    a page's file by its absolute path (h2lab 0.8, 0.9.0) the key that names it by content,
+    so a store written before resumes, and its report sees one level per configuration and
+    page; how many attempts were moved."""
+    moves = {
+        old: (t.key, str(t.cell["server"]), str(t.cell["page"]))
+        for t in trials
+        for old in t.keys_by_path
+    }
+    return store.rekey(experiment, moves)

@@ -24,9 +24,11 @@ from h2lab.spec.factors import (
     REQUIRED,
     Factor,
     LevelChecks,
+    portable_page,
 )
 from h2lab.spec.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 from h2lab.spec.network import parse_network
+from h2lab.spec.options import base_dir
 from h2lab.spec.protocols import PROTOCOLS, ProtocolName
 from h2lab.spec.vocab import member
 
@@ -354,11 +356,14 @@ def parse_capture(raw: object, source: str, key: str) -> tuple[Capture, ...]:
 
 def _as_stored(factor: str, level: str, source: str, key: str) -> str:
     """A level named in ``[compare]`` or ``--only`` as the trials store it: a network by its
-    name, a server's ``conf=`` by its file's content (relative to the experiment file)."""
+    name, a server's ``conf=`` and a page's file by their content (relative to the experiment
+    file)."""
     if factor == "network":
         return parse_network(level, source, field=key).name
     if factor == "server" and "conf=" in level:
         return str(BY_NAME["server"].stored(BY_NAME["server"].parse(level, source, key)))
+    if factor == "page":
+        return portable_page(str(_relative_to(base_dir(source), level)))
     return level
 
 

@@ -24,11 +24,12 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from h2lab.errors import SpecError
 from h2lab.spec.network import NetworkProfile, parse_network
-from h2lab.spec.options import base_dir, portable, resolve_paths
+from h2lab.spec.options import base_dir, content_digest, portable, resolve_paths
 from h2lab.spec.protocols import QUIC, TLS_VERSIONS
 from h2lab.spec.tcp import CONGESTION_CONTROLS, TcpSettings
 
@@ -145,6 +146,25 @@ IMPORT_KINDS = ("warc", "har", "dir")
 relative to the experiment file that names it)."""
 
 
+def portable_page(spec: str) -> str:
+    """A page level as a trial's key and the store carry it: one that names a file or folder
+    by its absolute path (``warc:``, ``har:``, ``dir:``, ``journey:``) written by its name and
+    content, ``warc:wikipedia.warc.gz@sha256:0123456789ab`` (``dir:site@sha256:...#/a.html``),
+    so a results folder moved to another machine, or the experiment run from another
+    checkout, resumes (as a server's ``conf=``: :func:`h2lab.spec.options.portable`). A
+    journey is its file's content (the page it names, by that file's text). Any other level,
+    or a path that names nothing readable (validation says so), is left as written."""
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in (*IMPORT_KINDS, JOURNEY) or not rest.startswith("/"):
+        return spec
+    where, hash_, entry = rest.partition("#") if kind == "dir" else (rest, "", "")
+    path = Path(where)
+    try:
+        return f"{kind}:{path.name}@sha256:{content_digest(path)}{hash_}{entry}"
+    except OSError:
+        return spec
+
+
 def _network(value: str, source: str, key: str) -> NetworkProfile:
     return parse_network(value, source, field=key)
 
@@ -235,6 +255,7 @@ class TrialFactors:
     page: str = field(
         metadata=_is(Factor(
             "page", "page", str, "page spec: synthetic, imported or id", _as_written, flag="PAGE",
+            stored=portable_page,
             usage="synthetic:n=64,size=10KB,origins=1, warc:FILE, har:FILE, dir:FOLDER#ENTRY, "
             "a page id",
         ))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,17 +281,32 @@ def _by_content(value: str) -> str:
     if not path.is_absolute():
         return value
     try:
-        return f"{path.name}@sha256:{_digest(path)}"
+        return f"{path.name}@sha256:{content_digest(path)}"
     except OSError:
         return value
 
 
 @functools.lru_cache(maxsize=256)
-def _digest(path: Path) -> str:
+def content_digest(path: Path) -> str:
     """12 hex digits of ``path``'s SHA-256, read once per process: a trial's key is taken
     many times during a run, and must not change under it if the file is edited meanwhile
-    (the server's recorded version has the digest of what it read)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    (the server's recorded version has the digest of what it read). A folder's: of each
+    regular file's path under it and digest, in path order (links not followed). OSError
+    for neither."""
+    if not path.is_dir():
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        return h.hexdigest()[:12]
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            file = Path(root, name)
+            if file.is_file() and not file.is_symlink():
+                h.update(f"{file.relative_to(path)}\0{content_digest(file)}\n".encode())
+    return h.hexdigest()[:12]
 
 
 def _map_conf(spec: str, change: Callable[[str], str], sep: str = ",") -> str:

@@ -306,11 +306,12 @@ class Store:
         )
         return {r[0] for r in rows}
 
-    def rekey(self, experiment: str, moves: Mapping[str, tuple[str, str]]) -> int:
+    def rekey(self, experiment: str, moves: Mapping[str, tuple[str, str, str]]) -> int:
         """Give each stored attempt of ``experiment`` keyed by a key of ``moves`` its new key
-        and ``server`` level (``old key -> (new key, server)``), its artifacts' folder renamed
-        to match; how many attempts moved. Folders first, then the rows in one transaction:
-        stopped between the two, the next call finds the folders moved and moves the rows."""
+        and ``server`` and ``page`` levels (``old key -> (new key, server, page)``), its
+        artifacts' folder renamed to match; how many attempts moved. Folders first, then the
+        rows in one transaction: stopped between the two, the next call finds the folders
+        moved and moves the rows."""
         rows = self._db.execute(
             "SELECT id, trial_key, attempt FROM trials WHERE experiment = ?", (experiment,)
         ).fetchall()
@@ -321,10 +322,10 @@ class Store:
                 old.rename(new)
         with self._db:
             self._db.executemany(
-                "UPDATE trials SET trial_key = ?, server = ?, config_json = CASE WHEN "
-                "json_valid(config_json) THEN json_set(config_json, '$.server', ?) "
+                "UPDATE trials SET trial_key = ?, server = ?, page = ?, config_json = CASE WHEN "
+                "json_valid(config_json) THEN json_set(config_json, '$.server', ?, '$.page', ?) "
                 "ELSE config_json END WHERE id = ?",
-                [(moves[k][0], moves[k][1], moves[k][1], i) for i, k, _ in moved],
+                [(*moves[k], *moves[k][1:], i) for i, k, _ in moved],
             )
         return len(moved)
 
