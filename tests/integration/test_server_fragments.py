@@ -6,6 +6,7 @@ syntax error fails ``h2lab validate`` with the server's own message, leaving not
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -118,16 +119,18 @@ def test_bad_fragment_on_the_command_line_is_relative_to_the_working_directory(
 
 
 def _run_from(folder: Path, out: Path, repetitions: int) -> subprocess.CompletedProcess[str]:
-    """``h2lab run`` of a two-level experiment whose nginx reads ``conf/frag.conf`` beside it."""
+    """``h2lab run`` of a two-level experiment whose nginx reads ``conf/frag.conf`` beside it,
+    on a page imported from ``site.har`` beside it too."""
     (folder / "conf").mkdir(parents=True, exist_ok=True)
     (folder / "conf" / "frag.conf").write_text(FRAGMENTS["nginx"][1])
+    shutil.copyfile(ROOT / "corpus" / "har" / "http2-github-io.har", folder / "site.har")
     exp = folder / "exp.toml"
     exp.write_text(f"""name = "moved"
 repetitions = {repetitions}
 [factors]
 protocol = ["h2s"]
 network = ["rtt=10ms,rate=50Mbps"]
-page = ["{PAGE}"]
+page = ["har:site.har"]
 server = ["nginx", "nginx:conf=conf/frag.conf"]
 client = ["curl"]
 """)
@@ -140,10 +143,19 @@ def _keys(out: Path) -> list[tuple[str, str]]:
     import sqlite3
 
     with sqlite3.connect(out / "results.sqlite") as db:
-        return sorted(db.execute("SELECT trial_key, server FROM trials WHERE status = 'ok'"))
+        rows = db.execute("SELECT trial_key, server, page FROM trials WHERE status = 'ok'")
+        pages = set()
+        keys = []
+        for key, server, page in rows:
+            keys.append((key, server))
+            pages.add(page)
+        (page,) = pages  # one level, whichever folder the file lay in
+        assert re.fullmatch(r"har:site\.har@sha256:[0-9a-f]{12}", page), page
+        return sorted(keys)
 
 
 def test_the_same_fragment_from_another_folder_resumes_without_new_keys(tmp_path: Path) -> None:
+    """The same ``conf=`` fragment and page file in two folders: keys and levels by content."""
     out = tmp_path / "out"
     assert _run_from(tmp_path / "a", out, repetitions=1).returncode == 0
     first = _keys(out)

@@ -153,6 +153,7 @@ def portable_page(spec: str) -> str:
     so a results folder moved to another machine, or the experiment run from another
     checkout, resumes (as a server's ``conf=``: :func:`h2lab.spec.options.portable`). A
     journey is its file's content (the page it names, by that file's text). Any other level,
+    a relative path (an experiment file named relatively: the committed reproductions' keys),
     or a path that names nothing readable (validation says so), is left as written."""
     kind, sep, rest = spec.partition(":")
     if not sep or kind not in (*IMPORT_KINDS, JOURNEY) or not rest.startswith("/"):
