@@ -1,3 +1,3 @@
 """h2lab: a web-performance lab in one command."""
 
-__version__ = "0.9.0"
+__version__ = "0.10.0"
