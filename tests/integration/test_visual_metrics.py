@@ -1,7 +1,8 @@
 """Issue #33: browsertime's metric names measured by Chromium through the lab. The visual
 milestones are ordered on the demo page and on a corpus page, in both SpeedIndex modes, and
 the WebPageTest mode agrees with browsertime's visualmetrics on the trial's own frames; TBT is
-0 on a static page and about 250 ms with a 300 ms busy script after FCP; CLS is 0 on a page
+0 on a static page and about 250 ms with a 300 ms busy script after FCP (the floor of three
+loads); CLS is 0 on a page
 that does not shift and > 0 on one that does; fully loaded comes no earlier than the load."""
 
 from __future__ import annotations
@@ -93,8 +94,13 @@ def _load(
 @pytest.mark.alone
 def test_tbt_and_cls(lab_page: tuple[Lab, Link, Path], tmp_path: Path) -> None:
     lab, link, docroot = lab_page
-    static = _load(lab, link, docroot, tmp_path, "static", STATIC)
-    busy = _load(lab, link, docroot, tmp_path, "busy", BUSY)
+    # TBT's floor over three loads each: a host that steals the CPU only adds blocking time
+    # (a fresh clone's suite: static 87 ms, busy 473 ms, each in one load of a slow run)
+    statics = [_load(lab, link, docroot, tmp_path / f"{i}", "static", STATIC) for i in range(3)]
+    busies = [_load(lab, link, docroot, tmp_path / f"{i}", "busy", BUSY) for i in range(3)]
+    static = min(statics, key=lambda r: r.tbt_ms if r.tbt_ms is not None else float("inf"))
+    busy = min(busies, key=lambda r: r.tbt_ms if r.tbt_ms is not None else float("inf"))
+    print(f"tbt_ms: static {[r.tbt_ms for r in statics]}, busy {[r.tbt_ms for r in busies]}")
     shifts = _load(lab, link, docroot, tmp_path, "shifts", SHIFTS)
     untraced = _load(lab, link, docroot, tmp_path / "untraced", "busy", BUSY, "chromium:tbt=0")
     print(
