@@ -212,9 +212,16 @@ class Metrics:
     the server tells none"""
     cpu_calibration_ms: float | None = _metric("ms", "CPU calibration under the quota (ms)", CLIENT)
     """with a client's ``cores=`` option, the wall time of a fixed piece of work
-    (:data:`h2lab.clients.cpu.CALIBRATION_LOOPS` loops) run under the client's CPU quota just
-    before the load: about 50 ms on a free core here, four times that at a quarter (more: the
-    machine could not give the quota); None without a quota"""
+    (:data:`h2lab.clients.cpu.CALIBRATION_LOOPS` loops, the mean of four) run under the
+    client's CPU quota just before the load: about 50-60 ms on a free core here, some 4.4
+    times that at a quarter (the quota's slices start cold: ``cpu_calibration_cores``); None
+    without a quota"""
+    cpu_calibration_cores: float | None = _metric(
+        "cores", "CPU share the calibration got (cores)", CLIENT
+    )
+    """with ``cores=``, the calibration's CPU time over its wall time: the share of a core the
+    quota gave it (0.249 at ``cores=0.25`` here; less: the machine could not give the quota);
+    None without a quota"""
     cpu_throttled_ms: float | None = _metric("ms", "time throttled by the CPU quota (ms)", CLIENT)
     """with ``cores=``, how long the client's processes waited for their quota during the load
     (the cgroup's ``cpu.stat``, summed over the cores they were throttled on: it can exceed

@@ -1,9 +1,9 @@
 """Option ``cores`` (issue #55, item 1): the whole browser in a cgroup CPU quota. On a page
 whose first paint waits for a fixed piece of JavaScript work, at ``cores=0.25`` against
-``cores=1``: every process of the browser's tree in the quota's group, the calibration a
-quarter of the machine's free speed (within 10 %), the browser throttled, and SpeedIndex at
-least twice as long; Chromium's DevTools throttling (``cpu=4``, the renderer's main thread
-only) printed beside it."""
+``cores=1``: every process of the browser's tree in the quota's group, the calibration given a
+quarter of a core (within 10 %) and its work some 4.4 times slower, the browser throttled, and
+SpeedIndex at least twice as long; Chromium's DevTools throttling (``cpu=4``, the renderer's
+main thread only) printed beside it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from h2lab.clients.browser.client import BrowserClient
 from h2lab.net.lab import Lab, Link
 from h2lab.pages import Page, Resource
 from tests.integration.conftest import slow_origin_lab
-from tests.timing import ratio_of_groups
 
 HOST = "cpu.h2lab.test"
 LOOPS = 40_000_000
@@ -79,33 +78,38 @@ def _median(results: list[clients.LoadResult], field: str) -> float:
     return float(statistics.median(getattr(r, field) for r in results))
 
 
-CALIBRATION_PAIRS = 30
-"""Calibrations free and under a quarter of a core, taken in turns (about 10 s). This VM's
-free figure spreads 43-74 ms from one run to the next (its host's other work), so the quota is
-told from the floors, each side's quickest run: interference only adds time. Measured in five
-runs: 3.92x, 4.08x, 4.22x, 4.50x and 4.65x (CFS bandwidth control at a 10 ms period gives a
-little less than its quota, by a share that varies from run to run), so a quarter within 10 %
-does not hold here; the bound asserts a quarter rather than a half or an eighth."""
+CALIBRATION_PAIRS = 12
+"""Calibrations free and under a quarter of a core, taken in turns (about 15 s). The share of a
+core the quota gives (CPU time over wall time) is the kernel's bookkeeping: 0.249 here. The
+work's wall time is the host's too: this VM's free figure spreads 51-85 ms from one call to the
+next, and a unit under the quota costs some 11 % more CPU time than a free one (72 against 65
+ms, medians: each 2.5 ms slice starts cold), so its median is 4.4-4.6 times the free median,
+not 4 (bench/cpu_calibration.py); the bound on it asserts a quarter rather than a half or an
+eighth."""
 
 
 def test_the_calibration_under_a_quarter_of_a_core_is_a_quarter_of_the_free_one() -> None:
     group = cpu.CpuGroup(0.25)
-    free: list[float] = []
-    quarter: list[float] = []
+    free: list[cpu.Calibration] = []
+    quarter: list[cpu.Calibration] = []
     try:
         for _ in range(CALIBRATION_PAIRS):
-            free.append(cpu.calibration_ms())
+            free.append(cpu.calibration())
             quarter.append(group.calibrate())
         throttled = group._bench.throttled_ms() if group._bench else None
     finally:
         group.remove()
-    floors = min(quarter) / min(free)
+    shares = sorted(q.cores for q in quarter)
+    ratio = statistics.median(q.ms for q in quarter) / statistics.median(f.ms for f in free)
     print(
-        f"calibration floors: {min(free):.1f} ms free, {min(quarter):.1f} at a quarter of a "
-        f"core: {floors:.2f}x; geometric means {ratio_of_groups(quarter, free)}; the "
-        f"calibration's group throttled {throttled} ms"
+        f"calibration: {statistics.median(f.ms for f in free):.1f} ms free (median), "
+        f"{statistics.median(q.ms for q in quarter):.1f} at a quarter of a core: {ratio:.2f}x; "
+        f"the share of a core it got {shares[0]}-{shares[-1]} (free: "
+        f"{statistics.median(f.cores for f in free)}); the calibration's group throttled "
+        f"{throttled} ms"
     )
-    assert 3 < floors < 6
+    assert all(abs(s / 0.25 - 1) <= 0.10 for s in shares), shares
+    assert 3 < ratio < 6
     assert not group.path.exists()
 
 
@@ -122,7 +126,8 @@ def test_a_quarter_of_a_core_slows_the_whole_browser(
     print(
         f"{browser}: calibration {free:.1f} ms free (the floor of 5), stored "
         f"{[r.cpu_calibration_ms for r in one]} at cores=1, "
-        f"{[r.cpu_calibration_ms for r in quarter]} at cores=0.25; SpeedIndex "
+        f"{[r.cpu_calibration_ms for r in quarter]} at cores=0.25 (shares of a core "
+        f"{[r.cpu_calibration_cores for r in quarter]}); SpeedIndex "
         f"{si['1']:.0f} ms at cores=1, {si['0.25']:.0f} at cores=0.25 "
         f"({si['0.25'] / si['1']:.2f}x); throttled {[r.cpu_throttled_ms for r in quarter]} ms"
         + (
@@ -137,4 +142,5 @@ def test_a_quarter_of_a_core_slows_the_whole_browser(
     # quota's accuracy is the test above: beside the idle-class work of the suite the free
     # floor read 87 ms against 43-49 idle, the quarter's 244-284 against 170-250)
     assert all(r.cpu_calibration_ms and r.cpu_calibration_ms > 2 * free for r in quarter)
+    assert all(abs((r.cpu_calibration_cores or 0) / 0.25 - 1) <= 0.10 for r in quarter)
     assert si["0.25"] >= 2 * si["1"]

@@ -110,7 +110,7 @@ def test_a_real_group_holds_a_process_tree_and_sees_one_moved_out() -> None:
         # a quarter of a core throttles 50 ms of work: waiting is counted (how long is a
         # matter of time, tests/integration/test_cpu_quota.py's, on a free machine)
         assert cpu.calibration_ms(group.enter_line()) > 0 and group.throttled_ms()
-        assert group.calibrate() > 0  # in a group of its own, beside
+        assert group.calibrate().ms > 0  # in a group of its own, beside
     finally:
         for pid in cpu.process_tree(shell.pid) | ({child} if child else set()):
             with contextlib.suppress(ProcessLookupError):

@@ -17,6 +17,7 @@ class FakeLedger:
         self.readings = list(readings)
         self.qlog_dir = Path("/nonexistent")
         self.taken: list[tuple[float, Path]] = []
+        self.watching = False
 
     def totals(self) -> QuicTotals | None:
         return self.readings.pop(0)
@@ -24,6 +25,12 @@ class FakeLedger:
     def take_qlogs(self, since_s: float, into: Path) -> list[Path]:
         self.taken.append((since_s, into))
         return []
+
+    def watch(self) -> None:
+        self.watching = True
+
+    def unwatch(self) -> None:
+        self.watching = False
 
 
 BEFORE = QuicTotals(3, 100, 2, "reno", 40960, (("cubic", 4),))
@@ -38,8 +45,9 @@ def _counts(protocol: str, *readings: QuicTotals | None) -> tuple[ServerCounts, 
 
 def test_h3_counts_the_packets_and_names_what_quic_go_ran(tmp_path: Path) -> None:
     counts, ledger = _counts("h3", BEFORE, AFTER)
+    assert ledger.watching  # between the readings (HAProxy's ledger reads during the load)
     counts.end(12.5, tmp_path / "qlog")
-    assert ledger.taken == [(12.5, tmp_path / "qlog")]
+    assert ledger.taken == [(12.5, tmp_path / "qlog")] and not ledger.watching
     assert counts.metrics("cubic") == {
         "quic_sent_packets": 665,
         "quic_lost_packets": 12,

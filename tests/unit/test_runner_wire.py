@@ -154,6 +154,7 @@ def record() -> TrialRecord:
         early_data_packets=3,
         udp_dropped_packets=4,
         cpu_calibration_ms=201.5,
+        cpu_calibration_cores=0.2491,
         cpu_throttled_ms=5123.25,
         quic_sent_packets=8123,
         quic_lost_packets=81,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from h2lab.errors import SpecError
 from h2lab.servers import get as get_server
 from h2lab.servers import haproxy3
+from h2lab.servers.quic import QuicTotals
 from h2lab.spec.protocols import H3, TCP_PROTOCOLS
 
 IPS = {"a.test": "10.2.0.1", "b.test": "10.2.0.2"}
@@ -56,3 +58,73 @@ def test_the_level_serves_h3_and_forwards_over_h2c() -> None:
 def test_bad_specs_name_the_reason(spec: str, reason: str) -> None:
     with pytest.raises(SpecError, match=reason):
         get_server(spec)
+
+
+def _block(pointer: str, scid: str, sent: int, lost: int, cubic: bool) -> str:
+    """One connection as HAProxy 3.0's ``show quic full`` prints it (its format strings)."""
+    lines = [
+        f"* {pointer}[00]: scid={scid}{'..' * (20 - len(scid) // 2)} dcid=0102..",
+        "  loc. TPs: odcid=c0ffee iscid=ab",
+        "  rem. TPs: iscid=cd",
+        "  st=opened           mux=ready                                     expire=29s ",
+        "  fd=-1               local_addr=10.2.0.1:443 foreign_addr=10.1.0.2:40000",
+        "  [01rtt]             rx.ackrng=1      tx.inflight=0     ",
+        f"  srtt=20   rttvar=5    rttmin=20   ptoc=0    cwnd=38400  mcwnd=40000  "
+        f"sentpkts={sent:<6} lostpkts={lost:<6} reorderedpkts=0     ",
+    ]
+    if cubic:
+        lines.append("  cc: state=ca ssthresh=4294967295 K=0 last_w_max=0 wdiff=0")
+    return "\n".join(lines) + "\n  | stream=0        off=12       ack=12      \n\n"
+
+
+def test_show_quic_gives_each_connections_counts_and_whether_it_ran_cubic() -> None:
+    text = _block("0x7f01", "aa01", 120, 3, True) + _block("0x7f02", "aa02", 7, 0, False)
+    found = haproxy3.parse_show_quic(text)
+    assert found == {
+        "0x7f01[00]aa01": haproxy3.Connection(120, 3, cubic=True),
+        "0x7f02[00]aa02": haproxy3.Connection(7, 0, cubic=False),
+    }
+    assert haproxy3.parse_show_quic("") == {}
+    # a block cut before its counts (the answer's bound) is left out, not guessed
+    assert haproxy3.parse_show_quic(text[: text.index("sentpkts=7")]).keys() == {"0x7f01[00]aa01"}
+
+
+def test_the_ledger_sums_every_connection_seen_and_names_the_algorithm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = iter([
+        "",  # before the load: no connection
+        _block("0x1", "01", 50, 1, False),
+        _block("0x1", "01", 90, 2, False) + _block("0x2", "02", 10, 0, False),
+        _block("0x2", "02", 30, 1, False),  # the first freed: its last counts kept
+        None,  # the socket gone
+    ])  # fmt: skip
+    ledger = haproxy3.HaproxyLedger(tmp_path)
+    monkeypatch.setattr(ledger, "_ask", lambda: next(answers))
+    totals = [ledger.totals() for _ in range(5)]
+    assert [(t.connections, t.sent_packets, t.lost_packets, t.cc) if t else None
+            for t in totals] == [
+        (0, 0, 0, ""), (1, 50, 1, "newreno"), (2, 100, 2, "newreno"), (2, 120, 3, "newreno"),
+        None,
+    ]  # fmt: skip
+    certs = {h: Path(f"/srv/{h}.pem") for h in IPS}
+    conf = haproxy3.render_config(IPS, BACKENDS, certs, "1.3", "/p", stats_socket="/s/c.sock")
+    assert "\n    stats socket /s/c.sock mode 600 level admin\n" in conf
+
+
+def test_a_watch_during_the_load_sees_a_connection_freed_before_the_reading_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = iter(["", _block("0x9", "09", 40, 2, True)])  # then freed: listed no more
+    ledger = haproxy3.HaproxyLedger(tmp_path)
+    monkeypatch.setattr(ledger, "_ask", lambda: next(answers, ""))
+    assert ledger.totals() == QuicTotals(0, 0, 0, cc="")
+    ledger.watch()
+    deadline = time.monotonic() + 5
+    while not ledger.seen:
+        assert time.monotonic() < deadline, "the watch never read"
+        time.sleep(0.01)
+    ledger.unwatch()
+    # its algorithm is known; its counts are not whole (its last packets unread): None
+    assert ledger.totals() == QuicTotals(1, None, None, cc="cubic")
+    assert ledger._stop is None

@@ -320,7 +320,7 @@ def test_a_store_of_schema_7_gains_machine_from_the_recorded_host(tmp_path: Path
         s.close()
     db = sqlite3.connect(tmp_path / "results.sqlite")
     try:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 17
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 18
         cols = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
         assert sorted(cols) == sorted(TRIAL_COLUMNS) and cols[-1] == "machine"
         # 17: a resource names the journey step that began it

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -62,12 +64,20 @@ before (resumed) or failed every attempt of earlier runs (given up)."""
 
 
 class _Tally:
-    """The progress bar of a run, fed one finished (or skipped) trial at a time."""
+    """The progress bar of a run, fed one finished (or skipped) trial at a time. Its ETA is
+    the trials left times the run's time per trial so far, counted from when it stopped
+    skipping stored ones (trials of one run take 4-40 s by cell; a mean over the run holds
+    where rich's 30-second window swings)."""
 
-    def __init__(self, progress: Progress, name: str, total: int) -> None:
+    def __init__(
+        self, progress: Progress, name: str, total: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.progress = progress
-        self.task = progress.add_task(name, total=total, status="")
+        self.task = progress.add_task(name, total=total, status="", eta="-:--:--")
         self.failed = 0
+        self.total, self.done, self.ran = total, 0, 0
+        self.clock = clock
+        self.started = clock()
 
     def add(self, status: Outcome, key: str, detail: str = "") -> None:
         if status == "failed":
@@ -83,7 +93,20 @@ class _Tally:
         shown = (
             f"failed {self.failed}" if self.failed else ("resumed" if status == "resumed" else "")
         )
-        self.progress.update(self.task, advance=1, status=shown)
+        self.done += 1
+        if status in ("resumed", "given-up"):
+            if not self.ran:  # the clock starts at the first trial run
+                self.started = self.clock()
+        else:
+            self.ran += 1
+        self.progress.update(self.task, advance=1, status=shown, eta=self.eta())
+
+    def eta(self) -> str:
+        """H:MM:SS left at the run's pace so far; ``-:--:--`` before a trial has run."""
+        if not self.ran:
+            return "-:--:--"
+        left_s = round((self.total - self.done) * (self.clock() - self.started) / self.ran)
+        return f"{left_s // 3600}:{left_s // 60 % 60:02d}:{left_s % 60:02d}"
 
 
 MAX_JOBS = 8
@@ -155,7 +178,7 @@ def _run_started(
     store = Store(out)
     try:
         block_costs = _block_costs(store, exp.name) if costs else None
-        with progress() as bar:
+        with progress(eta_field=True) as bar:
             tally = _Tally(bar, exp.name, len(trials))
 
             def on_progress(t: TrialSpec, record: TrialRecord | None) -> None:

@@ -27,7 +27,11 @@ PERIOD_US = 10_000
 """The quota's period: 10 ms (the kernel's default, 100 ms, lets a quarter-core run 25 ms at
 full speed, then stalls it 75 ms: a page's 50 ms task takes either 50 or 150 ms)."""
 CALIBRATION_LOOPS = 800_000
-"""Iterations of the calibration's loop: about 50 ms of one core here, unthrottled."""
+"""Iterations of the calibration's loop, its unit of work: about 50 ms of one core here,
+unthrottled."""
+CALIBRATION_BLOCKS = 4
+"""Units of work timed together, the figure their mean: a single unit under a quarter of a
+core is some 20 of the quota's periods, where one period more or less moves it 5 %."""
 CALIBRATION_CODE = "for i in range(n): x += i * i"
 
 
@@ -141,15 +145,15 @@ class CpuGroup:
             return int(stat["throttled_time"]) / 1e6
         return None
 
-    def calibrate(self) -> float:
-        """The wall time of :data:`CALIBRATION_LOOPS` loops run under the same quota, ms: in a
-        group of its own beside this one, made on first use. (In the browser's own group the
+    def calibrate(self) -> Calibration:
+        """:data:`CALIBRATION_LOOPS` loops run under the same quota: in a group of its own
+        beside this one, made on first use. (In the browser's own group the
         browser's background work took a share: Chromium's read 7.7 times the free figure at a
         quarter of a core, not 4.) What it catches is a quota the machine cannot give: cores
         busy with other work."""
         if self._bench is None:
             self._bench = CpuGroup(self.cores, self._root)
-        return calibration_ms(self._bench.enter_line())
+        return calibration(self._bench.enter_line())
 
     def remove(self) -> None:
         """Remove the group (and its calibration's), once its processes have gone (up to
@@ -209,20 +213,41 @@ def remove_left_groups(root: Path = CGROUP_ROOT) -> list[str]:
     return removed
 
 
-def calibration_ms(enter: str = "") -> float:
-    """The wall time of the calibration loop, ms, in a new process (in a group when ``enter``
-    is its :meth:`CpuGroup.enter_line`): what the same work takes on the CPU a client gets."""
+@dataclass(frozen=True)
+class Calibration:
+    """The calibration's work, as a process in a quota sees it."""
+
+    ms: float
+    """its wall time for one unit of work, ms: what the same work takes on the CPU a client
+    gets (``cpu_calibration_ms``)"""
+    cores: float
+    """the CPU time it got over its wall time: the share of a core the quota gave it
+    (``cpu_calibration_cores``; 0.249 at ``cores=0.25`` here). The wall time says more than
+    the share (a unit under a quarter of a core costs some 10 % more CPU time than a free
+    one: each 2.5 ms slice starts cold), the share checks the quota itself."""
+
+
+def calibration(enter: str = "", blocks: int = CALIBRATION_BLOCKS) -> Calibration:
+    """The calibration loop in a new process (in a group when ``enter`` is its
+    :meth:`CpuGroup.enter_line`), ``blocks`` units timed as one, their mean."""
     import subprocess
 
     code = (
-        f"import time\nn, x = {CALIBRATION_LOOPS}, 0\nt = time.perf_counter()\n"
-        f"{CALIBRATION_CODE}\nprint((time.perf_counter() - t) * 1000)\n"
+        f"import time\nx = 0\nt, c = time.perf_counter(), time.process_time()\n"
+        f"for _ in range({blocks}):\n    n = {CALIBRATION_LOOPS}\n    {CALIBRATION_CODE}\n"
+        f"print(time.perf_counter() - t, time.process_time() - c)\n"
     )
     script = f"{enter}exec {sys.executable} -c '{code}'"
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
         raise OSError(f"the CPU calibration failed: {out.stderr.strip()[:200]}")
-    return round(float(out.stdout.strip()), 3)
+    wall_s, cpu_s = (float(v) for v in out.stdout.split())
+    return Calibration(round(wall_s * 1000 / blocks, 3), round(cpu_s / wall_s, 4))
+
+
+def calibration_ms(enter: str = "", blocks: int = CALIBRATION_BLOCKS) -> float:
+    """The calibration's wall time for one unit of work, ms (:func:`calibration`)."""
+    return calibration(enter, blocks).ms
 
 
 ZOMBIE = ("Z", "X")

@@ -70,12 +70,15 @@ class ServerCounts:
         self.protocol = protocol
         self.before: QuicTotals | None = None if self.ledger is None else self.ledger.totals()
         self.after: QuicTotals | None = None
+        if self.ledger is not None:
+            self.ledger.watch()
 
     def end(self, since_s: float, qlog_dir: Path | None) -> None:
         """After the load: the totals again (which flushes the server's qlog files), then the
         files written since ``since_s`` into ``qlog_dir`` (when qlog is captured)."""
         if self.ledger is None:
             return
+        self.ledger.unwatch()
         self.after = self.ledger.totals()
         if qlog_dir is not None:
             self.ledger.take_qlogs(since_s, qlog_dir)

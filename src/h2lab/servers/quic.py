@@ -66,6 +66,13 @@ class QuicLedger:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
+    def watch(self) -> None:
+        """Called after the reading before a load: a server whose connections are gone once
+        they close (HAProxy's) starts watching them; the others need nothing."""
+
+    def unwatch(self) -> None:
+        """Called before the reading after the load: the watch ends."""
+
     def take_qlogs(self, since_s: float, into: Path) -> list[Path]:
         """Move the qlog files written since ``since_s`` (a ``time.time()``) into ``into``: a
         trial's connections'. Call :meth:`totals` first: it flushes them."""

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 # trial view, early_data_packets; 11: resource_segments (resource rows sealed into Parquet);
 # 12: dns_lookups, dns_nxdomain; 13: udp_dropped_packets; 14: cpu_calibration_ms,
 # cpu_throttled_ms; 15: quic_sent_packets, quic_lost_packets, quic_initial_window_bytes,
-# server_tcp_cc, server_quic_cc; 16: journey_ms, the steps table (a journey's steps)
-SCHEMA_VERSION = 17
+# server_tcp_cc, server_quic_cc; 16: journey_ms, the steps table (a journey's steps); 17:
+# resource step; 18: cpu_calibration_cores
+SCHEMA_VERSION = 18
 
 _SQL_TYPES = {"str": "TEXT", "float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
 

@@ -55,10 +55,10 @@ class BrowserClient(ClientAdapter, Generic[B, OptionsT]):
 
     def load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
         """The engine's load (:meth:`measured_load`); with option ``cores``, in the CPU quota:
-        the quota calibrated just before (``cpu_calibration_ms``), the time it throttled the
-        browser during the load (``cpu_throttled_ms``), and the browser's process tree checked
-        to be in the quota's group when the load ends (a process started in the group stays
-        there unless moved: one outside fails the trial)."""
+        the quota calibrated just before (``cpu_calibration_ms``, ``cpu_calibration_cores``),
+        the time it throttled the browser during the load (``cpu_throttled_ms``), and the
+        browser's process tree checked to be in the quota's group when the load ends (a process
+        started in the group stays there unless moved: one outside fails the trial)."""
         group = self._browsers.quota()
         if group is None:
             return self.measured_load(page, protocol, ctx)
@@ -75,8 +75,9 @@ class BrowserClient(ClientAdapter, Generic[B, OptionsT]):
             )
         throttled = None if before is None or after is None else round(after - before, 3)
         return dataclasses.replace(
-            result, cpu_calibration_ms=calibration, cpu_throttled_ms=throttled
-        )
+            result, cpu_calibration_ms=calibration.ms, cpu_calibration_cores=calibration.cores,
+            cpu_throttled_ms=throttled,
+        )  # fmt: skip
 
     @abstractmethod
     def measured_load(self, page: Page, protocol: str, ctx: LoadContext) -> LoadResult:
