@@ -37,17 +37,20 @@ def _trials(out: Path, servers: list[str], protocols: list[str], cc: str = "cubi
     return store
 
 
-def _chromium_over_h3(out: Path, server: str, page: str) -> tuple[Store, TrialRecord]:
-    """One Chromium load of ``page`` over h3 from ``server``: the store (open) and its trial,
-    which succeeded."""
+def _chromium_over_h3(
+    out: Path, server: str, page: str, repetitions: int = 1
+) -> tuple[Store, list[TrialRecord]]:
+    """Chromium's loads of ``page`` over h3 from ``server``: the store (open) and its trials,
+    each of which succeeded."""
     factors = {"network": [NETWORK], "page": [page], "client": ["chromium"],
                "server": [server], "protocol": ["h3"]}  # fmt: skip
-    exp = Experiment(name="cc-browser", factors=validate_factors("test", factors), seed=3)
+    valid = validate_factors("test", factors)
+    exp = Experiment(name="cc-browser", factors=valid, seed=3, repetitions=repetitions)
     store = Store(out)
     run_trials(expand(exp), store, timeout_s=60)
-    (t,) = store.trials()
-    assert t.status == "ok", t.error
-    return store, t
+    trials = store.trials()
+    assert len(trials) == repetitions and [t.error for t in trials if t.status != "ok"] == []
+    return store, trials
 
 
 def test_the_origin_runs_and_reports_the_asked_quic_congestion_control(tmp_path: Path) -> None:
@@ -89,11 +92,16 @@ def test_haproxy_runs_what_it_is_asked_and_tells_it(tmp_path: Path) -> None:
                 assert t.server_quic_cc is None
     finally:
         store.close()
-    store, t = _chromium_over_h3(tmp_path / "browser", newreno, PAGE)
+    # The algorithm in every load. The counts are stored only where every connection the
+    # watch saw is still listed when the load ends: one load of a suite run on a saturated
+    # host stored none (a connection gone by then), so three loads, and the counts of those
+    # that have them: 4 x 100 KB in packets of 1,200-1,350 B at least, none lost.
+    store, loads = _chromium_over_h3(tmp_path / "browser", newreno, PAGE, repetitions=3)
     try:
-        # 4 x 100 KB in packets of 1,200-1,350 B at least, none lost on a clean link
-        assert t.server_quic_cc == "newreno" and (t.quic_sent_packets or 0) > 300, t
-        assert t.quic_lost_packets == 0
+        assert [t.server_quic_cc for t in loads] == ["newreno"] * 3
+        counted = [(t.quic_sent_packets, t.quic_lost_packets) for t in loads
+                   if t.quic_sent_packets is not None]  # fmt: skip
+        assert counted and all(sent > 300 and lost == 0 for sent, lost in counted), loads
     finally:
         store.close()
 
@@ -113,7 +121,7 @@ def test_ngtcp2_runs_bbr_over_h3_and_tells_what_it_ran(tmp_path: Path) -> None:
                        "ngtcp2": ("cubic", 12000, page_bytes)}  # fmt: skip
     finally:
         store.close()
-    store, t = _chromium_over_h3(tmp_path / "browser", "ngtcp2:cc=bbr", TWO_ORIGINS)
+    store, (t,) = _chromium_over_h3(tmp_path / "browser", "ngtcp2:cc=bbr", TWO_ORIGINS)
     try:
         assert t.tcp_connections in (0, None) and t.plt_ms is not None
         assert {r["protocol"] for r in store.resources(t.id or 0)} == {"h3"}
