@@ -60,10 +60,10 @@ def test_bad_specs_name_the_reason(spec: str, reason: str) -> None:
         get_server(spec)
 
 
-def _block(pointer: str, scid: str, sent: int, lost: int, cubic: bool) -> str:
+def _block(pointer: str, scid: str, sent: int, lost: int, cubic: bool, thread: int = 0) -> str:
     """One connection as HAProxy 3.0's ``show quic full`` prints it (its format strings)."""
     lines = [
-        f"* {pointer}[00]: scid={scid}{'..' * (20 - len(scid) // 2)} dcid=0102..",
+        f"* {pointer}[{thread:02}]: scid={scid}{'..' * (20 - len(scid) // 2)} dcid=0102..",
         "  loc. TPs: odcid=c0ffee iscid=ab",
         "  rem. TPs: iscid=cd",
         "  st=opened           mux=ready                                     expire=29s ",
@@ -81,12 +81,12 @@ def test_show_quic_gives_each_connections_counts_and_whether_it_ran_cubic() -> N
     text = _block("0x7f01", "aa01", 120, 3, True) + _block("0x7f02", "aa02", 7, 0, False)
     found = haproxy3.parse_show_quic(text)
     assert found == {
-        "0x7f01[00]aa01": haproxy3.Connection(120, 3, cubic=True),
-        "0x7f02[00]aa02": haproxy3.Connection(7, 0, cubic=False),
+        "aa01": haproxy3.Connection(120, 3, cubic=True),
+        "aa02": haproxy3.Connection(7, 0, cubic=False),
     }
     assert haproxy3.parse_show_quic("") == {}
     # a block cut before its counts (the answer's bound) is left out, not guessed
-    assert haproxy3.parse_show_quic(text[: text.index("sentpkts=7")]).keys() == {"0x7f01[00]aa01"}
+    assert haproxy3.parse_show_quic(text[: text.index("sentpkts=7")]).keys() == {"aa01"}
 
 
 def test_the_ledger_sums_every_connection_seen_and_names_the_algorithm(
@@ -128,3 +128,22 @@ def test_a_watch_during_the_load_sees_a_connection_freed_before_the_reading_afte
     # its algorithm is known; its counts are not whole (its last packets unread): None
     assert ledger.totals() == QuicTotals(1, None, None, cc="cubic")
     assert ledger._stop is None
+
+
+def test_a_connection_moved_to_another_thread_is_one_connection_still_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HAProxy lists a connection under the thread it runs on, and moves it after its handshake
+    (seen in a Chromium load on a saturated host: ``[00]``, then ``[01]``, the same pointer and
+    source connection id): its counts are whole and counted once."""
+    answers = iter(["", _block("0x9", "09", 5, 0, False, thread=0)])
+    ledger = haproxy3.HaproxyLedger(tmp_path)
+    monkeypatch.setattr(ledger, "_ask", lambda: next(answers, _block("0x9", "09", 400, 0, False, 1)))
+    assert ledger.totals() == QuicTotals(0, 0, 0, cc="")
+    ledger.watch()
+    deadline = time.monotonic() + 5
+    while not ledger.seen:
+        assert time.monotonic() < deadline, "the watch never read"
+        time.sleep(0.01)
+    ledger.unwatch()
+    assert ledger.totals() == QuicTotals(1, 400, 0, cc="newreno")

@@ -129,3 +129,28 @@ def test_the_statements_of_one_read_see_one_snapshot(tmp_path: Path) -> None:
         assert left == 1
     finally:
         writer.close()
+
+
+def test_a_store_being_made_shows_a_reader_all_its_tables_or_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CI run of a live reader read ``trials`` of a store whose ``resources`` was not made
+    yet: Python's sqlite3 begins no transaction before DDL, so each table was committed alone.
+    Here a second connection looks at the schema as each table is made."""
+    seen: list[set[str]] = []
+    made = tmp_path / RESULTS_DB
+    real_connect = sqlite3.connect
+
+    def look(statement: str) -> None:
+        if statement.startswith("CREATE TABLE") and made.exists():
+            with contextlib.closing(real_connect(f"{made.as_uri()}?mode=ro", uri=True)) as db:
+                seen.append({r[0] for r in db.execute("SELECT name FROM sqlite_master")})
+
+    def connect(*args: object, **kwargs: object) -> sqlite3.Connection:
+        db = real_connect(*args, **kwargs)  # type: ignore[arg-type]
+        db.set_trace_callback(look)
+        return db
+
+    monkeypatch.setattr("h2lab.store.sqlite.sqlite3.connect", connect)
+    Store(tmp_path).close()
+    assert len(seen) >= 5 and all(s == set() for s in seen), seen

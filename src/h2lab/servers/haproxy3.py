@@ -113,7 +113,10 @@ defaults
 SHOW_QUIC = b"show quic full all\n"
 ANSWER_MAX_BYTES = 1 << 20
 """At most this much of the answer is read (some 1 KB a connection)."""
-CONNECTION = re.compile(r"^\* (0x[0-9a-f]+\[\d+\]): scid=([0-9a-f]*)", re.M)
+CONNECTION = re.compile(r"^\* (0x[0-9a-f]+)\[\d+\]: scid=([0-9a-f]*)", re.M)
+"""A connection's first line: ``* POINTER[THREAD]: scid=SCID``. HAProxy moves a connection to
+another thread once its handshake is done (a load read at 100 ms saw ``[00]`` then ``[01]``), so
+the thread is no part of a connection's identity; its source connection id is."""
 COUNTS = re.compile(r"sentpkts=(\d+)\s+lostpkts=(\d+)")
 CUBIC_STATE = re.compile(r"^\s+cc: state=\S+ ssthresh=\d+ K=\d+ last_w_max=", re.M)
 
@@ -129,15 +132,16 @@ class Connection:
 
 
 def parse_show_quic(text: str) -> dict[str, Connection]:
-    """Pure: the connections of ``show quic full``'s answer by their address and source
-    connection id (one whose block has no counts line is left out)."""
+    """Pure: the connections of ``show quic full``'s answer by their source connection id (or
+    address, for one without), whichever thread lists them (one whose block has no counts line
+    is left out)."""
     found = {}
     starts = list(CONNECTION.finditer(text))
     for k, m in enumerate(starts):
         block = text[m.end() : starts[k + 1].start() if k + 1 < len(starts) else len(text)]
         if counts := COUNTS.search(block):
             sent, lost = int(counts.group(1)), int(counts.group(2))
-            found[m.group(1) + m.group(2)] = Connection(sent, lost, bool(CUBIC_STATE.search(block)))
+            found[m.group(2) or m.group(1)] = Connection(sent, lost, bool(CUBIC_STATE.search(block)))
     return found
 
 

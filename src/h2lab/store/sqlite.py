@@ -201,6 +201,9 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         with self._db:
+            # one transaction: Python's sqlite3 begins none before DDL, and a reader of a run
+            # just started saw `trials` made and `resources` not yet (a suite run on a busy host)
+            self._db.execute("BEGIN IMMEDIATE")
             self._db.execute(_ddl("trials", TRIAL_COLUMNS))
             self._db.execute(_ddl("resources", RESOURCE_COLUMNS))
             self._db.execute(_ddl("steps", STEP_COLUMNS))
