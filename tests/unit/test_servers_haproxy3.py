@@ -138,7 +138,8 @@ def test_a_connection_moved_to_another_thread_is_one_connection_still_open(
     source connection id): its counts are whole and counted once."""
     answers = iter(["", _block("0x9", "09", 5, 0, False, thread=0)])
     ledger = haproxy3.HaproxyLedger(tmp_path)
-    monkeypatch.setattr(ledger, "_ask", lambda: next(answers, _block("0x9", "09", 400, 0, False, 1)))
+    moved = _block("0x9", "09", 400, 0, False, thread=1)
+    monkeypatch.setattr(ledger, "_ask", lambda: next(answers, moved))
     assert ledger.totals() == QuicTotals(0, 0, 0, cc="")
     ledger.watch()
     deadline = time.monotonic() + 5

@@ -141,7 +141,8 @@ def parse_show_quic(text: str) -> dict[str, Connection]:
         block = text[m.end() : starts[k + 1].start() if k + 1 < len(starts) else len(text)]
         if counts := COUNTS.search(block):
             sent, lost = int(counts.group(1)), int(counts.group(2))
-            found[m.group(2) or m.group(1)] = Connection(sent, lost, bool(CUBIC_STATE.search(block)))
+            cubic = bool(CUBIC_STATE.search(block))
+            found[m.group(2) or m.group(1)] = Connection(sent, lost, cubic)
     return found
 
 
