@@ -146,8 +146,8 @@ def test_a_store_being_made_shows_a_reader_all_its_tables_or_none(
             with contextlib.closing(real_connect(f"{made.as_uri()}?mode=ro", uri=True)) as db:
                 seen.append({r[0] for r in db.execute("SELECT name FROM sqlite_master")})
 
-    def connect(*args: object, **kwargs: object) -> sqlite3.Connection:
-        db = real_connect(*args, **kwargs)  # type: ignore[arg-type]
+    def connect(path: Path, timeout: float) -> sqlite3.Connection:
+        db = real_connect(path, timeout=timeout)
         db.set_trace_callback(look)
         return db
 
