@@ -43,7 +43,7 @@ def reported_by() -> dict[str, str]:
     return {
         results.BROWSER: ", ".join(browsers),
         results.CLIENT: "every client",
-        results.LAB: "the lab (counted on the link), every client",
+        results.LAB: "the lab (counted on the link or by the servers), every client",
         results.LOAD: ", ".join(n for n in names if n not in browsers),
     }
 

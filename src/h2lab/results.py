@@ -189,6 +189,9 @@ class Metrics:
     dns_nxdomain: int | None = _metric("lookups", "DNS lookups answered NXDOMAIN", LAB)
     """of those, the names the lab lacks (a host the capture does not hold)"""
     retransmits: int | None = _metric("segments", "segments retransmitted", LAB)
+    """TCP segments the servers namespace's kernel retransmitted during the trial
+    (``RetransSegs``): toward the client, and behind a front server (``haproxy``,
+    ``haproxy@3.0``) its connections to its backend too, which count in h3 trials as well"""
     early_data_packets: int | None = _metric("packets", "0-RTT packets sent", LAB)
     """QUIC 0-RTT packets the client sent (long header, type 0-RTT), counted on the client's
     end of the link in a repeat view over HTTP/3: 0 records that no early data was sent; None
@@ -198,7 +201,8 @@ class Metrics:
     browser's QUIC attempts; 0: it never tried); None in other trials"""
     quic_sent_packets: int | None = _metric("packets", "QUIC packets the server sent", LAB)
     """over HTTP/3, the packets the server's QUIC connections sent during the trial (their
-    retransmissions included), as the server counts them (the origin's quic-go); None where
+    retransmissions included), as the server counts them (the origin's quic-go; HAProxy 3.0's
+    stats socket where every connection the trial saw is still open when it ends); None where
     the server keeps no count"""
     quic_lost_packets: int | None = _metric("packets", "QUIC packets the server lost", LAB)
     """of those, the packets the server's loss detection declared lost (RFC 9002): QUIC's
