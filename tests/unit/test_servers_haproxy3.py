@@ -148,3 +148,30 @@ def test_a_connection_moved_to_another_thread_is_one_connection_still_open(
         time.sleep(0.01)
     ledger.unwatch()
     assert ledger.totals() == QuicTotals(1, 400, 0, cc="newreno")
+
+
+def test_an_earlier_trials_connection_freed_during_the_load_leaves_the_counts_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """h3-field stored no counts in 5 of 16 HAProxy loads, mostly the first load of one browser
+    after another's: the earlier browser's connection, idle, freed during the load. One that
+    moved nothing while watched takes nothing from the trial's counts; one that moved does."""
+    old = _block("0x1", "01", 50, 1, False)
+    for last_of_old, whole in ((50, True), (53, False)):
+        last = _block("0x1", "01", last_of_old, 1, False) + _block("0x2", "02", 90, 0, False)
+        answers = iter([old, old + _block("0x2", "02", 20, 0, False), last])
+        ledger = haproxy3.HaproxyLedger(tmp_path)
+        end = _block("0x2", "02", 120, 0, False)
+        monkeypatch.setattr(ledger, "_ask", lambda a=answers, e=end: next(a, e))
+        assert ledger.totals() == QuicTotals(1, 50, 1, cc="newreno")
+        ledger.watch()
+        deadline = time.monotonic() + 5
+        while "02" not in ledger.seen or ledger.seen["02"].sent_packets < 120:
+            assert time.monotonic() < deadline, "the watch never read"
+            time.sleep(0.01)
+        ledger.unwatch()
+        after = ledger.totals()
+        assert after is not None and after.connections == 2
+        assert (after.sent_packets, after.lost_packets) == (
+            ((50 + 120), 1) if whole else (None, None)
+        )

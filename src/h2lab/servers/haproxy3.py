@@ -158,7 +158,8 @@ class HaproxyLedger(QuicLedger):
     runner's next 50 ms, now and then), so during a load the ledger reads it every
     :data:`WATCH_EVERY_S` (:meth:`watch`) for the algorithm; the counts after the load are
     None unless every connection the watch saw is still listed (a browser's are; a freed one's
-    last packets would be missing)."""
+    last packets would be missing) or sent nothing while watched (an earlier trial's, freed
+    during this one)."""
 
     def __init__(self, state_dir: Path) -> None:
         super().__init__(state_dir)
@@ -167,13 +168,18 @@ class HaproxyLedger(QuicLedger):
         self._lock = threading.Lock()
         self._stop: threading.Event | None = None
         self._watched: set[str] = set()
+        self._before: dict[str, Connection] = {}
+        """:attr:`seen` when the watch began: right after the reading before the load"""
 
     def totals(self) -> QuicTotals | None:
         listed = self._read()
         if listed is None:
             return None
         with self._lock:
-            whole = self._watched <= listed
+            # A connection gone since is whole if it moved nothing while watched: one of an
+            # earlier trial (a browser's, closed when another browser starts) freed mid-load
+            gone = self._watched - listed
+            whole = all(self._before.get(c) == self.seen[c] for c in gone)
             sent = sum(c.sent_packets for c in self.seen.values())
             lost = sum(c.lost_packets for c in self.seen.values())
             return QuicTotals(
@@ -185,6 +191,7 @@ class HaproxyLedger(QuicLedger):
         stop = self._stop = threading.Event()
         with self._lock:
             self._watched = set()
+            self._before = dict(self.seen)
 
         def poll() -> None:
             left = WATCH_AT_MOST_S / WATCH_EVERY_S
