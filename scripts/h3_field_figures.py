@@ -8,7 +8,8 @@ and repetition, run back to back): s = metric(h3) / metric(h2s), plt_ms unless a
 named, printed as ``n | median [95% CI] | range | h3 faster`` (:mod:`figures`). Printed: s per
 level of each factor (the client split into browser and cores, the transport as TCP's algorithm
 against the QUIC stack's, as stored); then the crossings REPRODUCTION.md reads (cores x browser x
-network, the decision tree's first splits; transport, initial window and discovery x network);
+network, the decision tree's splits; transport, initial window and discovery x network, and the
+transport and the initial window x discovery: their forced h3 ran only with CUBIC and 10 packets);
 then what the quarter core costs each protocol (plt at 0.25 / plt at 1 of the same cell and
 repetition) and the calibration's share of a core; what each side ran, read back; QUIC's lost
 packets and TCP's retransmissions; last the failed attempts.
@@ -57,7 +58,9 @@ CROSSINGS = (
     ("cores", "network"),
     ("transport", "network"),
     ("transport", "cores", "browser"),
+    ("transport", "discovery"),
     ("initcwnd", "network"),
+    ("initcwnd", "discovery"),
     ("discovery", "network"),
     ("server", "network"),
     ("page", "network"),
