@@ -202,7 +202,7 @@ class Metrics:
     quic_sent_packets: int | None = _metric("packets", "QUIC packets the server sent", LAB)
     """over HTTP/3, the packets the server's QUIC connections sent during the trial (their
     retransmissions included), as the server counts them (the origin's quic-go; HAProxy 3.0's
-    stats socket where every connection the trial saw is still open when it ends); None where
+    stats socket where every connection the load used is still open when it ends); None where
     the server keeps no count"""
     quic_lost_packets: int | None = _metric("packets", "QUIC packets the server lost", LAB)
     """of those, the packets the server's loss detection declared lost (RFC 9002): QUIC's
