@@ -46,14 +46,14 @@ def test_a_1kb_warc_bomb_is_refused_fast_naming_the_limit(
     path = tmp_path / name
     path.write_bytes(source.read_bytes())
     rss_before = _peak_rss_bytes()
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: wall time beside the alone lane is the scheduler's
     with pytest.raises(SpecError) as info:
         import_source(f"warc:{path}", root=tmp_path / "pages")
-    elapsed_s = time.perf_counter() - start
+    cpu_s = time.process_time() - start
     line = info.value.line()
     assert line.startswith(f"{path}: {where}")
     assert "decompression bomb" in line and "MAX_RATIO" in line and "\n" not in line
-    assert elapsed_s < 0.5, elapsed_s  # 16 MB of inflating at most, not 600 MB
+    assert cpu_s < 0.5, cpu_s  # 16 MB of inflating at most, not 600 MB
     assert _peak_rss_bytes() - rss_before < 200 * 1024**2
     assert leftovers(tmp_path / "pages") == []
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temporary file left

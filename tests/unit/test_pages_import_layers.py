@@ -2,7 +2,11 @@
 (issue #56, item 1): a gzipped WARC of a few KB whose one script is a 2 MB gzip body of 2 GiB
 is within 1000 times at each layer, but not together. Its script is skipped with a note naming
 the record, the limit and the layers; the page imports without it, within a second and a few
-tens of MB (the captures are fuzz/bombs/, made by fuzz.bombs.make_layered)."""
+tens of MB (the captures are fuzz/bombs/, made by fuzz.bombs.make_layered).
+
+Time is the CPU seconds the import spent, not the seconds it took: the unit tests run beside
+the alone lane at the idle scheduling class (tests/suite.py), where a wall-clock bound measures
+the scheduler (CI: over 1 s once). bench/import_bombs.py prints the wall-clock figure."""
 
 from __future__ import annotations
 
@@ -50,10 +54,10 @@ def test_a_layered_bomb_costs_its_record_not_the_capture(name: str, layers: str)
     path = bombs.FOLDER / name
     assert path.stat().st_size < 8 * 1024  # a few KB on disk, 2 GiB in its script
     tracemalloc.start()
-    start = time.perf_counter()
+    start = time.process_time()
     try:
         capture = read_warc(path)
-        elapsed_s = time.perf_counter() - start
+        cpu_s = time.process_time() - start
         _, peak_bytes = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -61,7 +65,7 @@ def test_a_layered_bomb_costs_its_record_not_the_capture(name: str, layers: str)
     assert capture.entry_url == "https://bomb.test/"
     assert capture.responses[1].body == bombs.LAYERED_CSS  # the record after the bomb imports
     assert expected_note(path, layers) in capture.notes
-    assert elapsed_s < 1.0, elapsed_s  # 8 MB of inflating, not 500 MB (2.3 s before)
+    assert cpu_s < 1.0, cpu_s  # 8 MB of inflating, not 500 MB (2.3 s before)
     assert peak_bytes < 100 * 1024**2, peak_bytes  # a few times 8 MB, not 1 GB
 
 
@@ -72,24 +76,24 @@ import json, sys, time
 import h2lab.cli
 from h2lab.pages.importers import read_capture, store  # what the command imports, warm
 sys.argv = ["h2lab", "pages", "import", sys.argv[1]]
-start = time.perf_counter()
+start, cpu_start = time.perf_counter(), time.process_time()
 try:
     h2lab.cli.main()
     code = 0
 except SystemExit as exc:
     code = exc.code
-elapsed_s = time.perf_counter() - start
+elapsed_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
 with open("/proc/self/status") as f:
     peak = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 with open(FIGURES, "w") as f:
-    json.dump({"code": code, "elapsed_s": elapsed_s, "peak_bytes": peak}, f)
+    json.dump({"code": code, "elapsed_s": elapsed_s, "cpu_s": cpu_s, "peak_bytes": peak}, f)
 """
 
 
 def run_import(path: Path, tmp_path: Path) -> tuple[dict[str, float], str, str]:
     """``h2lab pages import PATH`` in a process of its own: its figures (exit code, seconds
-    the command took, the process's peak resident memory, interpreter and imports included),
-    its output and its notes."""
+    the command took and CPU seconds it spent, the process's peak resident memory, interpreter
+    and imports included), its output and its notes."""
     figures = tmp_path / "figures.json"
     script = f"FIGURES = {str(figures)!r}\n{MEASURE}"
     # COLUMNS: each note on one line
@@ -116,7 +120,7 @@ def test_pages_import_of_a_layered_bomb_is_fast_and_small(
     assert figures["code"] == 0, stderr
     assert f"note: {expected_note(path, layers)}" in stderr.splitlines()
     assert name.removesuffix(".warc.gz") in stdout  # the page, stored under its name
-    assert figures["elapsed_s"] < 1.0, figures
+    assert figures["cpu_s"] < 1.0, figures
     assert figures["peak_bytes"] < 300 * 1024**2, figures  # the whole process
 
 
@@ -152,13 +156,13 @@ def test_many_bombs_cost_at_most_the_file_budget_and_spare_what_follows(tmp_path
     records.append(("https://a.test/a.css", "200 OK", [("Content-Encoding", "gzip")], css))
     path = tmp_path / "many.warc.gz"
     path.write_bytes(warc_bytes(records))
-    start = time.perf_counter()
+    start = time.process_time()
     capture = read_warc(path)
-    elapsed_s = time.perf_counter() - start
+    cpu_s = time.process_time() - start
     assert [r.url for r in capture.responses] == ["https://a.test/", "https://a.test/a.css"]
     skipped = [n for n in capture.notes if "a decompression bomb" in n]
     assert len(skipped) == 10 and skipped[-1].startswith("skipped record 10 https://a.test/9.js")
-    assert elapsed_s < 1.0, elapsed_s
+    assert cpu_s < 1.0, cpu_s
 
     ratio = RatioBudget(path.stat().st_size, ["warc gzip"])
     for _ in range(10):
