@@ -12,57 +12,30 @@ seconds a user waits are this script's, on an otherwise idle machine.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # fuzz/, from the checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # fuzz/ and tests/, from the checkout
 
 from fuzz import bombs
-
-MEASURE = r"""
-import json, sys, time
-import h2lab.cli
-from h2lab.pages.importers import read_capture, store  # what the command imports, warm
-figures, sys.argv = sys.argv[1], ["h2lab", "pages", "import", sys.argv[2]]
-start, cpu_start = time.perf_counter(), time.process_time()
-try:
-    h2lab.cli.main()
-    code = 0
-except SystemExit as exc:
-    code = exc.code
-elapsed_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
-with open("/proc/self/status") as f:
-    peak = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-with open(figures, "w") as f:
-    json.dump({"code": code, "wall_s": elapsed_s, "cpu_s": cpu_s, "peak_bytes": peak}, f)
-"""
+from tests.unit.test_pages_import_layers import run_import
 
 
 def import_once(name: str, work: Path) -> dict[str, float]:
-    """One import of ``fuzz/bombs/NAME`` from a copy in WORK, in a process of its own."""
+    """One import of ``fuzz/bombs/NAME`` from a copy in WORK, in a process of its own (the
+    unit test's way: its figures are the test's)."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir()
     path = work / name
     path.write_bytes((bombs.FOLDER / name).read_bytes())
-    figures = work / "figures.json"
-    env = {**os.environ, "H2LAB_CACHE": str(work / "cache")}
-    proc = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(figures), str(path)],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    if proc.returncode != 0:
-        raise SystemExit(f"{name}: the import's process failed: {proc.stderr.strip()}")
-    result: dict[str, float] = json.loads(figures.read_text())
-    if result["code"] != 0:
-        raise SystemExit(f"{name}: h2lab pages import exited {result['code']}")
-    return result
+    figures, _, stderr = run_import(path, work)
+    if figures["code"] != 0:
+        raise SystemExit(f"{name}: h2lab pages import exited {figures['code']}: {stderr}")
+    return figures
 
 
 def main() -> None:
@@ -74,7 +47,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="h2lab-bombs-") as tmp:
         for name, layers in sorted(bombs.LAYERED.items()):
             runs = [import_once(name, Path(tmp) / "work") for _ in range(args.runs)]
-            wall = [r["wall_s"] for r in runs]
+            wall = [r["elapsed_s"] for r in runs]
             cpu = [r["cpu_s"] for r in runs]
             peak_mb = max(r["peak_bytes"] for r in runs) / 1024**2
             wall_s = f"{statistics.median(wall):6.3f}/{max(wall):6.3f}"

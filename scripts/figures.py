@@ -10,8 +10,9 @@ shown from 3 pairs on), the range (a CDF's extremes) and how many pairs the nume
 from __future__ import annotations
 
 import csv
+import re
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -26,6 +27,43 @@ def measured_rows(folder: Path, *, ok_only: bool = True) -> Iterator[dict[str, s
         for row in csv.DictReader(f):
             if row["warmup"] != "1" and (row["status"] == "ok" or not ok_only):
                 yield row
+
+
+Row = Mapping[str, str]
+
+
+def protocol_pairs(
+    folder: Path, metric: str, num: str = "h3", den: str = "h2s"
+) -> list[tuple[Row, Row, float]]:
+    """(the ``den`` row, the ``num`` row, s = metric(num) / metric(den)) per block in which both
+    protocols measured the metric."""
+    blocks: dict[str, dict[str, Row]] = defaultdict(dict)
+    for row in measured_rows(folder):
+        if row[metric]:
+            blocks[row["block"]][row["protocol"]] = row
+    return [
+        (b[den], b[num], float(b[num][metric]) / float(b[den][metric]))
+        for b in blocks.values()
+        if num in b and den in b and float(b[den][metric]) > 0
+    ]
+
+
+BROWSER_ERROR = re.compile(r"net::ERR_[A-Z0-9_.]+|NS_ERROR_[A-Z_]+")
+
+
+def print_failures(folder: Path) -> None:
+    """The failed attempts, counted by protocol and error: a browser's error code where the
+    error names one (its last), else the error's first 80 characters."""
+    failed: Counter[tuple[str, str]] = Counter()
+    for row in measured_rows(folder, ok_only=False):
+        if row["status"] != "ok":
+            found = BROWSER_ERROR.findall(row["error"])
+            failed[(row["protocol"], found[-1] if found else row["error"][:80])] += 1
+    print("\nfailed attempts (protocol | error | count):")
+    for (protocol, error), n in sorted(failed.items()):
+        print(f"  {protocol} | {error} | {n}")
+    if not failed:
+        print("  none")
 
 
 Arm = tuple[str, str]

@@ -20,12 +20,10 @@ from __future__ import annotations
 import statistics
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
-from figures import RATIO_HEADER, measured_rows, ratio_line
-
-Row = Mapping[str, str]
+from figures import RATIO_HEADER, Row, measured_rows, print_failures, protocol_pairs, ratio_line
 
 
 def _page(row: Row) -> str:
@@ -65,19 +63,6 @@ CROSSINGS = (
     ("server", "network"),
     ("page", "network"),
 )
-
-
-def _pairs(folder: Path, metric: str) -> list[tuple[Row, Row, float]]:
-    """(the h2s row, the h3 row, s) per block with both protocols measured."""
-    blocks: dict[str, dict[str, Row]] = defaultdict(dict)
-    for row in measured_rows(folder):
-        if row[metric]:
-            blocks[row["block"]][row["protocol"]] = row
-    return [
-        (b["h2s"], b["h3"], float(b["h3"][metric]) / float(b["h2s"][metric]))
-        for b in blocks.values()
-        if "h3" in b and "h2s" in b and float(b["h2s"][metric]) > 0
-    ]
 
 
 def _by(pairs: list[tuple[Row, Row, float]], names: tuple[str, ...]) -> None:
@@ -142,21 +127,8 @@ def _losses(folder: Path) -> None:
         print(f"  {' | '.join(cell)} | {shown}")
 
 
-def _failures(folder: Path) -> None:
-    failed = Counter(
-        (row["protocol"], row["error"][:80])
-        for row in measured_rows(folder, ok_only=False)
-        if row["status"] != "ok"
-    )
-    print("\nfailed attempts (protocol | error | count):")
-    for (protocol, error), n in sorted(failed.items()):
-        print(f"  {protocol} | {error} | {n}")
-    if not failed:
-        print("  none")
-
-
 def main(folder: Path, metric: str) -> None:
-    pairs = _pairs(folder, metric)
+    pairs = protocol_pairs(folder, metric)
     print(f"s = {metric}(h3) / {metric}(h2s), per block; {RATIO_HEADER} (h3 faster)")
     print(ratio_line("all", [s for _, _, s in pairs]))
     for name in FACTORS:
@@ -166,7 +138,7 @@ def main(folder: Path, metric: str) -> None:
     _quarter_core(folder, metric)
     _ran(folder)
     _losses(folder)
-    _failures(folder)
+    print_failures(folder)
 
 
 if __name__ == "__main__":

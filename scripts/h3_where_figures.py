@@ -15,18 +15,15 @@ arm 6's is of forced h3 (``discovery`` forced: the lab's upper bound), as before
 
 from __future__ import annotations
 
-import re
 import statistics
 import sys
-from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
-from figures import RATIO_HEADER, measured_rows, ratio_line
+from figures import RATIO_HEADER, Row, measured_rows, print_failures, protocol_pairs, ratio_line
 
 from h2lab.analysis.factors import network_features
-
-Row = Mapping[str, str]
 
 
 def _page(row: Row) -> str:
@@ -58,22 +55,9 @@ FACTORS: dict[str, Callable[[Row], str]] = {
 }
 
 
-def _blocks(folder: Path, metric: str) -> dict[str, dict[str, tuple[Row, float]]]:
-    """block -> protocol -> (row, value) of the measured trials."""
-    out: dict[str, dict[str, tuple[Row, float]]] = defaultdict(dict)
-    for row in measured_rows(folder):
-        if row[metric]:
-            out[row["block"]][row["protocol"]] = (row, float(row[metric]))
-    return out
-
-
 def _pairs(folder: Path, metric: str) -> list[tuple[Row, float]]:
     """(the h3 row, s) per block with both protocols measured."""
-    return [
-        (b["h3"][0], b["h3"][1] / b["h2s"][1])
-        for b in _blocks(folder, metric).values()
-        if "h3" in b and "h2s" in b and b["h2s"][1] > 0
-    ]
+    return [(h3, s) for _, h3, s in protocol_pairs(folder, metric)]
 
 
 IW_NETWORKS = ("rtt=100ms,rate=10Mbps", "rtt=300ms,rate=10Mbps")
@@ -95,19 +79,6 @@ def _initial_windows(folder: Path) -> None:
         plt = statistics.median(v[0] for v in values)
         ttfb = statistics.median(v[1] for v in values)
         print(f"  {' | '.join(cell)} | {len(values)} | {plt:,.0f} | {ttfb:,.0f}")
-
-
-def _failures(folder: Path) -> None:
-    failed: Counter[tuple[str, str]] = Counter()
-    for row in measured_rows(folder, ok_only=False):
-        if row["status"] != "ok":
-            found = re.findall(r"net::ERR_[A-Z0-9_.]+|NS_ERROR_[A-Z_]+", row["error"])
-            failed[(row["protocol"], found[-1] if found else row["error"][:60])] += 1
-    print("\nfailed attempts (protocol | error | count):")
-    for (protocol, error), n in sorted(failed.items()):
-        print(f"  {protocol} | {error} | {n}")
-    if not failed:
-        print("  none")
 
 
 def _discovery(row: Row) -> str:
@@ -173,7 +144,7 @@ def main(folder: Path, metric: str) -> None:
     _by_page(pairs)
     _initial_windows(folder)
     _discoveries(every, folder)
-    _failures(folder)
+    print_failures(folder)
 
 
 def _by_page(pairs: list[tuple[Row, float]]) -> None:
