@@ -108,7 +108,11 @@ def test_the_calibration_under_a_quarter_of_a_core_is_a_quarter_of_the_free_one(
         f"{statistics.median(f.cores for f in free)}); the calibration's group throttled "
         f"{throttled} ms"
     )
-    assert all(abs(s / 0.25 - 1) <= 0.10 for s in shares), shares
+    # The quota caps every share (the kernel gives no more); what it gave is told from the
+    # median: a share below is a host busy with other work for a moment (CI: 0.2249 once, the
+    # others 0.234-0.25, the alone lane sharing the cores with the unit tests)
+    assert shares[-1] <= 0.25 * 1.10, shares
+    assert abs(statistics.median(shares) / 0.25 - 1) <= 0.10, shares
     assert 3 < ratio < 6
     assert not group.path.exists()
 

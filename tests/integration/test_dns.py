@@ -161,17 +161,20 @@ def test_hosts_a_capture_lacks_fail_in_a_round_trip_in_both_browsers(tmp_path: P
     db = sqlite3.connect(out / "results.sqlite")
     for client in ("chromium", "firefox"):
         took: dict[str, list[float]] = {"script": [], "image": []}
-        plt = {
-            page: statistics.median(
+        plts = {
+            page: sorted(
                 r.plt_ms or 0.0
                 for r in records
                 if r.cell["client"] == client and _page_of(r) == page
             )
             for page in ("plain", "missing")
         }
-        print(f"{client}: plt without {plt['plain']:.0f} ms, with 10 missing hosts "
-              f"{plt['missing']:.0f} ms")  # fmt: skip
-        assert plt["missing"] <= max(1.1 * plt["plain"], plt["plain"] + RTT_MS), plt
+        # told from each page's fastest trial: a busy host only adds time (CI, the alone lane
+        # sharing the cores with the unit tests: medians of 3, 607 and 781 ms, once)
+        plt = {page: times[0] for page, times in plts.items()}
+        print(f"{client}: plt without {plts['plain']} ms, with 10 missing hosts "
+              f"{plts['missing']} ms")  # fmt: skip
+        assert plt["missing"] <= max(1.1 * plt["plain"], plt["plain"] + RTT_MS), plts
         for r in records:
             if r.cell["client"] != client:
                 continue

@@ -82,11 +82,12 @@ def test_first_view_h3_can_save_one_round_trip_before_the_first_byte(
 ) -> None:
     """TLS 1.3 over TCP takes the TCP handshake, then the TLS one, then the request: 3 round
     trips to the first byte; QUIC's handshake carries TLS: 2. A new Chromium per trial, so none
-    reuses anything of another. Over h2s every trial takes its 3 round trips, over h3 its 2;
-    but Debian 13's HAProxy 3.0.11 drops one of the two Initial packets of Chromium's
-    ClientHello now and then (5 of 44 first views: +1 or +2 round trips; HAProxy's
-    CRYPTO-frame buffer and Chromium's chaos protection, fixed upstream after 3.0.11: see
-    docs/servers.md), so for it the bound is on the fastest of 2 trials."""
+    reuses anything of another. Told from each protocol's fastest of 2 trials: a busy host only
+    adds time (CI: an h2s first byte in 4 round trips once, its pair's in 3, the alone lane
+    sharing the cores with the unit tests), and Debian 13's HAProxy 3.0.11 drops one of the
+    two Initial packets of Chromium's ClientHello now and then (5 of 44 first views: +1 or +2
+    round trips; HAProxy's CRYPTO-frame buffer and Chromium's chaos protection, fixed upstream
+    after 3.0.11: see docs/servers.md)."""
     records = run_experiment(
         tmp_path,
         "h3-ttfb",
@@ -101,9 +102,9 @@ def test_first_view_h3_can_save_one_round_trip_before_the_first_byte(
         assert r.ttfb_ms is not None
         ttfb[r.protocol].append(r.ttfb_ms)
     print(f"{server}: ttfb h2s {sorted(ttfb['h2s'])} ms, h3 {sorted(ttfb['h3'])} ms")
-    assert [round_trips(t) for t in ttfb["h2s"]] == [3] * len(ttfb["h2s"])
-    h3 = [min(ttfb["h3"])] if server.startswith("haproxy@3.0") else ttfb["h3"]
-    assert [round_trips(t) for t in h3] == [2] * len(h3)
+    assert len(ttfb["h2s"]) == len(ttfb["h3"]) == 2
+    assert round_trips(min(ttfb["h2s"])) == 3
+    assert round_trips(min(ttfb["h3"])) == 2
 
 
 EARLY_DATA = {"origin:early_data=1": True, "caddy": True, "nginx@1.26": False}
