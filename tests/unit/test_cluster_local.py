@@ -143,7 +143,7 @@ def test_start_ups_take_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         assert holder.stdout is not None
         holder.stdout.close()
     naps: list[float] = []  # free: taken at once, without a wait (a wall clock would measure
-    monkeypatch.setattr(local.time, "sleep", naps.append)  # the idle class's scheduler)
+    monkeypatch.setattr(time, "sleep", naps.append)  # the idle class's scheduler)
     with local.starting_alone():
         assert naps == []
 
