@@ -165,10 +165,17 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+VERSION_TIMEOUT_S = 60
+"""Long enough for a cold binary on a loaded host: Caddy 2.11's 40 MB ``caddy version`` took
+8.0 s beside the suite's four lanes (0.06 s of CPU; 0.06-0.12 s idle), and past the 10 s it
+once had, a trial stored a built Caddy as "not built"."""
+
+
 def version_text(argv: Sequence[str]) -> str:
-    """stdout + stderr of a ``--version``-like command ('' if the program is missing)."""
+    """stdout + stderr of a ``--version``-like command ('' if the program is missing or does
+    not answer within :data:`VERSION_TIMEOUT_S`)."""
     try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=10)
+        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=VERSION_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return proc.stdout + proc.stderr

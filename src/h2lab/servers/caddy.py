@@ -322,8 +322,9 @@ class Caddy211(Caddy):
 
     def version(self) -> str:
         built = find_build(f"{caddy_build.folder_name()}/{caddy_build.BINARY}")
-        found = programs.CADDY_211.version([str(built)]) if built is not None else None
-        return found or "not built"
+        if built is None:
+            return "not built"
+        return programs.CADDY_211.version([str(built)]) or "built, no version answered"
 
     def argv(self) -> list[str]:
         return [str(caddy_build.ensure_built())]
